@@ -1,0 +1,116 @@
+"""Where envs come from: ``register_env`` names, gymnasium ids, classes and creators."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, Union
+
+import gymnasium as gym
+
+from rlstack.env.env_context import EnvContext
+from rlstack.env.legacy import LegacyEnvAdapter, is_legacy_env
+from rlstack.errors import EnvError, did_you_mean
+
+EnvCreator = Callable[[EnvContext], Any]
+EnvSpec = Union[str, type, EnvCreator]
+
+_REGISTRY: dict[str, EnvCreator] = {}
+
+
+def register_env(name: str, env_creator: EnvCreator) -> None:
+    """Makes ``env_creator`` available as ``config["env"] = name``.
+
+    The creator is called with an :class:`EnvContext` (the ``env_config`` dict with
+    ``worker_index``, ``vector_index`` and ``num_workers``) and returns a gymnasium env
+    (or an old gym-style env, which is adapted).
+
+    Registration is per process: rollout workers receive the registry with the trainer,
+    so register before building the trainer.
+
+    Args:
+        name: The name to use in ``config["env"]``.
+        env_creator: A callable taking an EnvContext.
+
+    Raises:
+        TypeError: If ``env_creator`` is not callable.
+    """
+    if not callable(env_creator):
+        raise TypeError(f"register_env({name!r}, ...) needs a callable creator, got {type(env_creator).__name__}.")
+    _REGISTRY[name] = env_creator
+
+
+def registered_envs() -> dict[str, EnvCreator]:
+    """A copy of the envs registered with :func:`register_env` in this process."""
+    return dict(_REGISTRY)
+
+
+def restore_registry(entries: dict[str, EnvCreator]) -> None:
+    """Adds entries captured with :func:`registered_envs` (used by remote workers)."""
+    _REGISTRY.update(entries)
+
+
+def _known_names() -> list[str]:
+    return sorted(set(_REGISTRY) | set(gym.registry.keys()))
+
+
+def make_env(spec: EnvSpec, context: EnvContext) -> gym.Env:
+    """Builds one env from ``spec``.
+
+    Args:
+        spec: A name given to :func:`register_env`, a gymnasium id, a ``gym.Env``
+            subclass (constructed with the EnvContext) or a creator callable.
+        context: The ``env_config`` with the env's indices.
+
+    Returns:
+        A gymnasium env; old gym-style envs come back wrapped in LegacyEnvAdapter.
+
+    Raises:
+        EnvError: If the name is unknown or the creator returns something else than an env.
+    """
+    if spec is None:
+        raise EnvError("No env given: pass PPOTrainer(config, env='CartPole-v1') or set config['env'].")
+    if isinstance(spec, str):
+        if spec in _REGISTRY:
+            env = _REGISTRY[spec](context)
+        elif spec in gym.registry:
+            try:
+                env = gym.make(spec, **dict(context))
+            except TypeError as exc:
+                raise EnvError(f"gymnasium env {spec!r} rejected env_config {dict(context)}: {exc}") from exc
+        else:
+            raise EnvError(
+                f"Unknown env {spec!r}: it is neither registered with rlstack.register_env nor a "
+                f"gymnasium id{did_you_mean(spec, _known_names())} Register it with "
+                f"register_env({spec!r}, creator) or give an env class."
+            )
+    elif inspect.isclass(spec):
+        env = spec(context)
+    elif callable(spec):
+        env = spec(context)
+    else:
+        raise EnvError(f"config['env'] must be a name, an env class or a creator, got {type(spec).__name__}.")
+    return ensure_gymnasium_env(env, spec)
+
+
+def ensure_gymnasium_env(env: Any, spec: Any = None) -> gym.Env:
+    """Returns ``env`` as a gymnasium env, adapting an old gym-style env.
+
+    Raises:
+        EnvError: If ``env`` has no spaces or no reset/step.
+    """
+    if isinstance(env, gym.Env):
+        return env
+    if is_legacy_env(env):
+        return LegacyEnvAdapter(env)
+    raise EnvError(
+        f"The env creator for {spec!r} returned {type(env).__name__}, which is not an env: "
+        "it needs observation_space, action_space, reset() and step(). Return a gymnasium.Env."
+    )
+
+
+def env_spec_name(spec: EnvSpec) -> str:
+    """A printable name for an env spec."""
+    if isinstance(spec, str):
+        return spec
+    return getattr(spec, "__name__", type(spec).__name__)

@@ -1,0 +1,295 @@
+"""RolloutWorker: steps a vector env with a policy and returns postprocessed batches.
+
+A worker runs as a Ray actor (``worker_index`` 1..N) or in the driver (index 0: the
+learner's copy, which samples only when ``num_workers=0``). Per step it makes one
+forward pass for all ``num_envs_per_worker`` sub-envs. Steps are written into
+preallocated ``[rollout_fragment_length, num_envs]`` arrays and cut into trajectory
+pieces (one episode of one sub-env each) only at the end of a fragment, where each piece
+goes through ``Policy.postprocess_trajectory``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlstack.env.env_context import EnvContext
+from rlstack.env.registry import make_env, restore_registry
+from rlstack.env.vector_env import VectorEnv
+from rlstack.evaluation.metrics import EpisodeStats
+from rlstack.policies.policy import Policy
+from rlstack.sample_batch import SampleBatch, concat_samples
+from rlstack.utils.filters import make_filter
+from rlstack.utils.seeding import env_seed, seed_everything
+
+_B = SampleBatch
+
+
+class RolloutWorker:
+    """Collects experience with one policy in ``num_envs_per_worker`` sub-envs.
+
+    Args:
+        env_spec: The env (name, class or creator).
+        policy_class: The algorithm's policy class for the configured framework.
+        config: The trainer's merged config.
+        worker_index: 0 for the driver's copy, 1..N for remote workers.
+        num_workers: Number of remote workers in the set.
+        env_registry: Envs registered in the driver process (remote workers need them).
+        spaces: ``(observation_space, action_space)`` for a worker built without envs.
+        num_gpus: GPUs for this worker's policy.
+    """
+
+    def __init__(
+        self,
+        env_spec: Any,
+        policy_class: type[Policy],
+        config: dict,
+        worker_index: int = 0,
+        num_workers: int = 0,
+        env_registry: dict | None = None,
+        spaces: tuple[gym.Space, gym.Space] | None = None,
+        num_gpus: float = 0,
+    ) -> None:
+        if env_registry:
+            restore_registry(env_registry)
+        if worker_index > 0:
+            # Rollout workers share the machine's cores with each other and the learner.
+            policy_class.pin_threads(1)
+        self.config = config
+        self.worker_index = worker_index
+        self.num_workers = num_workers
+        seed = config.get("seed")
+        seed_everything(None if seed is None else seed + worker_index)
+        self.env: VectorEnv | None = None
+        if spaces is None:
+            context = EnvContext(config.get("env_config"), worker_index, 0, num_workers)
+            n = int(config["num_envs_per_worker"])
+            self.env = VectorEnv(
+                lambda i: make_env(env_spec, context.copy_with(vector_index=i)),
+                n,
+                seeds=[env_seed(seed, worker_index, i) for i in range(n)],
+                horizon=config.get("horizon"),
+            )
+            spaces = (self.env.observation_space, self.env.action_space)
+        self.observation_space, self.action_space = spaces
+        self.policy = policy_class(self.observation_space, self.action_space, config, num_gpus=num_gpus)
+        self.preprocessor = self.policy.preprocessor
+        self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
+        self._obs: np.ndarray | None = None
+        self._episodes: list[EpisodeStats] = []
+        self._pending: dict[int, SampleBatch] = {}
+        self._perf = {"env_wait": 0.0, "inference": 0.0, "action_processing": 0.0, "obs_processing": 0.0}
+        self._perf_steps = 0
+
+    # ----- small remote-callable helpers ------------------------------------------
+
+    def ping(self) -> str:
+        """Answers ``"ok"``; used to wait until a worker is up and to probe its health."""
+        return "ok"
+
+    def get_spaces(self) -> tuple[gym.Space, gym.Space]:
+        """The env's observation and action spaces."""
+        return self.observation_space, self.action_space
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """The policy's weights."""
+        return self.policy.get_weights()
+
+    def set_weights(self, weights: dict[str, np.ndarray], global_timestep: int | None = None) -> None:
+        """Loads the learner's weights (and moves schedules to ``global_timestep``)."""
+        self.policy.set_weights(weights)
+        if global_timestep is not None:
+            self.policy.on_global_var_update(global_timestep)
+
+    def get_filter_state(self) -> dict[str, np.ndarray]:
+        """The observation filter's statistics."""
+        return self.filter.get_state()
+
+    def set_filter_state(self, state: dict[str, np.ndarray]) -> None:
+        """Replaces the observation filter's statistics (after a sync)."""
+        self.filter.set_state(state)
+
+    def flush_filter(self) -> dict[str, np.ndarray]:
+        """Returns what the filter saw since the last sync, and clears that buffer."""
+        return self.filter.flush_buffer()
+
+    def get_metrics(self) -> list[EpisodeStats]:
+        """Episodes finished since the last call."""
+        episodes, self._episodes = self._episodes, []
+        return episodes
+
+    def get_sampler_perf(self) -> dict[str, float]:
+        """Mean milliseconds per env step spent in each part of sampling, since the last call."""
+        steps = max(1, self._perf_steps)
+        perf = {f"mean_{key}_ms": 1000.0 * value / steps for key, value in self._perf.items()}
+        self._perf = dict.fromkeys(self._perf, 0.0)
+        self._perf_steps = 0
+        return perf
+
+    # ----- acting -------------------------------------------------------------------
+
+    def _process_obs(self, raw: list[Any], update: bool = True) -> np.ndarray:
+        return self.filter(self.preprocessor.transform_batch(raw), update=update)
+
+    def _clip_rewards(self, rewards: np.ndarray) -> np.ndarray:
+        clip = self.config.get("clip_rewards")
+        if clip is True:
+            return np.sign(rewards)
+        if clip:
+            return np.clip(rewards, -clip, clip)
+        return rewards
+
+    def _require_env(self) -> VectorEnv:
+        if self.env is None:
+            raise RuntimeError("This worker was built without envs (the driver's copy when num_workers > 0).")
+        return self.env
+
+    def sample(self) -> SampleBatch:
+        """Collects and postprocesses at least ``rollout_fragment_length * num_envs`` steps.
+
+        With ``batch_mode="truncate_episodes"`` every sub-env contributes exactly
+        ``rollout_fragment_length`` steps; the cut piece bootstraps from V(next obs).
+        With ``"complete_episodes"`` only whole episodes are returned; unfinished ones
+        carry over to the next call.
+        """
+        env = self._require_env()
+        target = int(self.config["rollout_fragment_length"]) * env.num_envs
+        complete = self.config["batch_mode"] == "complete_episodes"
+        pieces: list[SampleBatch] = []
+        collected = 0
+        while collected < target:
+            for env_index, piece, cut in self._run_fragment(bootstrap_cut=not complete):
+                if complete:
+                    if env_index in self._pending:
+                        piece = concat_samples([self._pending.pop(env_index), piece])
+                    if cut:
+                        self._pending[env_index] = piece
+                        continue
+                pieces.append(self.policy.postprocess_trajectory(piece))
+                collected += piece.count
+            if not complete:
+                break
+        return concat_samples(pieces)
+
+    def _run_fragment(self, bootstrap_cut: bool) -> list[tuple[int, SampleBatch, bool]]:
+        """Steps every sub-env ``rollout_fragment_length`` times.
+
+        Returns:
+            ``(env_index, piece, cut)`` for each trajectory piece; ``cut`` marks a piece
+            that ends at the fragment boundary rather than at an episode end.
+        """
+        env = self.env
+        T, N = int(self.config["rollout_fragment_length"]), env.num_envs
+        policy = self.policy
+        perf = self._perf
+        if self._obs is None:
+            self._obs = self._process_obs(env.reset())
+            self._returns = np.zeros(N, dtype=np.float64)
+            self._lengths = np.zeros(N, dtype=np.int64)
+            self._eps_ids = self.worker_index * 10**9 + np.arange(N, dtype=np.int64)
+            self._next_eps_id = int(self._eps_ids[-1]) + 1
+        obs = self._obs
+        buf: dict[str, np.ndarray] = {
+            _B.OBS: np.empty((T, N, obs.shape[1]), dtype=np.float32),
+            _B.REWARDS: np.empty((T, N), dtype=np.float32),
+            _B.TERMINATEDS: np.zeros((T, N), dtype=bool),
+            _B.TRUNCATEDS: np.zeros((T, N), dtype=bool),
+            _B.EPS_ID: np.empty((T, N), dtype=np.int64),
+            _B.BOOTSTRAP_VALUE: np.zeros((T, N), dtype=np.float32),
+        }
+        for t in range(T):
+            t0 = time.perf_counter()
+            actions, extras = policy.compute_actions(obs)
+            t1 = time.perf_counter()
+            env_actions = policy.unsquash_actions(actions)
+            t2 = time.perf_counter()
+            raw_obs, rewards, terminateds, truncateds, final_obs, _ = env.step(env_actions)
+            t3 = time.perf_counter()
+            if t == 0:
+                buf[_B.ACTIONS] = np.empty((T, *actions.shape), dtype=actions.dtype)
+                for key, value in extras.items():
+                    buf[key] = np.empty((T, *value.shape), dtype=value.dtype)
+            buf[_B.OBS][t] = obs
+            buf[_B.ACTIONS][t] = actions
+            for key, value in extras.items():
+                buf[key][t] = value
+            buf[_B.REWARDS][t] = self._clip_rewards(rewards)
+            buf[_B.TERMINATEDS][t] = terminateds
+            buf[_B.TRUNCATEDS][t] = truncateds
+            buf[_B.EPS_ID][t] = self._eps_ids
+            self._returns += rewards
+            self._lengths += 1
+            if final_obs:
+                truncated_envs = [i for i in final_obs if truncateds[i]]
+                if truncated_envs:
+                    # A time limit is not the end of the MDP: bootstrap from V(final obs).
+                    last = self._process_obs([final_obs[i] for i in truncated_envs], update=False)
+                    buf[_B.BOOTSTRAP_VALUE][t, truncated_envs] = policy.compute_values(last)
+                for i in final_obs:
+                    self._episodes.append(EpisodeStats(float(self._returns[i]), int(self._lengths[i])))
+                    self._returns[i] = 0.0
+                    self._lengths[i] = 0
+                    self._eps_ids[i] = self._next_eps_id
+                    self._next_eps_id += 1
+            obs = self._process_obs(raw_obs)
+            t4 = time.perf_counter()
+            perf["inference"] += t1 - t0
+            perf["action_processing"] += t2 - t1
+            perf["env_wait"] += t3 - t2
+            perf["obs_processing"] += t4 - t3
+        self._perf_steps += T * N
+        self._obs = obs
+        done = buf[_B.TERMINATEDS] | buf[_B.TRUNCATEDS]
+        if bootstrap_cut:
+            open_envs = np.flatnonzero(~done[-1])
+            if len(open_envs):
+                buf[_B.BOOTSTRAP_VALUE][-1, open_envs] = policy.compute_values(obs[open_envs])
+        pieces = []
+        for i in range(N):
+            ends = np.flatnonzero(done[:, i]).tolist()
+            start = 0
+            for end in ends:
+                pieces.append((i, self._piece(buf, i, start, end + 1), False))
+                start = end + 1
+            if start < T:
+                pieces.append((i, self._piece(buf, i, start, T), True))
+        return pieces
+
+    @staticmethod
+    def _piece(buf: dict[str, np.ndarray], env_index: int, start: int, end: int) -> SampleBatch:
+        return SampleBatch({key: value[start:end, env_index] for key, value in buf.items()})
+
+    def run_episodes(self, num_episodes: int | None = None, num_steps: int | None = None) -> list[EpisodeStats]:
+        """Plays whole episodes without recording a batch (for evaluation).
+
+        Stops after ``num_episodes`` episodes or, with ``num_steps``, once that many
+        steps were taken (finishing no partial episode). The filter is not updated.
+        """
+        env = self._require_env()
+        obs = self._process_obs(env.reset(), update=False)
+        returns = np.zeros(env.num_envs)
+        lengths = np.zeros(env.num_envs, dtype=np.int64)
+        episodes: list[EpisodeStats] = []
+        steps = 0
+        while True:
+            if num_episodes is not None and len(episodes) >= num_episodes:
+                return episodes[:num_episodes]
+            if num_steps is not None and steps >= num_steps:
+                return episodes
+            actions, _ = self.policy.compute_actions(obs)
+            raw_obs, rewards, _, _, final_obs, _ = env.step(self.policy.unsquash_actions(actions))
+            returns += rewards
+            lengths += 1
+            steps += env.num_envs
+            for i in final_obs:
+                episodes.append(EpisodeStats(float(returns[i]), int(lengths[i])))
+                returns[i], lengths[i] = 0.0, 0
+            obs = self._process_obs(raw_obs, update=False)
+
+    def stop(self) -> None:
+        """Closes the envs."""
+        if self.env is not None:
+            self.env.close()

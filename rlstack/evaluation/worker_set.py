@@ -1,0 +1,172 @@
+"""WorkerSet: the driver's local RolloutWorker plus the remote ones, as Ray actors."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import ray
+
+from rlstack.env.registry import registered_envs
+from rlstack.evaluation.metrics import EpisodeStats
+from rlstack.evaluation.rollout_worker import RolloutWorker
+from rlstack.policies.policy import Policy
+from rlstack.sample_batch import SampleBatch, concat_samples
+
+logger = logging.getLogger(__name__)
+
+
+class WorkerSet:
+    """A local worker (the learner's policy) and ``num_workers`` remote rollout workers.
+
+    With ``num_workers=0`` the local worker has envs and samples in the driver;
+    otherwise it holds only the policy and the remote workers sample.
+
+    Args:
+        env_spec: The env (name, class or creator).
+        policy_class: The policy class for the configured framework.
+        config: The merged config these workers run with.
+        num_workers: Number of remote workers.
+        local_env: Give the local worker envs even when there are remote workers.
+        name: What the workers are for, in logs and errors ("rollout", "evaluation").
+    """
+
+    def __init__(
+        self,
+        env_spec: Any,
+        policy_class: type[Policy],
+        config: dict,
+        num_workers: int,
+        local_env: bool = False,
+        name: str = "rollout",
+    ) -> None:
+        self.config = config
+        self.name = name
+        self._remote_workers: list[Any] = []
+        if num_workers > 0:
+            remote_cls = ray.remote(RolloutWorker).options(
+                num_cpus=config["num_cpus_per_worker"],
+                num_gpus=config["num_gpus_per_worker"],
+                resources=config.get("custom_resources_per_worker") or None,
+                max_concurrency=1,
+            )
+            registry = registered_envs()
+            self._remote_workers = [
+                remote_cls.remote(
+                    env_spec, policy_class, config, worker_index=i, num_workers=num_workers,
+                    env_registry=registry, num_gpus=config["num_gpus_per_worker"],
+                )
+                for i in range(1, num_workers + 1)
+            ]
+        spaces = None
+        if num_workers > 0 and not local_env:
+            # The driver holds no env: ask the first worker for the spaces (this also
+            # waits until the workers are up, surfacing env construction errors here).
+            spaces = ray.get(self._remote_workers[0].get_spaces.remote())
+        self._local_worker = RolloutWorker(
+            env_spec, policy_class, config, worker_index=0, num_workers=num_workers,
+            spaces=spaces, num_gpus=config.get("num_gpus", 0) if name == "rollout" else 0,
+        )
+        if self._remote_workers:
+            ray.get([w.ping.remote() for w in self._remote_workers])
+
+    def local_worker(self) -> RolloutWorker:
+        """The worker in the driver process (its policy is the learner's)."""
+        return self._local_worker
+
+    def remote_workers(self) -> list[Any]:
+        """Handles of the remote worker actors."""
+        return list(self._remote_workers)
+
+    @property
+    def num_remote_workers(self) -> int:
+        """How many remote workers the set has."""
+        return len(self._remote_workers)
+
+    def sample(self) -> list[SampleBatch]:
+        """One ``sample()`` from every sampling worker, gathered in parallel."""
+        if not self._remote_workers:
+            return [self._local_worker.sample()]
+        return ray.get([w.sample.remote() for w in self._remote_workers])
+
+    def sync_weights(self, global_timestep: int | None = None) -> None:
+        """Sends the local policy's weights to every remote worker.
+
+        The weights go into the object store once and every worker reads that copy;
+        the call returns without waiting (each worker applies them before its next
+        ``sample``, since an actor runs its calls in order).
+        """
+        if not self._remote_workers:
+            return
+        weights_ref = ray.put(self._local_worker.get_weights())
+        for worker in self._remote_workers:
+            worker.set_weights.remote(weights_ref, global_timestep)
+
+    def sync_filters(self) -> None:
+        """Merges what every worker's observation filter saw into the local filter and
+        sends the merged statistics back to all of them."""
+        if not self._remote_workers or self.config["observation_filter"] == "NoFilter":
+            return
+        local_filter = self._local_worker.filter
+        for buffer in ray.get([w.flush_filter.remote() for w in self._remote_workers]):
+            local_filter.apply_buffer(buffer)
+        state_ref = ray.put(local_filter.get_state())
+        for worker in self._remote_workers:
+            worker.set_filter_state.remote(state_ref)
+
+    def set_filter_state(self, state: dict) -> None:
+        """Sets the same filter statistics on every worker (after a restore)."""
+        self._local_worker.set_filter_state(state)
+        if self._remote_workers:
+            ray.get([w.set_filter_state.remote(state) for w in self._remote_workers])
+
+    def collect_episodes(self) -> list[EpisodeStats]:
+        """Episodes every worker finished since the last call."""
+        episodes = self._local_worker.get_metrics()
+        if self._remote_workers:
+            for worker_episodes in ray.get([w.get_metrics.remote() for w in self._remote_workers]):
+                episodes.extend(worker_episodes)
+        return episodes
+
+    def sampler_perf(self) -> dict[str, float]:
+        """Sampling time breakdown (ms per env step), averaged over the sampling workers."""
+        if not self._remote_workers:
+            return self._local_worker.get_sampler_perf()
+        perfs = ray.get([w.get_sampler_perf.remote() for w in self._remote_workers])
+        return {key: sum(p[key] for p in perfs) / len(perfs) for key in perfs[0]}
+
+    def foreach_worker(self, method: str, *args: Any) -> list[Any]:
+        """Calls ``method(*args)`` on the local and every remote worker; returns the results."""
+        results = [getattr(self._local_worker, method)(*args)]
+        if self._remote_workers:
+            results.extend(ray.get([getattr(w, method).remote(*args) for w in self._remote_workers]))
+        return results
+
+    def stop(self) -> None:
+        """Closes the local envs and ends the remote worker actors."""
+        self._local_worker.stop()
+        for worker in self._remote_workers:
+            try:
+                ray.kill(worker)
+            except Exception:  # noqa: BLE001 - the actor may already be gone
+                pass
+        self._remote_workers = []
+
+
+def synchronous_parallel_sample(workers: WorkerSet, max_env_steps: int) -> SampleBatch:
+    """Samples from every worker in rounds until at least ``max_env_steps`` steps.
+
+    Args:
+        workers: The worker set.
+        max_env_steps: Steps to collect (``train_batch_size``).
+
+    Returns:
+        All the rounds' batches concatenated.
+    """
+    batches: list[SampleBatch] = []
+    steps = 0
+    while steps < max_env_steps:
+        for batch in workers.sample():
+            batches.append(batch)
+            steps += batch.count
+    return concat_samples(batches)

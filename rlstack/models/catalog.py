@@ -1,0 +1,397 @@
+"""ModelCatalog: chooses the network and the action distribution for a pair of spaces.
+
+The catalog is framework-free. It turns ``(observation_space, action_space, model
+config)`` into a :class:`ModelSpec` (every layer with its name, shape and activation)
+and draws the initial weights with numpy, in one canonical layout (dense kernels
+``[in, out]``, conv kernels ``[kh, kw, in, out]``). ``models/torch`` and ``models/tf``
+build the same layers from the spec, so a torch and a TF policy built with the same seed
+start from the same weights, and weights move between frameworks unchanged.
+
+Network shape (classic RLlib semantics):
+
+* vector observations: an MLP of ``fcnet_hiddens`` with ``fcnet_activation``;
+* images (rank-3 Box, HWC): a CNN of ``conv_filters`` (``[[out_channels, [kh, kw],
+  stride], ...]``, "same" padding except the last layer) with ``conv_activation``; a
+  default is chosen from the image size when ``conv_filters`` is None;
+* Discrete / MultiDiscrete observations: one-hot vectors;
+* Dict / Tuple observations: each image component through its own CNN, the other
+  components concatenated through the ``fcnet_hiddens`` MLP, then everything concatenated
+  through ``post_fcnet_hiddens``;
+* heads: ``logits`` (the action distribution's inputs) and ``value_out``. With
+  ``vf_share_layers`` False (the default) the value head has its own copy of the encoder
+  (layer names prefixed ``vf_``).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlstack.errors import ConfigError, did_you_mean
+from rlstack.models.preprocessors import Component, Preprocessor
+
+# Classic RLlib model keys and defaults. Keys marked "not used" are accepted so that
+# old configs load, and rejected by validate_model_config when set to a non-default.
+MODEL_DEFAULTS: dict[str, Any] = {
+    # Sizes of the hidden layers of the MLP over vector observations.
+    "fcnet_hiddens": [256, 256],
+    # Activation of those layers: "tanh", "relu", "swish" (or "silu"), "elu", "linear".
+    "fcnet_activation": "tanh",
+    # CNN layers for image observations: [[out_channels, [kh, kw], stride], ...];
+    # None picks a default from the image size.
+    "conv_filters": None,
+    # Activation of the CNN layers.
+    "conv_activation": "relu",
+    # Hidden layers after the concatenated encoders of Dict/Tuple observations, or after
+    # the CNN of an image observation.
+    "post_fcnet_hiddens": [],
+    # Activation of the post_fcnet_hiddens layers.
+    "post_fcnet_activation": "relu",
+    # Share the encoder between the policy and the value function.
+    "vf_share_layers": False,
+    # For continuous actions: a state-independent, learned log std instead of one
+    # predicted by the network.
+    "free_log_std": False,
+    # Name given to ModelCatalog.register_custom_model, or None for the built-in model.
+    "custom_model": None,
+    # Extra keyword arguments passed to the custom model's constructor.
+    "custom_model_config": {},
+    # Recurrent and attention models are not implemented; True is rejected.
+    "use_lstm": False,
+    "use_attention": False,
+    # Not used: actions are never concatenated to observations.
+    "lstm_use_prev_action": False,
+    "lstm_use_prev_reward": False,
+    "max_seq_len": 20,
+    "lstm_cell_size": 256,
+    # Not used: no framestacking inside the model; use the Atari wrappers instead.
+    "framestack": True,
+    "dim": 84,
+    "grayscale": False,
+    "zero_mean": True,
+    # Not used: one observation encoding for every space (see models/preprocessors.py).
+    "custom_preprocessor": None,
+    "custom_action_dist": None,
+}
+
+_NOT_IMPLEMENTED_MODEL_KEYS = {"use_lstm", "use_attention", "custom_preprocessor", "custom_action_dist"}
+
+ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
+
+# Default CNN filters by (height, width), from classic RLlib's defaults for Atari sizes.
+_DEFAULT_FILTERS = {
+    (84, 84): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]],
+    (42, 42): [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]],
+    (10, 10): [[16, [5, 5], 2], [32, [5, 5], 2]],
+}
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One dense or conv layer.
+
+    Attributes:
+        name: Canonical name; weights are ``"<name>/kernel"`` and ``"<name>/bias"``.
+        kind: ``"dense"`` or ``"conv"``.
+        kernel_shape: ``(in, out)`` for dense, ``(kh, kw, in, out)`` for conv.
+        activation: One of ACTIVATIONS.
+        stride: Conv stride.
+        padding: ``"same"`` (TF semantics) or ``"valid"``.
+        init_std: Scale of the normalised-column init for dense layers.
+    """
+
+    name: str
+    kind: str
+    kernel_shape: tuple[int, ...]
+    activation: str = "linear"
+    stride: int = 1
+    padding: str = "valid"
+    init_std: float = 1.0
+
+
+@dataclass(frozen=True)
+class ImageBranch:
+    """A CNN over one image component of the flat observation."""
+
+    component: Component
+    convs: tuple[LayerSpec, ...]
+    out_size: int
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """Turns a flat observation into features.
+
+    Attributes:
+        images: One CNN per image component.
+        vector_columns: Flat-observation columns of the non-image components.
+        fc: Dense layers over those columns.
+        post_fc: Dense layers over the concatenation of CNN outputs and ``fc`` output.
+        out_size: Size of the features.
+    """
+
+    images: tuple[ImageBranch, ...]
+    vector_columns: tuple[int, ...]
+    fc: tuple[LayerSpec, ...]
+    post_fc: tuple[LayerSpec, ...]
+    out_size: int
+
+    @property
+    def layers(self) -> list[LayerSpec]:
+        """Every layer of the encoder, in build order."""
+        convs = [conv for branch in self.images for conv in branch.convs]
+        return [*convs, *self.fc, *self.post_fc]
+
+
+@dataclass(frozen=True)
+class ActionDistSpec:
+    """The action distribution chosen for an action space.
+
+    Attributes:
+        kind: ``"categorical"``, ``"multi_categorical"`` or ``"diag_gaussian"``.
+        num_outputs: Size of the distribution's input vector (means and log stds for
+            ``diag_gaussian``).
+        nvec: Category counts (``multi_categorical``; ``(n,)`` for ``categorical``).
+        action_dim: Action vector size (``diag_gaussian``).
+        action_shape: Shape of one action as the env expects it.
+    """
+
+    kind: str
+    num_outputs: int
+    nvec: tuple[int, ...] = ()
+    action_dim: int = 0
+    action_shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The complete built-in network: encoder(s) and heads."""
+
+    obs_size: int
+    encoder: EncoderSpec
+    vf_encoder: EncoderSpec | None
+    logits: LayerSpec
+    value_out: LayerSpec
+    free_log_std: bool
+    action_dim: int
+    model_config: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def layers(self) -> list[LayerSpec]:
+        """Every layer of the model, in build order."""
+        vf = self.vf_encoder.layers if self.vf_encoder is not None else []
+        return [*self.encoder.layers, *vf, self.logits, self.value_out]
+
+
+def _conv_out(size: int, kernel: int, stride: int, padding: str) -> int:
+    if padding == "same":
+        return math.ceil(size / stride)
+    return (size - kernel) // stride + 1
+
+
+def _filters_for(shape: tuple[int, ...], model_config: dict) -> list:
+    filters = model_config.get("conv_filters")
+    if filters is not None:
+        return filters
+    h, w = shape[0], shape[1]
+    if (h, w) in _DEFAULT_FILTERS:
+        return _DEFAULT_FILTERS[(h, w)]
+    return [[16, [3, 3], 2], [32, [3, 3], 2]]
+
+
+def _image_branch(index: int, comp: Component, model_config: dict, prefix: str) -> ImageBranch:
+    filters = _filters_for(comp.shape, model_config)
+    h, w, channels = comp.shape
+    convs = []
+    for i, spec in enumerate(filters):
+        try:
+            out_ch, (kh, kw), stride = int(spec[0]), (int(spec[1][0]), int(spec[1][1])), int(spec[2])
+        except (TypeError, ValueError, IndexError) as exc:
+            raise ConfigError(
+                f"model.conv_filters entry {spec!r} is malformed; each entry is "
+                "[out_channels, [kernel_h, kernel_w], stride], e.g. [16, [8, 8], 4]."
+            ) from exc
+        padding = "valid" if i == len(filters) - 1 else "same"
+        new_h, new_w = _conv_out(h, kh, stride, padding), _conv_out(w, kw, stride, padding)
+        if new_h < 1 or new_w < 1:
+            raise ConfigError(
+                f"model.conv_filters {filters} do not fit images of shape {comp.shape}: layer {i} "
+                f"(kernel {kh}x{kw}, stride {stride}) sees only {h}x{w} pixels. Give conv_filters "
+                "with smaller kernels or strides."
+            )
+        convs.append(
+            LayerSpec(f"{prefix}cnn{index}_{i}", "conv", (kh, kw, channels, out_ch),
+                      model_config["conv_activation"], stride, padding)
+        )
+        h, w, channels = new_h, new_w, out_ch
+    return ImageBranch(comp, tuple(convs), h * w * channels)
+
+
+def _dense_stack(prefix: str, in_size: int, hiddens: list, activation: str) -> tuple[tuple[LayerSpec, ...], int]:
+    layers = []
+    for i, size in enumerate(hiddens):
+        layers.append(LayerSpec(f"{prefix}_{i}", "dense", (in_size, int(size)), activation))
+        in_size = int(size)
+    return tuple(layers), in_size
+
+
+def _encoder(layout: list[Component], model_config: dict, prefix: str) -> EncoderSpec:
+    images = []
+    vector_columns: list[int] = []
+    for comp in layout:
+        if comp.kind == "image":
+            images.append(_image_branch(len(images), comp, model_config, prefix))
+        else:
+            vector_columns.extend(range(comp.start, comp.start + comp.size))
+    fc: tuple[LayerSpec, ...] = ()
+    fc_out = 0
+    if vector_columns:
+        fc, fc_out = _dense_stack(f"{prefix}fc", len(vector_columns), model_config["fcnet_hiddens"],
+                                  model_config["fcnet_activation"])
+    concat = fc_out + sum(branch.out_size for branch in images)
+    post_fc, out_size = _dense_stack(f"{prefix}post_fc", concat, model_config["post_fcnet_hiddens"],
+                                     model_config["post_fcnet_activation"])
+    return EncoderSpec(tuple(images), tuple(vector_columns), fc, post_fc, out_size)
+
+
+def validate_model_config(model_config: dict) -> None:
+    """Rejects unknown or unsupported ``model`` keys and bad values.
+
+    Raises:
+        ConfigError: Naming the key and the fix.
+    """
+    for key in model_config:
+        if key not in MODEL_DEFAULTS:
+            raise ConfigError(
+                f"Unknown model config key {key!r}{did_you_mean(key, MODEL_DEFAULTS)} "
+                f"Valid model keys: {', '.join(sorted(MODEL_DEFAULTS))}."
+            )
+    for key in _NOT_IMPLEMENTED_MODEL_KEYS:
+        if model_config.get(key) not in (None, False):
+            raise ConfigError(
+                f"model.{key} is not implemented in rlstack yet; remove it from the config "
+                "(or register a custom model with ModelCatalog.register_custom_model)."
+            )
+    for key in ("fcnet_activation", "conv_activation", "post_fcnet_activation"):
+        value = model_config.get(key)
+        if value is None:
+            model_config[key] = "linear"
+        elif value not in ACTIVATIONS:
+            raise ConfigError(f"model.{key}={value!r} is not supported; allowed: {', '.join(ACTIVATIONS)}.")
+    for key in ("fcnet_hiddens", "post_fcnet_hiddens"):
+        value = model_config.get(key)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and v > 0 for v in value):
+            raise ConfigError(f"model.{key} must be a list of positive layer sizes, e.g. [256, 256]; got {value!r}.")
+
+
+def action_dist_spec(action_space: gym.Space, model_config: dict | None = None) -> ActionDistSpec:
+    """Chooses the action distribution for ``action_space``.
+
+    Raises:
+        ConfigError: For an action space no built-in distribution covers.
+    """
+    if isinstance(action_space, gym.spaces.Discrete):
+        n = int(action_space.n)
+        return ActionDistSpec("categorical", n, nvec=(n,))
+    if isinstance(action_space, gym.spaces.MultiDiscrete):
+        nvec = tuple(int(n) for n in np.asarray(action_space.nvec).reshape(-1))
+        return ActionDistSpec("multi_categorical", sum(nvec), nvec=nvec, action_shape=tuple(action_space.shape))
+    if isinstance(action_space, gym.spaces.Box):
+        dim = int(np.prod(action_space.shape))
+        return ActionDistSpec("diag_gaussian", 2 * dim, action_dim=dim,
+                              action_shape=tuple(action_space.shape))
+    raise ConfigError(
+        f"Action space {action_space} is not supported; use Discrete, MultiDiscrete or Box."
+    )
+
+
+class ModelCatalog:
+    """Builds model specs and holds users' custom models."""
+
+    _custom_models: dict[str, type] = {}
+
+    @classmethod
+    def register_custom_model(cls, name: str, model_class: type) -> None:
+        """Makes ``model_class`` available as ``config["model"]["custom_model"] = name``.
+
+        The class must match the framework it is used with (a ``torch.nn.Module`` for
+        ``framework="torch"``, a ``tf.Module`` for ``"tf"``). It is constructed as
+        ``model_class(obs_space, action_space, num_outputs, model_config, name,
+        **custom_model_config)`` and called on a ``float32 [batch, obs_size]`` tensor of
+        flattened observations; it returns ``(dist_inputs, values)`` with shapes
+        ``[batch, num_outputs]`` and ``[batch]``.
+
+        Args:
+            name: The name to use in the model config.
+            model_class: The model class.
+        """
+        cls._custom_models[name] = model_class
+
+    @classmethod
+    def get_custom_model(cls, name: str) -> type:
+        """Returns a registered custom model class.
+
+        Raises:
+            ConfigError: If no model of that name was registered.
+        """
+        if name not in cls._custom_models:
+            raise ConfigError(
+                f"Unknown custom_model {name!r}{did_you_mean(name, cls._custom_models)} Register it "
+                "first with ModelCatalog.register_custom_model(name, cls) (registered: "
+                f"{', '.join(sorted(cls._custom_models)) or 'none'})."
+            )
+        return cls._custom_models[name]
+
+    @staticmethod
+    def get_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict) -> ModelSpec:
+        """Returns the built-in network for these spaces and model config."""
+        config = copy.deepcopy(MODEL_DEFAULTS)
+        config.update(model_config or {})
+        validate_model_config(config)
+        preprocessor = Preprocessor(obs_space)
+        dist = action_dist_spec(action_space, config)
+        encoder = _encoder(preprocessor.layout, config, "")
+        vf_encoder = None if config["vf_share_layers"] else _encoder(preprocessor.layout, config, "vf_")
+        # With free_log_std the network predicts only the means; log_std is a variable.
+        num_logits = dist.num_outputs - (dist.action_dim if config["free_log_std"] else 0)
+        logits = LayerSpec("logits", "dense", (encoder.out_size, num_logits), init_std=0.01)
+        value_in = encoder.out_size if vf_encoder is None else vf_encoder.out_size
+        value_out = LayerSpec("value_out", "dense", (value_in, 1), init_std=0.01)
+        return ModelSpec(preprocessor.size, encoder, vf_encoder, logits, value_out,
+                         bool(config["free_log_std"]), dist.action_dim, config)
+
+
+def initial_weights(spec: ModelSpec, seed: int | None) -> dict[str, np.ndarray]:
+    """Draws the initial weights of ``spec`` in the canonical layout.
+
+    Dense kernels use classic RLlib's normalised-columns init (each output column scaled
+    to norm ``init_std``); conv kernels use Glorot-uniform; biases start at zero.
+
+    Args:
+        spec: The model.
+        seed: Seed of the draw (None: random).
+
+    Returns:
+        ``{"<layer>/kernel": ..., "<layer>/bias": ..., ["log_std": ...]}`` as float32.
+    """
+    rng = np.random.default_rng(seed)
+    weights: dict[str, np.ndarray] = {}
+    for layer in spec.layers:
+        shape = layer.kernel_shape
+        if layer.kind == "dense":
+            kernel = rng.standard_normal(shape)
+            kernel *= layer.init_std / np.sqrt(np.square(kernel).sum(axis=0, keepdims=True))
+        else:
+            kh, kw, cin, cout = shape
+            limit = math.sqrt(6.0 / (kh * kw * (cin + cout)))
+            kernel = rng.uniform(-limit, limit, size=shape)
+        weights[f"{layer.name}/kernel"] = kernel.astype(np.float32)
+        weights[f"{layer.name}/bias"] = np.zeros(shape[-1], dtype=np.float32)
+    if spec.free_log_std:
+        weights["log_std"] = np.zeros(spec.action_dim, dtype=np.float32)
+    return weights

@@ -1,0 +1,135 @@
+"""Turns raw observations of any supported space into flat float32 vectors.
+
+Every observation reaches policies as one row of a ``float32 [batch, size]`` array,
+whatever its space: Box values flattened, Discrete and MultiDiscrete one-hot encoded,
+Dict and Tuple components flattened and concatenated in the space's order. The
+:class:`Component` layout tells a model where each component lives in the row so it can
+reshape images back and route them through a CNN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlstack.errors import EnvError
+
+
+@dataclass(frozen=True)
+class Component:
+    """One observation component inside the flat vector.
+
+    Attributes:
+        kind: ``"image"`` (rank-3 Box, HWC), ``"vector"`` (other Box) or ``"onehot"``.
+        shape: The component's shape before flattening.
+        start: Its first column in the flat vector.
+        size: How many columns it takes.
+    """
+
+    kind: str
+    shape: tuple[int, ...]
+    start: int
+    size: int
+
+
+def _components(space: gym.Space, start: int, out: list[Component]) -> int:
+    if isinstance(space, gym.spaces.Box):
+        shape = tuple(int(d) for d in space.shape)
+        size = int(np.prod(shape)) if shape else 1
+        kind = "image" if len(shape) == 3 else "vector"
+        out.append(Component(kind, shape or (1,), start, size))
+        return start + size
+    if isinstance(space, gym.spaces.Discrete):
+        out.append(Component("onehot", (int(space.n),), start, int(space.n)))
+        return start + int(space.n)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        size = int(np.sum(space.nvec))
+        out.append(Component("onehot", (size,), start, size))
+        return start + size
+    if isinstance(space, gym.spaces.MultiBinary):
+        size = int(np.prod(space.shape))
+        out.append(Component("vector", (size,), start, size))
+        return start + size
+    if isinstance(space, gym.spaces.Dict):
+        for sub in space.spaces.values():
+            start = _components(sub, start, out)
+        return start
+    if isinstance(space, gym.spaces.Tuple):
+        for sub in space.spaces:
+            start = _components(sub, start, out)
+        return start
+    raise EnvError(
+        f"Observation space {space} is not supported; use Box, Discrete, MultiDiscrete, "
+        "MultiBinary, or Dict/Tuple of those."
+    )
+
+
+class Preprocessor:
+    """Flattens observations of ``space`` into float32 rows of ``size`` columns.
+
+    Args:
+        space: The env's observation space.
+    """
+
+    def __init__(self, space: gym.Space) -> None:
+        self.space = space
+        self.layout: list[Component] = []
+        self.size = _components(space, 0, self.layout)
+        self.shape = (self.size,)
+        # The common case (one Box) needs no per-observation Python work at all.
+        self._is_flat_box = isinstance(space, gym.spaces.Box)
+
+    def transform_batch(self, observations: Sequence[Any]) -> np.ndarray:
+        """Returns ``float32 [len(observations), size]`` for a list of raw observations.
+
+        Raises:
+            EnvError: If an observation does not fit the space.
+        """
+        n = len(observations)
+        if self._is_flat_box:
+            try:
+                return np.asarray(observations, dtype=np.float32).reshape(n, self.size)
+            except ValueError as exc:
+                raise EnvError(
+                    f"Observations do not match the observation space {self.space}: {exc}"
+                ) from exc
+        out = np.zeros((n, self.size), dtype=np.float32)
+        for row, obs in enumerate(observations):
+            self._write(self.space, obs, out[row], 0)
+        return out
+
+    def transform(self, observation: Any) -> np.ndarray:
+        """Returns ``float32 [size]`` for one raw observation."""
+        return self.transform_batch([observation])[0]
+
+    def _write(self, space: gym.Space, obs: Any, row: np.ndarray, start: int) -> int:
+        if isinstance(space, gym.spaces.Box):
+            size = int(np.prod(space.shape)) if space.shape else 1
+            row[start : start + size] = np.asarray(obs, dtype=np.float32).reshape(-1)
+            return start + size
+        if isinstance(space, gym.spaces.Discrete):
+            row[start + int(obs) - int(space.start)] = 1.0
+            return start + int(space.n)
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            offset = start
+            for value, n in zip(np.asarray(obs).reshape(-1), space.nvec.reshape(-1)):
+                row[offset + int(value)] = 1.0
+                offset += int(n)
+            return offset
+        if isinstance(space, gym.spaces.MultiBinary):
+            size = int(np.prod(space.shape))
+            row[start : start + size] = np.asarray(obs, dtype=np.float32).reshape(-1)
+            return start + size
+        if isinstance(space, gym.spaces.Dict):
+            for key, sub in space.spaces.items():
+                start = self._write(sub, obs[key], row, start)
+            return start
+        if isinstance(space, gym.spaces.Tuple):
+            for sub, value in zip(space.spaces, obs):
+                start = self._write(sub, value, row, start)
+            return start
+        raise EnvError(f"Unsupported observation space {space}.")

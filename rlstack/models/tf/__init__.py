@@ -1,0 +1,1 @@
+"""The TensorFlow implementation of the catalog's models and action distributions."""

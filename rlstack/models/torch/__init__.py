@@ -1,0 +1,1 @@
+"""The torch implementation of the catalog's models and action distributions."""

@@ -1,0 +1,139 @@
+"""Policy: the framework-free surface every algorithm's policy offers.
+
+Numpy in, numpy out: rollout workers and trainers never touch a tensor. Observations
+arrive already flattened by the policy's :class:`~rlstack.models.Preprocessor` and
+filtered; actions leave in the layout of the action space.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlstack.models.catalog import action_dist_spec
+from rlstack.models.preprocessors import Preprocessor
+from rlstack.sample_batch import SampleBatch
+
+PolicyState = dict[str, np.ndarray]
+
+
+def encode_json(value: Any) -> np.ndarray:
+    """Stores a JSON-able value (e.g. a random generator's state) as a uint8 array."""
+    return np.frombuffer(json.dumps(value).encode("utf-8"), dtype=np.uint8).copy()
+
+
+def decode_json(array: np.ndarray) -> Any:
+    """Reads back a value stored with :func:`encode_json`."""
+    return json.loads(np.asarray(array, dtype=np.uint8).tobytes().decode("utf-8"))
+
+
+class Policy(ABC):
+    """One learnable behaviour: a model, an action distribution and a loss.
+
+    Args:
+        observation_space: The env's observation space.
+        action_space: The env's action space.
+        config: The trainer's merged config.
+        num_gpus: GPUs this copy may use (the learner's ``num_gpus``, or a rollout
+            worker's ``num_gpus_per_worker``).
+    """
+
+    framework: str = ""
+
+    @staticmethod
+    def pin_threads(num_threads: int) -> None:
+        """Limits the framework's thread pools in this process (no-op by default)."""
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0
+    ) -> None:
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.config = config
+        self.num_gpus = num_gpus
+        self.preprocessor = Preprocessor(observation_space)
+        self.dist_spec = action_dist_spec(action_space, config.get("model"))
+        self.global_timestep = 0
+
+    @abstractmethod
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Chooses actions for a batch of preprocessed observations.
+
+        Args:
+            obs_batch: ``float32 [B, obs_size]``.
+            explore: Sample from the action distribution (True) or take its mode
+                (False); None uses ``config["explore"]``.
+
+        Returns:
+            ``(actions, extras)``: actions ``[B, ...]`` and numpy columns such as
+            ``action_logp``, ``action_dist_inputs`` and ``vf_preds``.
+        """
+
+    def compute_single_action(self, obs: np.ndarray, explore: bool | None = None) -> tuple[Any, dict[str, Any]]:
+        """Like :meth:`compute_actions` for one preprocessed observation."""
+        actions, extras = self.compute_actions(obs[None], explore=explore)
+        return actions[0], {key: value[0] for key, value in extras.items()}
+
+    @abstractmethod
+    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        """Returns the value estimates ``float32 [B]`` of preprocessed observations."""
+
+    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        """Adds algorithm columns (advantages, n-step returns) to one trajectory piece."""
+        return batch
+
+    @abstractmethod
+    def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
+        """Improves the policy on a train batch and returns learner statistics."""
+
+    @abstractmethod
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """Returns the model weights as numpy arrays (canonical layout for built-in models)."""
+
+    @abstractmethod
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads weights from :meth:`get_weights` (of either framework, for built-in models)."""
+
+    def on_global_var_update(self, global_timestep: int) -> None:
+        """Moves schedules (learning rate, entropy coefficient) to ``global_timestep``."""
+        self.global_timestep = int(global_timestep)
+
+    def get_state(self) -> PolicyState:
+        """Everything needed to resume learning, as a flat dict of numpy arrays.
+
+        Keys: ``weights/<name>``, ``optimizer/<name>`` and ``<coefficient>`` entries.
+        """
+        state = {f"weights/{name}": value for name, value in self.get_weights().items()}
+        state["global_timestep"] = np.asarray(self.global_timestep, dtype=np.int64)
+        return state
+
+    def set_state(self, state: PolicyState) -> None:
+        """Restores a state from :meth:`get_state`."""
+        prefix = "weights/"
+        self.set_weights({key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)})
+        if "global_timestep" in state:
+            self.on_global_var_update(int(state["global_timestep"]))
+
+    def unsquash_actions(self, actions: np.ndarray) -> np.ndarray:
+        """Turns policy outputs into actions the env accepts.
+
+        For Box spaces with ``normalize_actions`` the policy acts in [-1, 1], mapped
+        linearly onto the space's bounds; with ``clip_actions`` (or after the mapping)
+        actions are clipped to the bounds. Other spaces pass through.
+        """
+        space = self.action_space
+        if not isinstance(space, gym.spaces.Box):
+            if isinstance(space, gym.spaces.MultiDiscrete):
+                return actions.reshape((-1, *space.shape))
+            return actions
+        actions = actions.reshape((-1, *space.shape))
+        bounded = np.isfinite(space.low).all() and np.isfinite(space.high).all()
+        if self.config.get("normalize_actions", True) and bounded:
+            actions = space.low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (space.high - space.low)
+        elif self.config.get("clip_actions", False):
+            actions = np.clip(actions, space.low, space.high)
+        return actions.astype(space.dtype, copy=False)

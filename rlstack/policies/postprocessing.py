@@ -1,0 +1,93 @@
+"""Advantage estimation on trajectory pieces, in numpy.
+
+A trajectory piece is consecutive steps of one episode from one sub-env. Its last row
+either ended the episode by termination (the future is worth 0), or did not: the episode
+was truncated by a time limit or the piece was cut at ``rollout_fragment_length``. Then
+the future is worth V(s_last), which the worker stored in the ``bootstrap_value`` column
+of the last row. Only termination zeroes the bootstrap (DESIGN.md, "Episodes").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlstack.sample_batch import SampleBatch
+
+
+def discount_cumsum(values: np.ndarray, gamma: float) -> np.ndarray:
+    """``out[t] = sum_k gamma^k * values[t + k]``, computed backwards in O(T)."""
+    out = np.empty(len(values), dtype=np.float64)
+    running = 0.0
+    for t in range(len(values) - 1, -1, -1):
+        running = values[t] + gamma * running
+        out[t] = running
+    return out
+
+
+def compute_gae(
+    rewards: np.ndarray, vf_preds: np.ndarray, last_value: float, gamma: float, lambda_: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Generalised advantage estimation (Schulman et al. 2016, eq. 16).
+
+    ``delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)`` with ``V(s_T) = last_value``, and
+    ``A_t = sum_k (gamma * lambda)^k * delta_{t+k}``; value targets are ``A_t + V(s_t)``.
+
+    Args:
+        rewards: ``[T]`` rewards of one trajectory piece.
+        vf_preds: ``[T]`` value predictions V(s_t).
+        last_value: V(s_T) after the last step; 0.0 if the episode terminated.
+        gamma: Discount factor.
+        lambda_: GAE lambda.
+
+    Returns:
+        ``(advantages, value_targets)``, float32 ``[T]`` each.
+    """
+    values = np.append(np.asarray(vf_preds, dtype=np.float64), last_value)
+    deltas = np.asarray(rewards, dtype=np.float64) + gamma * values[1:] - values[:-1]
+    advantages = discount_cumsum(deltas, gamma * lambda_)
+    value_targets = advantages + values[:-1]
+    return advantages.astype(np.float32), value_targets.astype(np.float32)
+
+
+def last_value_of(batch: SampleBatch) -> float:
+    """V(s_last) to bootstrap from: 0.0 if the piece ends in termination."""
+    if batch[SampleBatch.TERMINATEDS][-1]:
+        return 0.0
+    return float(batch[SampleBatch.BOOTSTRAP_VALUE][-1])
+
+
+def compute_advantages(
+    batch: SampleBatch, gamma: float, lambda_: float, use_gae: bool = True, use_critic: bool = True
+) -> SampleBatch:
+    """Adds ``advantages`` and ``value_targets`` to one trajectory piece.
+
+    Args:
+        batch: One trajectory piece with rewards, vf_preds, terminateds and
+            bootstrap_value columns.
+        gamma: Discount factor.
+        lambda_: GAE lambda (used when ``use_gae``).
+        use_gae: GAE if True; otherwise plain discounted returns (with bootstrap).
+        use_critic: If False, advantages are the discounted returns themselves
+            (REINFORCE); the value targets are still filled for logging.
+
+    Returns:
+        The same batch with the two new columns.
+    """
+    last_value = last_value_of(batch)
+    rewards = batch[SampleBatch.REWARDS]
+    vf_preds = batch[SampleBatch.VF_PREDS] if use_critic else np.zeros(len(rewards), np.float32)
+    if use_gae and use_critic:
+        advantages, value_targets = compute_gae(rewards, vf_preds, last_value, gamma, lambda_)
+    else:
+        returns = discount_cumsum(np.append(rewards, last_value), gamma)[:-1].astype(np.float32)
+        advantages, value_targets = returns - vf_preds, returns
+    batch[SampleBatch.ADVANTAGES] = advantages
+    batch[SampleBatch.VALUE_TARGETS] = value_targets
+    return batch
+
+
+def standardize(batch: SampleBatch, column: str) -> SampleBatch:
+    """Rescales ``column`` to zero mean and unit standard deviation (in place)."""
+    values = batch[column]
+    batch[column] = ((values - values.mean()) / max(1e-4, float(values.std()))).astype(np.float32)
+    return batch

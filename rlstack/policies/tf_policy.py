@@ -1,0 +1,237 @@
+"""TFPolicy: the TensorFlow 2 base of every algorithm's TF policy.
+
+It owns the model, the action distribution, an Adam optimizer written on plain
+variables (so it matches torch's Adam step for step and needs no Keras), device
+placement and the minibatch-SGD loop. Acting, value estimation and the train step are
+``tf.function``\\ s with fixed input signatures, traced once. An algorithm adds
+``loss()`` and, where needed, the hooks ``after_learn`` and ``on_global_var_update``.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+
+import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+
+from rlstack.models.catalog import ModelCatalog, initial_weights
+from rlstack.models.tf.distributions import DISTRIBUTIONS
+from rlstack.models.tf.model import TFModel
+from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
+from rlstack.sample_batch import SampleBatch
+from rlstack.utils.schedules import make_schedule
+
+logger = logging.getLogger(__name__)
+
+
+class Adam:
+    """Adam (Kingma & Ba 2015) with torch's update order, on plain ``tf.Variable``\\ s.
+
+    ``m = b1 m + (1 - b1) g``; ``v = b2 v + (1 - b2) g^2``;
+    ``w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
+    """
+
+    def __init__(self, variables: list[tf.Variable], lr: tf.Variable, eps: float = 1e-8,
+                 beta1: float = 0.9, beta2: float = 0.999) -> None:
+        self.lr, self.eps, self.beta1, self.beta2 = lr, eps, beta1, beta2
+        self.step = tf.Variable(0.0, trainable=False, name="adam_step")
+        self.m = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+        self.v = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+
+    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable]) -> None:
+        """Applies one update (inside a tf.function)."""
+        self.step.assign_add(1.0)
+        correction1 = 1.0 - tf.pow(self.beta1, self.step)
+        correction2 = 1.0 - tf.pow(self.beta2, self.step)
+        for grad, var, m, v in zip(grads, variables, self.m, self.v):
+            m.assign(self.beta1 * m + (1.0 - self.beta1) * grad)
+            v.assign(self.beta2 * v + (1.0 - self.beta2) * tf.square(grad))
+            denom = tf.sqrt(v) / tf.sqrt(correction2) + self.eps
+            var.assign_sub(self.lr / correction1 * m / denom)
+
+
+def clip_by_global_norm(grads: list[tf.Tensor], max_norm: float) -> tuple[list[tf.Tensor], tf.Tensor]:
+    """Scales gradients so their global norm is at most ``max_norm`` (torch's formula)."""
+    norm = tf.linalg.global_norm(grads)
+    coef = tf.minimum(1.0, max_norm / (norm + 1e-6))
+    return [g * coef for g in grads], norm
+
+
+class TFPolicy(Policy):
+    """Base class of TensorFlow policies.
+
+    Args:
+        observation_space: The env's observation space.
+        action_space: The env's action space.
+        config: The trainer's merged config.
+        num_gpus: GPUs this copy may use.
+    """
+
+    framework = "tf"
+
+    # Batch columns the loss reads.
+    loss_columns: tuple[str, ...] = ()
+
+    @staticmethod
+    def pin_threads(num_threads: int) -> None:
+        """Limits TF's op parallelism (call before the first TF op in the process)."""
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(num_threads)
+            tf.config.threading.set_inter_op_parallelism_threads(num_threads)
+        except RuntimeError:  # TF already initialised in this process: keep its pools.
+            pass
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0
+    ) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus)
+        self.device = "/CPU:0"
+        if num_gpus and num_gpus > 0:
+            if tf.config.list_physical_devices("GPU"):
+                self.device = "/GPU:0"
+            else:
+                logger.warning("num_gpus=%s but TensorFlow sees no GPU; the policy runs on the CPU.", num_gpus)
+        model_config = config.get("model", {})
+        with tf.device(self.device):
+            if model_config.get("custom_model"):
+                model_class = ModelCatalog.get_custom_model(model_config["custom_model"])
+                self.model = model_class(
+                    observation_space, action_space, self.dist_spec.num_outputs, model_config, "model",
+                    **model_config.get("custom_model_config", {}),
+                )
+                self.builtin_model = False
+                self.train_variables = list(self.model.trainable_variables)
+            else:
+                spec = ModelCatalog.get_model_spec(observation_space, action_space, model_config)
+                self.model = TFModel(spec)
+                self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
+                self.builtin_model = True
+                self.train_variables = self.model.variables_list
+            self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
+            self.lr = tf.Variable(self.lr_schedule.value(0), trainable=False, dtype=tf.float32, name="lr")
+            self.optimizer = Adam(self.train_variables, self.lr, eps=config.get("adam_epsilon", 1e-8))
+        self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
+        self._rng = np.random.default_rng(config.get("seed"))
+        obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
+        self._act_explore = tf.function(lambda obs: self._act(obs, True), input_signature=[obs_spec])
+        self._act_greedy = tf.function(lambda obs: self._act(obs, False), input_signature=[obs_spec])
+        self._value_fn = tf.function(self.model.value if self.builtin_model else (lambda o: self.model(o)[1]),
+                                     input_signature=[obs_spec])
+        self._train_fn = None
+
+    # ----- acting -----------------------------------------------------------------
+
+    def _act(self, obs: tf.Tensor, explore: bool) -> tuple[tf.Tensor, ...]:
+        dist_inputs, values = self.model(obs)
+        dist = self.dist_class(dist_inputs, self.dist_spec)
+        actions = dist.sample() if explore else dist.deterministic_sample()
+        return actions, dist.logp(actions), dist_inputs, values
+
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        explore = self.config.get("explore", True) if explore is None else bool(explore)
+        fn = self._act_explore if explore else self._act_greedy
+        with tf.device(self.device):
+            actions, logp, dist_inputs, values = fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32))
+        return actions.numpy(), {
+            SampleBatch.ACTION_LOGP: logp.numpy(),
+            SampleBatch.ACTION_DIST_INPUTS: dist_inputs.numpy(),
+            SampleBatch.VF_PREDS: values.numpy(),
+        }
+
+    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        with tf.device(self.device):
+            return self._value_fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32)).numpy()
+
+    # ----- learning ---------------------------------------------------------------
+
+    @abstractmethod
+    def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """Returns ``(loss, stats)`` on a minibatch of tensors keyed by column name."""
+
+    def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
+        """Called once per ``learn_on_batch`` with the mean stats; returns extra stats."""
+        return {}
+
+    def _train_step(self, tensors: dict[str, tf.Tensor], index: tf.Tensor) -> dict[str, tf.Tensor]:
+        minibatch = {key: tf.gather(value, index) for key, value in tensors.items()}
+        with tf.GradientTape() as tape:
+            loss, stats = self.loss(minibatch)
+        grads = tape.gradient(loss, self.train_variables)
+        grad_clip = self.config.get("grad_clip")
+        if grad_clip is not None:
+            grads, stats["grad_gnorm"] = clip_by_global_norm(grads, float(grad_clip))
+        self.optimizer.apply(grads, self.train_variables)
+        return stats
+
+    def _compiled_train_step(self, tensors: dict[str, tf.Tensor]):
+        if self._train_fn is None:
+            signature = (
+                {key: tf.TensorSpec([None, *value.shape[1:]], value.dtype) for key, value in tensors.items()},
+                tf.TensorSpec([None], tf.int64),
+            )
+            self._train_fn = tf.function(self._train_step, input_signature=signature)
+        return self._train_fn
+
+    def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
+        """Runs ``num_sgd_iter`` epochs of minibatch SGD (one full-batch step by default).
+
+        Returns:
+            The loss statistics averaged over the last epoch's minibatches, plus the
+            current learning rate and whatever :meth:`after_learn` adds.
+        """
+        columns = self.loss_columns or tuple(batch.keys())
+        n = batch.count
+        minibatch_size = min(int(self.config.get("sgd_minibatch_size") or n), n)
+        num_epochs = int(self.config.get("num_sgd_iter", 1))
+        with tf.device(self.device):
+            tensors = {key: tf.convert_to_tensor(batch[key]) for key in columns}
+            train_fn = self._compiled_train_step(tensors)
+            for _ in range(num_epochs):
+                epoch_stats = []
+                order = self._rng.permutation(n).astype(np.int64)
+                for start in range(0, n, minibatch_size):
+                    epoch_stats.append(train_fn(tensors, tf.convert_to_tensor(order[start : start + minibatch_size])))
+        mean_stats = {key: float(np.mean([s[key].numpy() for s in epoch_stats])) for key in epoch_stats[0]}
+        mean_stats["cur_lr"] = float(self.lr.numpy())
+        mean_stats.update(self.after_learn(mean_stats))
+        return mean_stats
+
+    def on_global_var_update(self, global_timestep: int) -> None:
+        super().on_global_var_update(global_timestep)
+        self.lr.assign(self.lr_schedule.value(global_timestep))
+
+    # ----- weights and state ------------------------------------------------------
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        if self.builtin_model:
+            return self.model.get_canonical_weights()
+        return {f"{i}:{v.name}": v.numpy().copy() for i, v in enumerate(self.train_variables)}
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        if self.builtin_model:
+            self.model.set_canonical_weights(weights)
+        else:
+            for i, var in enumerate(self.train_variables):
+                var.assign(weights[f"{i}:{var.name}"])
+
+    def get_state(self) -> PolicyState:
+        state = super().get_state()
+        state["optimizer/step"] = self.optimizer.step.numpy()
+        for i, (m, v) in enumerate(zip(self.optimizer.m, self.optimizer.v)):
+            state[f"optimizer/{i}/exp_avg"] = m.numpy()
+            state[f"optimizer/{i}/exp_avg_sq"] = v.numpy()
+        state["minibatch_rng"] = encode_json(self._rng.bit_generator.state)
+        return state
+
+    def set_state(self, state: PolicyState) -> None:
+        super().set_state(state)
+        if "optimizer/step" in state:
+            self.optimizer.step.assign(float(state["optimizer/step"]))
+            for i, (m, v) in enumerate(zip(self.optimizer.m, self.optimizer.v)):
+                m.assign(state[f"optimizer/{i}/exp_avg"])
+                v.assign(state[f"optimizer/{i}/exp_avg_sq"])
+        if "minibatch_rng" in state:
+            self._rng.bit_generator.state = decode_json(state["minibatch_rng"])
+        self.on_global_var_update(self.global_timestep)

@@ -1,0 +1,192 @@
+"""TorchPolicy: the torch base of every algorithm's torch policy.
+
+It owns the model, the action distribution, the optimizer, device placement and the
+minibatch-SGD loop; an algorithm adds ``loss()`` (and, if it needs them, the hooks
+``after_learn`` and ``on_global_var_update``).
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlstack.models.catalog import ModelCatalog, initial_weights
+from rlstack.models.torch.distributions import DISTRIBUTIONS
+from rlstack.models.torch.model import TorchModel
+from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
+from rlstack.sample_batch import SampleBatch
+from rlstack.utils.schedules import make_schedule
+
+logger = logging.getLogger(__name__)
+
+
+def pick_device(num_gpus: float) -> torch.device:
+    """``cuda:0`` when GPUs are asked for and visible, else the CPU (with a warning)."""
+    if num_gpus and num_gpus > 0:
+        if torch.cuda.is_available():
+            return torch.device("cuda:0")
+        logger.warning("num_gpus=%s but torch sees no GPU; the policy runs on the CPU.", num_gpus)
+    return torch.device("cpu")
+
+
+class TorchPolicy(Policy):
+    """Base class of torch policies.
+
+    Args:
+        observation_space: The env's observation space.
+        action_space: The env's action space.
+        config: The trainer's merged config.
+        num_gpus: GPUs this copy may use.
+    """
+
+    framework = "torch"
+
+    @staticmethod
+    def pin_threads(num_threads: int) -> None:
+        """Limits torch's intra-op thread pool (rollout workers use one thread each)."""
+        torch.set_num_threads(num_threads)
+
+    # Batch columns the loss reads; only these are moved to the device.
+    loss_columns: tuple[str, ...] = ()
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0
+    ) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus)
+        self.device = pick_device(num_gpus)
+        model_config = config.get("model", {})
+        if model_config.get("custom_model"):
+            model_class = ModelCatalog.get_custom_model(model_config["custom_model"])
+            self.model = model_class(
+                observation_space, action_space, self.dist_spec.num_outputs, model_config, "model",
+                **model_config.get("custom_model_config", {}),
+            )
+            self.builtin_model = False
+        else:
+            spec = ModelCatalog.get_model_spec(observation_space, action_space, model_config)
+            self.model = TorchModel(spec)
+            self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
+            self.builtin_model = True
+        self.model.to(self.device)
+        self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
+        self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=self.lr_schedule.value(0), eps=config.get("adam_epsilon", 1e-8)
+        )
+        self._rng = np.random.default_rng(config.get("seed"))
+
+    # ----- acting -----------------------------------------------------------------
+
+    def _explore(self, explore: bool | None) -> bool:
+        return self.config.get("explore", True) if explore is None else bool(explore)
+
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        with torch.no_grad():
+            obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
+            dist_inputs, values = self.model(obs)
+            dist = self.dist_class(dist_inputs, self.dist_spec)
+            actions = dist.sample() if self._explore(explore) else dist.deterministic_sample()
+            logp = dist.logp(actions)
+        return actions.cpu().numpy(), {
+            SampleBatch.ACTION_LOGP: logp.cpu().numpy(),
+            SampleBatch.ACTION_DIST_INPUTS: dist_inputs.cpu().numpy(),
+            SampleBatch.VF_PREDS: values.cpu().numpy(),
+        }
+
+    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
+            return self.model.value(obs).cpu().numpy()
+
+    # ----- learning ---------------------------------------------------------------
+
+    @abstractmethod
+    def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Returns ``(loss, stats)`` on a minibatch of tensors keyed by column name."""
+
+    def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
+        """Called once per ``learn_on_batch`` with the mean stats; returns extra stats."""
+        return {}
+
+    def _to_tensors(self, batch: SampleBatch) -> dict[str, torch.Tensor]:
+        columns = self.loss_columns or tuple(batch.keys())
+        return {key: torch.from_numpy(np.ascontiguousarray(batch[key])).to(self.device) for key in columns}
+
+    def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
+        """Runs ``num_sgd_iter`` epochs of minibatch SGD (one full-batch step by default).
+
+        Returns:
+            The loss statistics averaged over the last epoch's minibatches, plus the
+            current learning rate and whatever :meth:`after_learn` adds.
+        """
+        tensors = self._to_tensors(batch)
+        n = batch.count
+        minibatch_size = min(int(self.config.get("sgd_minibatch_size") or n), n)
+        num_epochs = int(self.config.get("num_sgd_iter", 1))
+        grad_clip = self.config.get("grad_clip")
+        self.model.train()
+        for _ in range(num_epochs):
+            epoch_stats: list[dict[str, torch.Tensor]] = []
+            order = torch.from_numpy(self._rng.permutation(n)).to(self.device)
+            for start in range(0, n, minibatch_size):
+                index = order[start : start + minibatch_size]
+                minibatch = {key: value[index] for key, value in tensors.items()}
+                loss, stats = self.loss(minibatch)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if grad_clip is not None:
+                    stats["grad_gnorm"] = torch.nn.utils.clip_grad_norm_(self.model.parameters(), grad_clip)
+                self.optimizer.step()
+                epoch_stats.append({key: value.detach() for key, value in stats.items()})
+        self.model.eval()
+        mean_stats = {key: float(torch.stack([s[key] for s in epoch_stats]).float().mean()) for key in epoch_stats[0]}
+        mean_stats["cur_lr"] = self.optimizer.param_groups[0]["lr"]
+        mean_stats.update(self.after_learn(mean_stats))
+        return mean_stats
+
+    def on_global_var_update(self, global_timestep: int) -> None:
+        super().on_global_var_update(global_timestep)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr_schedule.value(global_timestep)
+
+    # ----- weights and state ------------------------------------------------------
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        if self.builtin_model:
+            return self.model.get_canonical_weights()
+        return {name: value.detach().cpu().numpy().copy() for name, value in self.model.state_dict().items()}
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        if self.builtin_model:
+            self.model.set_canonical_weights(weights)
+        else:
+            self.model.load_state_dict({name: torch.from_numpy(np.asarray(v)) for name, v in weights.items()})
+
+    def get_state(self) -> PolicyState:
+        state = super().get_state()
+        optimizer_state = self.optimizer.state_dict()["state"]
+        for index, slots in optimizer_state.items():
+            for slot, value in slots.items():
+                state[f"optimizer/{index}/{slot}"] = torch.as_tensor(value).detach().cpu().numpy()
+        state["minibatch_rng"] = encode_json(self._rng.bit_generator.state)
+        return state
+
+    def set_state(self, state: PolicyState) -> None:
+        super().set_state(state)
+        slots: dict[int, dict[str, torch.Tensor]] = {}
+        for key, value in state.items():
+            if key.startswith("optimizer/"):
+                _, index, slot = key.split("/")
+                tensor = torch.from_numpy(np.array(value))
+                slots.setdefault(int(index), {})[slot] = tensor if slot == "step" else tensor.to(self.device)
+        if "minibatch_rng" in state:
+            self._rng.bit_generator.state = decode_json(state["minibatch_rng"])
+        if slots:
+            current = self.optimizer.state_dict()
+            current["state"] = slots
+            self.optimizer.load_state_dict(current)
+        self.on_global_var_update(self.global_timestep)

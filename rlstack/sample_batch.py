@@ -1,0 +1,176 @@
+"""SampleBatch: the unit of experience that flows from rollout workers to learners.
+
+A SampleBatch is a ``dict`` of numpy arrays ("columns") that all have the same length
+along their first axis, one row per environment step. Column names are the constants
+below, so that a typo is an ``AttributeError`` rather than a silent ``KeyError`` later.
+
+>>> import numpy as np
+>>> b = SampleBatch({SampleBatch.OBS: np.zeros((4, 2)), SampleBatch.REWARDS: np.arange(4.0)})
+>>> len(b), b[1:3][SampleBatch.REWARDS].tolist()
+(4, [1.0, 2.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["SampleBatch", "concat_samples"]
+
+
+class SampleBatch(dict):
+    """A dict of equal-length numpy columns; rows are environment steps.
+
+    Args:
+        columns: Mapping from column name to array-like; each is converted with
+            ``np.asarray``.
+
+    Raises:
+        ValueError: If the columns do not all have the same length.
+    """
+
+    OBS = "obs"
+    ACTIONS = "actions"
+    REWARDS = "rewards"
+    TERMINATEDS = "terminateds"
+    TRUNCATEDS = "truncateds"
+    EPS_ID = "eps_id"
+    ENV_ID = "env_id"
+    T = "t"
+    ACTION_LOGP = "action_logp"
+    ACTION_DIST_INPUTS = "action_dist_inputs"
+    VF_PREDS = "vf_preds"
+    # V(s_last) on the last row of a trajectory piece that did not terminate (time
+    # limit or fragment cut), 0.0 everywhere else. GAE bootstraps from it.
+    BOOTSTRAP_VALUE = "bootstrap_value"
+    ADVANTAGES = "advantages"
+    VALUE_TARGETS = "value_targets"
+
+    def __init__(self, columns: Mapping[str, object] | None = None, **kwargs: object) -> None:
+        super().__init__()
+        merged = dict(columns or {}, **kwargs)
+        for key, value in merged.items():
+            dict.__setitem__(self, key, np.asarray(value))
+        self._check_lengths()
+
+    def _check_lengths(self) -> None:
+        lengths = {key: len(value) for key, value in self.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"SampleBatch columns differ in length: {lengths}")
+
+    def __setitem__(self, key: str, value: object) -> None:
+        array = np.asarray(value)
+        if len(self) and len(array) != self.count:
+            raise ValueError(
+                f"Column {key!r} has {len(array)} rows but the batch has {self.count}; "
+                "every column must have one row per step."
+            )
+        dict.__setitem__(self, key, array)
+
+    def __getitem__(self, key):  # type: ignore[override]
+        if isinstance(key, slice):
+            return self.slice(key.start or 0, key.stop if key.stop is not None else self.count)
+        return dict.__getitem__(self, key)
+
+    def __len__(self) -> int:  # noqa: D105 - number of rows, not of columns
+        return self.count
+
+    @property
+    def count(self) -> int:
+        """Number of rows (steps)."""
+        for value in self.values():
+            return len(value)
+        return 0
+
+    @property
+    def columns(self) -> list[str]:
+        """The column names."""
+        return list(self.keys())
+
+    def copy(self) -> "SampleBatch":  # type: ignore[override]
+        """Returns a batch with copies of every column."""
+        return SampleBatch({key: value.copy() for key, value in self.items()})
+
+    def slice(self, start: int, end: int) -> "SampleBatch":
+        """Returns rows ``start:end`` (views, not copies)."""
+        return SampleBatch({key: value[start:end] for key, value in self.items()})
+
+    def take(self, indices: np.ndarray) -> "SampleBatch":
+        """Returns the rows at ``indices`` (copies)."""
+        return SampleBatch({key: value[indices] for key, value in self.items()})
+
+    def shuffle(self, rng: np.random.Generator | None = None) -> "SampleBatch":
+        """Returns the rows in a random order."""
+        rng = rng if rng is not None else np.random.default_rng()
+        return self.take(rng.permutation(self.count))
+
+    def minibatches(
+        self, size: int, shuffle: bool = True, rng: np.random.Generator | None = None
+    ) -> Iterator["SampleBatch"]:
+        """Yields minibatches of ``size`` rows that cover every row once.
+
+        The last minibatch holds the remainder when ``size`` does not divide the batch
+        (as in classic RLlib's minibatch SGD).
+
+        Args:
+            size: Rows per minibatch.
+            shuffle: Shuffle the rows first.
+            rng: Random generator for the shuffle.
+
+        Raises:
+            ValueError: If ``size`` is not positive.
+        """
+        if size <= 0:
+            raise ValueError(f"minibatch size must be positive, got {size}")
+        if shuffle:
+            order = (rng if rng is not None else np.random.default_rng()).permutation(self.count)
+            for start in range(0, self.count, size):
+                yield self.take(order[start : start + size])
+        else:
+            for start in range(0, self.count, size):
+                yield self.slice(start, start + size)
+
+    def split_by_episode(self) -> list["SampleBatch"]:
+        """Splits the rows into one batch per contiguous run of the same ``eps_id``.
+
+        Raises:
+            KeyError: If the batch has no ``eps_id`` column.
+        """
+        if self.count == 0:
+            return []
+        eps_id = self[self.EPS_ID]
+        boundaries = np.flatnonzero(eps_id[1:] != eps_id[:-1]) + 1
+        edges = [0, *boundaries.tolist(), self.count]
+        return [self.slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+    def size_bytes(self) -> int:
+        """Memory held by the column arrays, in bytes."""
+        return int(sum(value.nbytes for value in self.values()))
+
+    @staticmethod
+    def concat_samples(batches: Sequence["SampleBatch"]) -> "SampleBatch":
+        """Concatenates batches with the same columns row-wise (see :func:`concat_samples`)."""
+        return concat_samples(batches)
+
+    def __repr__(self) -> str:
+        cols = ", ".join(f"{k}: {v.dtype}{list(v.shape)}" for k, v in self.items())
+        return f"SampleBatch({self.count} rows; {cols})"
+
+
+def concat_samples(batches: Sequence[SampleBatch]) -> SampleBatch:
+    """Concatenates batches row-wise; empty batches are skipped.
+
+    Raises:
+        ValueError: If the non-empty batches do not have the same columns.
+    """
+    batches = [b for b in batches if b.count > 0]
+    if not batches:
+        return SampleBatch()
+    keys = set(batches[0].keys())
+    for batch in batches[1:]:
+        if set(batch.keys()) != keys:
+            raise ValueError(
+                f"Cannot concatenate batches with different columns: {sorted(keys)} vs {sorted(batch.keys())}"
+            )
+    return SampleBatch({key: np.concatenate([b[key] for b in batches]) for key in batches[0].keys()})

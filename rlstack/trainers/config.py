@@ -1,0 +1,216 @@
+"""COMMON_CONFIG and the merge / validation every trainer's config goes through.
+
+A config is a plain dict. ``COMMON_CONFIG`` sits under the algorithm's
+``DEFAULT_CONFIG``, which sits under the user's dict. Sub-dicts listed in
+``DEEP_MERGE_KEYS`` merge key by key; every other key replaces. Keys follow classic
+RLlib so that old configs and tuned YAML files run unchanged; a key rlstack does not
+know is an error naming the closest valid keys.
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from typing import Any
+
+from rlstack.errors import ConfigError, did_you_mean
+from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
+from rlstack.utils.filters import FILTERS
+from rlstack.utils.framework import check_framework
+
+COMMON_CONFIG: dict[str, Any] = {
+    # === Environment ===
+    # The env: a gymnasium id, a name given to register_env, an Env class or a creator.
+    "env": None,
+    # Passed to the env creator (as an EnvContext) or to gymnasium.make as kwargs.
+    "env_config": {},
+    # Number of remote rollout workers (Ray actors); 0 samples in the driver.
+    "num_workers": 2,
+    # Sub-envs per worker, stepped together with one batched forward pass.
+    "num_envs_per_worker": 1,
+    # Steps each sub-env takes per sample() call.
+    "rollout_fragment_length": 200,
+    # "truncate_episodes": fixed-length fragments, cut episodes bootstrap from V(s);
+    # "complete_episodes": only whole episodes go into batches.
+    "batch_mode": "truncate_episodes",
+    # Cut episodes after this many steps (as a truncation, so they bootstrap); None: the
+    # env's own time limit only.
+    "horizon": None,
+    # Reward clipping: None (off), True (sign of the reward) or a float bound.
+    "clip_rewards": None,
+    # Box actions: the policy acts in [-1, 1], mapped onto the action space's bounds.
+    "normalize_actions": True,
+    # Box actions: clip to the bounds (when not normalised).
+    "clip_actions": False,
+    # "NoFilter" or "MeanStdFilter" (running mean/std normalisation, synced across workers).
+    "observation_filter": "NoFilter",
+    # Sync MeanStdFilter statistics across workers after every iteration.
+    "synchronize_filters": True,
+    # === Learning ===
+    # Discount factor.
+    "gamma": 0.99,
+    # Learning rate.
+    "lr": 0.0001,
+    # [[timestep, lr], ...] piecewise-linear schedule over sampled steps; None: constant lr.
+    "lr_schedule": None,
+    # Adam's epsilon.
+    "adam_epsilon": 1e-8,
+    # Clip gradients to this global norm; None: no clipping.
+    "grad_clip": None,
+    # Steps per train batch.
+    "train_batch_size": 200,
+    # Neural network (see rlstack.models.MODEL_DEFAULTS for every key).
+    "model": copy.deepcopy(MODEL_DEFAULTS),
+    # Optimizer arguments; reserved (Adam with lr and adam_epsilon is used).
+    "optimizer": {},
+    # "torch" or "tf" ("tf2" is an alias of "tf").
+    "framework": "torch",
+    # Accepted for classic TF configs; TF policies always run as tf.function.
+    "eager_tracing": True,
+    # Sample actions (True) or take the distribution's mode (False) while training.
+    "explore": True,
+    # Exploration strategy; policy-gradient algorithms sample from their distribution.
+    "exploration_config": {"type": "StochasticSampling"},
+    # === Evaluation ===
+    # Evaluate every this many training iterations; None: never (call evaluate()).
+    "evaluation_interval": None,
+    # How much to evaluate each time, in evaluation_duration_unit.
+    "evaluation_duration": 10,
+    # "episodes" or "timesteps".
+    "evaluation_duration_unit": "episodes",
+    # Config overrides for evaluation (merged over the training config); by default
+    # evaluation acts greedily.
+    "evaluation_config": {"explore": False},
+    # Remote evaluation workers; 0 evaluates in the driver.
+    "evaluation_num_workers": 0,
+    # === Reporting ===
+    # Smooth episode_reward_mean and friends over this many recent episodes.
+    "metrics_smoothing_episodes": 100,
+    # Run training_step again until this much time has passed in the iteration.
+    "min_time_s_per_reporting": None,
+    # Run training_step again until this many steps were sampled in the iteration.
+    "min_sample_timesteps_per_reporting": None,
+    # === Resources ===
+    # GPUs for the learner (the driver's policy); fractions allowed.
+    "num_gpus": 0,
+    # CPUs for the driver process (in Tune's placement group).
+    "num_cpus_for_driver": 1,
+    # CPUs reserved for each rollout worker.
+    "num_cpus_per_worker": 1,
+    # GPUs for each rollout worker's policy.
+    "num_gpus_per_worker": 0,
+    # Extra Ray resources for each rollout worker, e.g. {"spot": 1}.
+    "custom_resources_per_worker": {},
+    # Placement-group strategy of the trial's bundles: PACK, SPREAD, STRICT_PACK, STRICT_SPREAD.
+    "placement_strategy": "PACK",
+    # === Misc ===
+    # Seeds numpy, the framework, and each sub-env (seed + 1000 * worker_index + vector_index).
+    "seed": None,
+    # Logging level of the rlstack loggers: DEBUG, INFO, WARN, ERROR.
+    "log_level": "WARN",
+}
+
+# Sub-dicts merged key by key rather than replaced.
+DEEP_MERGE_KEYS = ("model", "env_config", "evaluation_config", "exploration_config", "optimizer",
+                   "custom_resources_per_worker")
+
+# Old names of keys, mapped to today's (classic RLlib renamed these over the 1.x series).
+RENAMED_KEYS = {
+    "timesteps_per_iteration": "min_sample_timesteps_per_reporting",
+    "min_iter_time_s": "min_time_s_per_reporting",
+    "evaluation_num_episodes": "evaluation_duration",
+    "sample_batch_size": "rollout_fragment_length",
+}
+
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+BATCH_MODES = ("truncate_episodes", "complete_episodes")
+
+
+def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorithm: str) -> dict[str, Any]:
+    """Returns ``defaults`` updated with ``user``, deep-merging ``DEEP_MERGE_KEYS``.
+
+    Args:
+        defaults: The algorithm's full default config.
+        user: The user's (partial) config.
+        algorithm: The algorithm's name, for error messages.
+
+    Raises:
+        ConfigError: For a key not in ``defaults``, naming the closest valid keys.
+    """
+    config = copy.deepcopy(defaults)
+    for key, value in (user or {}).items():
+        key = RENAMED_KEYS.get(key, key)
+        if key not in defaults:
+            raise ConfigError(
+                f"Unknown config key {key!r} for {algorithm}{did_you_mean(key, defaults)} "
+                f"(see {algorithm}'s DEFAULT_CONFIG for every valid key)."
+            )
+        if key in DEEP_MERGE_KEYS and isinstance(value, dict) and isinstance(config[key], dict):
+            if key == "evaluation_config":
+                _check_keys(value, defaults, f"evaluation_config of {algorithm}")
+            config[key] = {**config[key], **copy.deepcopy(value)}
+        else:
+            config[key] = copy.deepcopy(value)
+    return config
+
+
+def _check_keys(section: dict[str, Any], valid: dict[str, Any], where: str) -> None:
+    for key in section:
+        if RENAMED_KEYS.get(key, key) not in valid:
+            raise ConfigError(f"Unknown config key {key!r} in {where}{did_you_mean(key, valid)}")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ConfigError(message)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def validate_common_config(config: dict[str, Any]) -> None:
+    """Checks the keys every algorithm shares; normalises ``framework``.
+
+    Raises:
+        ConfigError: Stating the key, what was given, what is allowed and the fix.
+    """
+    config["framework"] = check_framework(config["framework"])
+    for key in ("num_workers", "evaluation_num_workers"):
+        _require(_is_int(config[key]) and config[key] >= 0,
+                 f"{key} must be an integer >= 0, got {config[key]!r}.")
+    for key in ("num_envs_per_worker", "rollout_fragment_length", "train_batch_size", "metrics_smoothing_episodes"):
+        _require(_is_int(config[key]) and config[key] >= 1, f"{key} must be an integer >= 1, got {config[key]!r}.")
+    _require(config["batch_mode"] in BATCH_MODES,
+             f"batch_mode={config['batch_mode']!r} is not allowed; use one of {', '.join(BATCH_MODES)}.")
+    _require(config["observation_filter"] in FILTERS,
+             f"observation_filter={config['observation_filter']!r} is not allowed; use one of {', '.join(FILTERS)}.")
+    _require(isinstance(config["gamma"], numbers.Real) and 0.0 <= config["gamma"] <= 1.0,
+             f"gamma must be in [0, 1], got {config['gamma']!r}.")
+    _require(isinstance(config["lr"], numbers.Real) and config["lr"] > 0, f"lr must be > 0, got {config['lr']!r}.")
+    _require(config["grad_clip"] is None or (isinstance(config["grad_clip"], numbers.Real) and config["grad_clip"] > 0),
+             f"grad_clip must be None or > 0, got {config['grad_clip']!r}.")
+    _require(config["horizon"] is None or (_is_int(config["horizon"]) and config["horizon"] >= 1),
+             f"horizon must be None or an integer >= 1, got {config['horizon']!r}.")
+    _require(config["evaluation_duration_unit"] in ("episodes", "timesteps"),
+             f"evaluation_duration_unit must be 'episodes' or 'timesteps', got {config['evaluation_duration_unit']!r}.")
+    _require(config["evaluation_interval"] is None or (_is_int(config["evaluation_interval"]) and config["evaluation_interval"] >= 1),
+             f"evaluation_interval must be None or an integer >= 1, got {config['evaluation_interval']!r}.")
+    for key in ("num_gpus", "num_gpus_per_worker", "num_cpus_per_worker", "num_cpus_for_driver"):
+        _require(isinstance(config[key], numbers.Real) and config[key] >= 0, f"{key} must be >= 0, got {config[key]!r}.")
+    _require(config["placement_strategy"] in PLACEMENT_STRATEGIES,
+             f"placement_strategy={config['placement_strategy']!r} is not allowed; use one of {', '.join(PLACEMENT_STRATEGIES)}.")
+    _require(config["seed"] is None or _is_int(config["seed"]), f"seed must be None or an integer, got {config['seed']!r}.")
+    validate_model_config(config["model"])
+
+
+def evaluation_config_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The config evaluation workers run with: the training config with the overrides."""
+    merged = copy.deepcopy(config)
+    for key, value in config["evaluation_config"].items():
+        key = RENAMED_KEYS.get(key, key)
+        if key in DEEP_MERGE_KEYS and isinstance(value, dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged

@@ -1,0 +1,96 @@
+"""PPO's clipped-surrogate loss with adaptive KL penalty, in TensorFlow (Schulman et al. 2017)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+
+from rlstack.policies.postprocessing import compute_advantages
+from rlstack.policies.tf_policy import TFPolicy
+from rlstack.sample_batch import SampleBatch
+from rlstack.utils.schedules import make_schedule
+
+
+class PPOTFPolicy(TFPolicy):
+    """PPO in TensorFlow; the loss equals :class:`PPOTorchPolicy`'s to float32 rounding."""
+
+    loss_columns = (
+        SampleBatch.OBS,
+        SampleBatch.ACTIONS,
+        SampleBatch.ACTION_LOGP,
+        SampleBatch.ACTION_DIST_INPUTS,
+        SampleBatch.ADVANTAGES,
+        SampleBatch.VALUE_TARGETS,
+    )
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus)
+        # Variables, not Python floats, so that changing them does not retrace the loss.
+        self.kl_coeff = tf.Variable(float(config["kl_coeff"]), trainable=False, dtype=tf.float32)
+        self.entropy_coeff_schedule = make_schedule(
+            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule"
+        )
+        self.entropy_coeff = tf.Variable(self.entropy_coeff_schedule.value(0), trainable=False, dtype=tf.float32)
+
+    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        cfg = self.config
+        return compute_advantages(batch, cfg["gamma"], cfg["lambda"], cfg["use_gae"], cfg["use_critic"])
+
+    def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        cfg = self.config
+        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
+        curr_dist = self.dist_class(dist_inputs, self.dist_spec)
+        prev_dist = self.dist_class(train_batch[SampleBatch.ACTION_DIST_INPUTS], self.dist_spec)
+
+        # ratio = pi_new(a|s) / pi_old(a|s)
+        ratio = tf.exp(curr_dist.logp(train_batch[SampleBatch.ACTIONS]) - train_batch[SampleBatch.ACTION_LOGP])
+        advantages = train_batch[SampleBatch.ADVANTAGES]
+        pg_loss1 = advantages * ratio
+        pg_loss2 = advantages * tf.clip_by_value(ratio, 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"])
+        surrogate = tf.reduce_mean(tf.minimum(pg_loss1, pg_loss2))
+
+        # KL(pi_old || pi_new), penalised with the adaptive kl_coeff.
+        mean_kl = tf.reduce_mean(prev_dist.kl(curr_dist))
+        entropy = tf.reduce_mean(curr_dist.entropy())
+
+        if cfg["use_critic"]:
+            # vf_clip_param clips the squared value error (the loss), not the value.
+            vf_loss = tf.reduce_mean(
+                tf.clip_by_value(tf.square(values - train_batch[SampleBatch.VALUE_TARGETS]), 0.0, cfg["vf_clip_param"])
+            )
+        else:
+            vf_loss = tf.constant(0.0)
+
+        total_loss = -surrogate + self.kl_coeff * mean_kl + cfg["vf_loss_coeff"] * vf_loss - self.entropy_coeff * entropy
+        stats = {
+            "total_loss": total_loss,
+            "policy_loss": -surrogate,
+            "vf_loss": vf_loss,
+            "kl": mean_kl,
+            "entropy": entropy,
+        }
+        return total_loss, stats
+
+    def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
+        # Adaptive KL (Schulman et al. 2017, sec. 4): move kl_coeff toward kl_target.
+        kl, target = stats["kl"], self.config["kl_target"]
+        if kl > 2.0 * target:
+            self.kl_coeff.assign(self.kl_coeff * 1.5)
+        elif kl < 0.5 * target:
+            self.kl_coeff.assign(self.kl_coeff * 0.5)
+        return {"kl_coeff": float(self.kl_coeff.numpy()), "entropy_coeff": float(self.entropy_coeff.numpy())}
+
+    def on_global_var_update(self, global_timestep: int) -> None:
+        super().on_global_var_update(global_timestep)
+        self.entropy_coeff.assign(self.entropy_coeff_schedule.value(global_timestep))
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        state = super().get_state()
+        state["kl_coeff"] = np.asarray(self.kl_coeff.numpy(), dtype=np.float64)
+        return state
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        super().set_state(state)
+        if "kl_coeff" in state:
+            self.kl_coeff.assign(float(state["kl_coeff"]))

@@ -1,0 +1,449 @@
+"""Trainer: the base of every algorithm, a Ray Tune ``Trainable``.
+
+The base owns everything but the algorithm: config merge and validation, starting Ray
+when needed, building the rollout and evaluation workers, the result dict, acting with
+the trained policy, evaluation, checkpoints and resource requests. An algorithm
+subclass supplies ``_name``, ``_default_config``, ``validate_config``,
+``get_default_policy_class`` and ``training_step``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import ray
+from ray import tune
+from ray.tune.execution.placement_groups import PlacementGroupFactory
+
+import rlstack
+from rlstack.env.registry import env_spec_name
+from rlstack.errors import CheckpointError, ConfigError
+from rlstack.evaluation.metrics import EpisodeWindow, summarize_episodes
+from rlstack.evaluation.worker_set import WorkerSet
+from rlstack.policies.policy import Policy
+from rlstack.trainers import checkpoint as ckpt
+from rlstack.trainers.config import (
+    COMMON_CONFIG,
+    evaluation_config_of,
+    merge_config,
+    validate_common_config,
+)
+from rlstack.utils.seeding import seed_everything
+from rlstack.utils.timers import TimerStat
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_POLICY_ID = "default_policy"
+
+__all__ = ["COMMON_CONFIG", "DEFAULT_POLICY_ID", "Trainer"]
+
+
+def ensure_ray(config: dict[str, Any]) -> None:
+    """Starts a local Ray unless Ray is running or ``RAY_ADDRESS`` names a cluster.
+
+    A bare ``ray.init()`` attaches to whatever cluster the default temp dir records,
+    which on a shared machine can be a dead one; so without an explicit address we
+    start our own with ``address="local"`` and enough CPUs for the requested workers.
+    """
+    if ray.is_initialized():
+        return
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address)
+        return
+    needed = (config["num_workers"] + config["evaluation_num_workers"]) * config["num_cpus_per_worker"]
+    ray.init(
+        address="local",
+        num_cpus=max(os.cpu_count() or 1, math.ceil(needed)),
+        include_dashboard=False,
+        log_to_driver=True,
+    )
+
+
+class Trainer(tune.Trainable):
+    """Base class of rlstack trainers (``PPOTrainer`` and friends).
+
+    Args:
+        config: The user's config; missing keys take the algorithm's defaults.
+        env: The env (overrides ``config["env"]``): a gymnasium id, a registered name,
+            an Env class or a creator.
+        **kwargs: Passed to ``ray.tune.Trainable`` (Tune passes ``storage``).
+
+    Raises:
+        ConfigError: For unknown keys or impossible values.
+        EnvError: If the env cannot be built.
+    """
+
+    _name = "Trainer"
+    _default_config: dict[str, Any] = COMMON_CONFIG
+
+    def __init__(self, config: dict[str, Any] | None = None, env: Any = None, **kwargs: Any) -> None:
+        config = dict(config or {})
+        if env is not None:
+            config["env"] = env
+        super().__init__(config=config, **kwargs)
+
+    # ----- the algorithm's part -------------------------------------------------------
+
+    @classmethod
+    def get_default_config(cls) -> dict[str, Any]:
+        """A deep copy of the algorithm's full default config."""
+        return copy.deepcopy(cls._default_config)
+
+    @classmethod
+    def merge_and_validate(cls, config: dict[str, Any] | None) -> dict[str, Any]:
+        """The full config: defaults under ``config``, validated.
+
+        Raises:
+            ConfigError: For unknown keys or impossible values.
+        """
+        merged = merge_config(cls._default_config, config, cls._name)
+        validate_common_config(merged)
+        cls.validate_config(merged)
+        return merged
+
+    @classmethod
+    def validate_config(cls, config: dict[str, Any]) -> None:
+        """Checks the algorithm's own keys (override in subclasses)."""
+
+    def get_default_policy_class(self, config: dict[str, Any]) -> type[Policy]:
+        """The policy class for ``config["framework"]``; imports that framework only."""
+        raise NotImplementedError
+
+    def training_step(self) -> dict[str, Any]:
+        """One round of sampling and learning; returns learner stats by policy id."""
+        raise NotImplementedError
+
+    # ----- set-up ---------------------------------------------------------------------
+
+    def setup(self, config: dict[str, Any]) -> None:
+        self.config = self.merge_and_validate(config)
+        level = str(self.config["log_level"]).upper()
+        logging.getLogger("rlstack").setLevel("WARNING" if level == "WARN" else level)
+        if self.config["env"] is None:
+            raise ConfigError(
+                f"No env given to {self._name}: pass {type(self).__name__}(config, env='CartPole-v1') "
+                "or set config['env']."
+            )
+        self.policy_class = self.get_default_policy_class(self.config)
+        seed_everything(self.config["seed"])
+        if self.config["num_workers"] > 0 or self.config["evaluation_num_workers"] > 0:
+            ensure_ray(self.config)
+        self.workers = WorkerSet(self.config["env"], self.policy_class, self.config, self.config["num_workers"])
+        self.evaluation_workers: WorkerSet | None = None
+        self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "episodes_total": 0}
+        self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])
+        self._timers = {name: TimerStat() for name in ("training_iteration", "sample", "learn", "synch_weights")}
+        self._last_learner_stats: dict[str, Any] = {}
+
+    @property
+    def learner_policy(self) -> Policy:
+        """The policy that learns (the local worker's)."""
+        return self.workers.local_worker().policy
+
+    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Policy:
+        """Returns the policy (rlstack trains one policy, ``"default_policy"``).
+
+        Raises:
+            KeyError: For another policy id.
+        """
+        if policy_id != DEFAULT_POLICY_ID:
+            raise KeyError(f"Unknown policy id {policy_id!r}; this trainer has only {DEFAULT_POLICY_ID!r}.")
+        return self.learner_policy
+
+    def get_weights(self) -> dict[str, dict[str, np.ndarray]]:
+        """``{"default_policy": weights}`` as numpy arrays."""
+        return {DEFAULT_POLICY_ID: self.learner_policy.get_weights()}
+
+    def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
+        """Loads ``{"default_policy": weights}`` and sends them to the workers."""
+        self.learner_policy.set_weights(weights[DEFAULT_POLICY_ID])
+        self.workers.sync_weights(self._counters["num_env_steps_sampled"])
+
+    # ----- one iteration --------------------------------------------------------------
+
+    def step(self) -> dict[str, Any]:
+        cfg = self.config
+        start = time.time()
+        steps_before = self._counters["num_env_steps_sampled"]
+        learner_stats: dict[str, Any] = {}
+        with self._timers["training_iteration"]:
+            while True:
+                learner_stats = self.training_step()
+                sampled = self._counters["num_env_steps_sampled"] - steps_before
+                if cfg["min_time_s_per_reporting"] and time.time() - start < cfg["min_time_s_per_reporting"]:
+                    continue
+                if cfg["min_sample_timesteps_per_reporting"] and sampled < cfg["min_sample_timesteps_per_reporting"]:
+                    continue
+                break
+        episodes = self.workers.collect_episodes()
+        self._episode_window.extend(episodes)
+        self._counters["episodes_total"] += len(episodes)
+        result: dict[str, Any] = {
+            **summarize_episodes(self._episode_window.episodes),
+            "episodes_this_iter": len(episodes),
+            "episodes_total": self._counters["episodes_total"],
+            "timesteps_total": self._counters["num_env_steps_sampled"],
+            "timesteps_this_iter": self._counters["num_env_steps_sampled"] - steps_before,
+            "num_env_steps_sampled": self._counters["num_env_steps_sampled"],
+            "num_env_steps_trained": self._counters["num_env_steps_trained"],
+            "num_agent_steps_sampled": self._counters["num_env_steps_sampled"],
+            "num_agent_steps_trained": self._counters["num_env_steps_trained"],
+            "num_healthy_workers": self.workers.num_remote_workers,
+            "info": {
+                "learner": learner_stats,
+                "num_env_steps_sampled": self._counters["num_env_steps_sampled"],
+                "num_env_steps_trained": self._counters["num_env_steps_trained"],
+            },
+            "timers": {f"{name}_time_ms": round(1000 * t.mean, 3) for name, t in self._timers.items()},
+            "sampler_perf": self.workers.sampler_perf(),
+            "config": self.config,
+        }
+        interval = cfg["evaluation_interval"]
+        if interval and (self.iteration + 1) % interval == 0:
+            result["evaluation"] = self.evaluate()
+        return result
+
+    # ----- acting -----------------------------------------------------------------------
+
+    def _local_filter(self):
+        return self.workers.local_worker().filter
+
+    def compute_single_action(
+        self,
+        observation: Any,
+        explore: bool | None = None,
+        policy_id: str = DEFAULT_POLICY_ID,
+        full_fetch: bool = False,
+        unsquash_action: bool = True,
+    ) -> Any:
+        """The action the trained policy takes for one raw observation.
+
+        The observation goes through the same preprocessing and observation filter as
+        during training (the filter is applied, not updated).
+
+        Args:
+            observation: One observation as the env returns it.
+            explore: Sample (True) or take the most likely action (False); None uses
+                ``config["explore"]``.
+            policy_id: Must be ``"default_policy"``.
+            full_fetch: Also return ``([], extras)`` like classic RLlib.
+            unsquash_action: Map Box actions onto the action space's bounds.
+
+        Returns:
+            The action, or ``(action, [], extras)`` with ``full_fetch``.
+
+        Raises:
+            ValueError: If the observation does not fit the observation space.
+        """
+        policy = self.get_policy(policy_id)
+        obs = self._prepare_observations([observation], policy)
+        actions, extras = policy.compute_actions(obs, explore=explore)
+        if unsquash_action:
+            actions = policy.unsquash_actions(actions)
+        action = actions[0]
+        if full_fetch:
+            return action, [], {key: value[0] for key, value in extras.items()}
+        return action
+
+    compute_action = compute_single_action
+
+    def compute_actions(
+        self, observations: Any, explore: bool | None = None, policy_id: str = DEFAULT_POLICY_ID,
+        unsquash_actions: bool = True,
+    ) -> Any:
+        """Actions for several raw observations.
+
+        Args:
+            observations: A dict ``{key: obs}`` (classic multi-agent style: a dict of
+                actions comes back) or a sequence / batch array of observations.
+            explore: As in :meth:`compute_single_action`.
+            policy_id: Must be ``"default_policy"``.
+            unsquash_actions: Map Box actions onto the action space's bounds.
+        """
+        policy = self.get_policy(policy_id)
+        if isinstance(observations, dict) and not _is_single_dict_obs(observations, policy):
+            keys = list(observations)
+            actions = self.compute_actions([observations[k] for k in keys], explore, policy_id, unsquash_actions)
+            return dict(zip(keys, actions))
+        obs = self._prepare_observations(list(observations), policy)
+        actions, _ = policy.compute_actions(obs, explore=explore)
+        return policy.unsquash_actions(actions) if unsquash_actions else actions
+
+    def _prepare_observations(self, observations: list[Any], policy: Policy) -> np.ndarray:
+        space = policy.observation_space
+        for obs in observations:
+            if not _fits(obs, space):
+                shape = np.shape(obs) if not isinstance(obs, (dict, tuple)) else None
+                raise ValueError(
+                    f"Observation {_short(obs)} (shape {shape}) does not fit the observation space {space}; "
+                    "pass one observation as the env returns it."
+                )
+        return self._local_filter()(policy.preprocessor.transform_batch(observations), update=False)
+
+    # ----- evaluation ---------------------------------------------------------------------
+
+    def evaluate(self) -> dict[str, Any]:
+        """Plays ``evaluation_duration`` episodes (or timesteps) with ``evaluation_config``.
+
+        Returns:
+            ``episode_reward_mean/min/max``, ``episode_len_mean``, ``episodes_this_iter``
+            and ``timesteps_this_iter`` of the evaluation episodes.
+        """
+        cfg = self.config
+        if self.evaluation_workers is None:
+            eval_config = evaluation_config_of(cfg)
+            num = cfg["evaluation_num_workers"]
+            self.evaluation_workers = WorkerSet(cfg["env"], self.policy_class, eval_config, num,
+                                                local_env=num == 0, name="evaluation")
+        workers = self.evaluation_workers
+        weights = self.learner_policy.get_weights()
+        filter_state = self._local_filter().get_state()
+        workers.local_worker().set_weights(weights)
+        workers.local_worker().set_filter_state(filter_state)
+        remote = workers.remote_workers()
+        if remote:
+            weights_ref, filter_ref = ray.put(weights), ray.put(filter_state)
+            ray.get([w.set_weights.remote(weights_ref) for w in remote]
+                    + [w.set_filter_state.remote(filter_ref) for w in remote])
+        duration = cfg["evaluation_duration"]
+        by_episodes = cfg["evaluation_duration_unit"] == "episodes"
+        if remote:
+            share = [duration // len(remote) + (1 if i < duration % len(remote) else 0) for i in range(len(remote))]
+            calls = [w.run_episodes.remote(n, None) if by_episodes else w.run_episodes.remote(None, n)
+                     for w, n in zip(remote, share) if n > 0]
+            episodes = [e for batch in ray.get(calls) for e in batch]
+        else:
+            local = workers.local_worker()
+            episodes = local.run_episodes(duration, None) if by_episodes else local.run_episodes(None, duration)
+        return {
+            **summarize_episodes(episodes),
+            "episodes_this_iter": len(episodes),
+            "timesteps_this_iter": sum(e.length for e in episodes),
+        }
+
+    # ----- checkpoints ----------------------------------------------------------------------
+
+    def save(self, checkpoint_dir: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        """Writes a checkpoint and returns its directory.
+
+        Outside Tune this returns the checkpoint's path (a ``str``), by default
+        ``<logdir>/checkpoint_<iteration>``, written atomically. Under Tune it returns
+        what Tune expects (Tune manages the directory and its upload).
+        """
+        if self._storage is not None:
+            return super().save(checkpoint_dir, *args, **kwargs)
+        target = checkpoint_dir or os.path.join(self.logdir, f"checkpoint_{self.iteration:06d}")
+        return ckpt.save_atomic(target, self.save_checkpoint)
+
+    def restore(self, checkpoint_path: Any, *args: Any, **kwargs: Any) -> None:
+        """Loads a checkpoint from :meth:`save` (a path, a ``tune.Checkpoint`` or a Tune result).
+
+        Raises:
+            CheckpointError: If the checkpoint is incomplete, corrupt, or from another
+                algorithm or framework.
+        """
+        if isinstance(checkpoint_path, (str, os.PathLike)):
+            checkpoint_path = str(Path(checkpoint_path).absolute())
+            if not Path(checkpoint_path).is_dir():
+                raise CheckpointError(f"Checkpoint {checkpoint_path!r} does not exist or is not a directory.")
+        return super().restore(checkpoint_path, *args, **kwargs)
+
+    def save_checkpoint(self, checkpoint_dir: str) -> None:
+        policy = self.learner_policy
+        metadata = {
+            "rlstack_version": rlstack.__version__,
+            "ray_version": ray.__version__,
+            "algorithm": self._name,
+            "framework": self.config["framework"],
+            "policy_class": f"{type(policy).__module__}.{type(policy).__qualname__}",
+            "iteration": self.iteration,
+            "time_total_s": self._time_total,
+            "counters": dict(self._counters),
+            "env": env_spec_name(self.config["env"]),
+            "config": ckpt.to_jsonable(self.config),
+        }
+        arrays = {"policy_state": policy.get_state(), "filters": self._local_filter().get_state()}
+        ckpt.write_checkpoint(checkpoint_dir, metadata, arrays)
+        return None
+
+    def load_checkpoint(self, checkpoint: Any) -> None:
+        if isinstance(checkpoint, dict):
+            raise CheckpointError("This is a Tune dict checkpoint, not an rlstack checkpoint directory.")
+        metadata, arrays = ckpt.read_checkpoint(checkpoint)
+        if metadata.get("algorithm") != self._name:
+            raise CheckpointError(
+                f"Checkpoint {checkpoint!r} was written by {metadata.get('algorithm')!r}, not {self._name!r}; "
+                f"restore it with the {metadata.get('algorithm')} trainer."
+            )
+        if metadata.get("framework") != self.config["framework"]:
+            raise CheckpointError(
+                f"Checkpoint {checkpoint!r} holds a {metadata.get('framework')!r} policy but this trainer uses "
+                f"framework={self.config['framework']!r}; set config['framework'] = {metadata.get('framework')!r}."
+            )
+        self.learner_policy.set_state(arrays["policy_state"])
+        if arrays.get("filters"):
+            self.workers.set_filter_state(arrays["filters"])
+        self._counters.update(metadata.get("counters", {}))
+        self._iteration = int(metadata.get("iteration", 0))
+        self._time_total = float(metadata.get("time_total_s", 0.0))
+        self._timesteps_total = self._counters["num_env_steps_sampled"]
+        self.workers.sync_weights(self._counters["num_env_steps_sampled"])
+
+    # ----- resources and shutdown -------------------------------------------------------------
+
+    @classmethod
+    def default_resource_request(cls, config: dict[str, Any]) -> PlacementGroupFactory:
+        """One bundle for the driver (CPU + ``num_gpus``), one per rollout worker and one
+        per evaluation worker, placed with ``placement_strategy``."""
+        cfg = merge_config(cls._default_config, config, cls._name)
+        worker_bundle = {"CPU": cfg["num_cpus_per_worker"], "GPU": cfg["num_gpus_per_worker"],
+                         **(cfg["custom_resources_per_worker"] or {})}
+        bundles = [{"CPU": cfg["num_cpus_for_driver"], "GPU": cfg["num_gpus"]}]
+        bundles += [dict(worker_bundle) for _ in range(cfg["num_workers"])]
+        bundles += [dict(worker_bundle) for _ in range(cfg["evaluation_num_workers"])]
+        return PlacementGroupFactory(bundles, strategy=cfg["placement_strategy"])
+
+    def cleanup(self) -> None:
+        for workers in (getattr(self, "workers", None), getattr(self, "evaluation_workers", None)):
+            if workers is not None:
+                workers.stop()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env={env_spec_name(self.config.get('env'))!r}, framework={self.config.get('framework')!r})"
+
+
+def _is_single_dict_obs(observations: dict, policy: Policy) -> bool:
+    import gymnasium as gym
+
+    space = policy.observation_space
+    return isinstance(space, gym.spaces.Dict) and set(observations) == set(space.spaces)
+
+
+def _fits(obs: Any, space: Any) -> bool:
+    # Box values are checked by shape only: an observation slightly outside the
+    # declared bounds is still one the policy can act on.
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Box):
+        try:
+            return np.shape(obs) == space.shape and np.asarray(obs, dtype=np.float64).size == int(np.prod(space.shape))
+        except (TypeError, ValueError):
+            return False
+    try:
+        return space.contains(obs)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        return False
+
+
+def _short(obs: Any) -> str:
+    text = repr(obs)
+    return text if len(text) <= 80 else text[:77] + "..."
+

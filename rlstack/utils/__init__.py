@@ -1,0 +1,1 @@
+"""Framework-free helpers: schedules, observation filters, seeding, timers, imports."""

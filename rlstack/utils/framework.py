@@ -1,0 +1,59 @@
+"""Lazy, checked imports of the deep-learning frameworks.
+
+Only the modules that need torch or TensorFlow call these, so that training with one
+framework never imports the other (DESIGN.md, "Framework isolation").
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+from rlstack.errors import ConfigError, FrameworkNotInstalledError
+
+FRAMEWORKS = ("torch", "tf")
+
+_INSTALL_HINT = {
+    "torch": "pip install 'rlstack[torch]' (or: pip install torch)",
+    "tf": "pip install 'rlstack[tf]' (or: pip install tensorflow-cpu)",
+}
+
+
+def check_framework(framework: str) -> str:
+    """Validates a ``framework`` config value and returns its canonical name.
+
+    ``"tf2"`` is accepted as an alias of ``"tf"`` because classic RLlib YAML files use it.
+
+    Raises:
+        ConfigError: If the value is not one of the supported frameworks.
+    """
+    if framework == "tf2":
+        return "tf"
+    if framework not in FRAMEWORKS:
+        raise ConfigError(
+            f"Unknown framework {framework!r}; allowed: 'torch', 'tf' (or its alias 'tf2'). "
+            "Set config['framework'] to one of them."
+        )
+    return framework
+
+
+def import_torch() -> ModuleType:
+    """Imports torch, or raises an ImportError that says how to install it."""
+    try:
+        return importlib.import_module("torch")
+    except ImportError as exc:
+        raise FrameworkNotInstalledError(
+            f"framework='torch' needs PyTorch, which is not installed: {_INSTALL_HINT['torch']}"
+        ) from exc
+
+
+def import_tf() -> ModuleType:
+    """Imports TensorFlow quietly, or raises an ImportError that says how to install it."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        return importlib.import_module("tensorflow")
+    except ImportError as exc:
+        raise FrameworkNotInstalledError(
+            f"framework='tf' needs TensorFlow, which is not installed: {_INSTALL_HINT['tf']}"
+        ) from exc
