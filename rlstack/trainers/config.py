@@ -122,6 +122,18 @@ RENAMED_KEYS = {
     "sample_batch_size": "rollout_fragment_length",
 }
 
+class DefaultConfig(dict):
+    """An algorithm's ``DEFAULT_CONFIG``: a dict whose ``copy()`` is deep.
+
+    ``config = DEFAULT_CONFIG.copy(); config["model"]["fcnet_hiddens"] = [64]`` must not
+    change the defaults of every later trainer, as a shallow copy would.
+    """
+
+    def copy(self) -> dict[str, Any]:  # type: ignore[override]
+        """A deep copy, as a plain dict."""
+        return copy.deepcopy(dict(self))
+
+
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 BATCH_MODES = ("truncate_episodes", "complete_episodes")
 

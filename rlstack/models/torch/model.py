@@ -134,7 +134,8 @@ class TorchModel(nn.Module):
                     f"Weight {name}/kernel has shape {weights[f'{name}/kernel'].shape}, which does "
                     "not fit this model; was it saved with another model config?"
                 )
-            module.weight.copy_(torch.from_numpy(np.ascontiguousarray(kernel)))
-            module.bias.copy_(torch.from_numpy(np.asarray(weights[f"{name}/bias"])))
+            # np.array copies: arrays from Ray's object store are read-only.
+            module.weight.copy_(torch.from_numpy(np.array(kernel, dtype=np.float32)))
+            module.bias.copy_(torch.from_numpy(np.array(weights[f"{name}/bias"], dtype=np.float32)))
         if self.log_std is not None:
-            self.log_std.copy_(torch.from_numpy(np.asarray(weights["log_std"])))
+            self.log_std.copy_(torch.from_numpy(np.array(weights["log_std"], dtype=np.float32)))

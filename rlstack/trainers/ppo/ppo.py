@@ -15,11 +15,11 @@ from rlstack.evaluation.worker_set import synchronous_parallel_sample
 from rlstack.policies.policy import Policy
 from rlstack.policies.postprocessing import standardize
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import COMMON_CONFIG, merge_config
+from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
 
 # Classic RLlib 1.x PPO defaults, on top of COMMON_CONFIG.
-DEFAULT_CONFIG: dict[str, Any] = merge_config(
+DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
     {
         **COMMON_CONFIG,
         # Use a value function (critic) as baseline; False gives REINFORCE-style returns.
@@ -57,7 +57,7 @@ DEFAULT_CONFIG: dict[str, Any] = merge_config(
         "lr": 5e-5,
     },
     "PPO",
-)
+))
 
 
 class PPOTrainer(Trainer):

@@ -1,0 +1,34 @@
+# Two commands set everything up on a fresh machine:
+#   make demo   creates .venv, installs rlstack, trains PPO on CartPole, prints the table
+#   make test   creates .venv if needed, installs, runs the whole test suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# constraints.txt pins every package CI installs (torch==2.13.0 CPU build among them).
+PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
+
+.PHONY: demo test test-unit test-learning bench clean
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PIP_INSTALL) -e '.[all,test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/rlstack train -f tune_configs/cartpole-ppo.yaml
+
+test: $(VENV)/.installed
+	$(PY) -m pytest tests -q -p no:cacheprovider
+
+test-unit: $(VENV)/.installed
+	$(PY) -m pytest tests/unit -q -p no:cacheprovider
+
+test-learning: $(VENV)/.installed
+	$(PY) -m pytest tests/learning -q -p no:cacheprovider
+
+bench: $(VENV)/.installed
+	$(PY) bench/ppo_cartpole.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,101 @@
+"""Config errors a user meets first: each names the key and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlstack.errors import ConfigError, EnvError
+from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
+from rlstack.trainers.registry import get_trainer_class
+
+SMALL = {"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 64, "num_sgd_iter": 1}
+
+
+def test_misspelled_key_names_key_and_suggestion():
+    with pytest.raises(ConfigError) as info:
+        PPOTrainer({**SMALL, "lr_shedule": [[0, 1e-3]]}, "CartPole-v1")
+    message = str(info.value)
+    assert "'lr_shedule'" in message and "PPO" in message and "'lr_schedule'" in message
+
+
+def test_misspelled_model_key():
+    with pytest.raises(ConfigError, match="fcnet_hidden.*did you mean 'fcnet_hiddens'"):
+        PPOTrainer({**SMALL, "model": {"fcnet_hidden": [32]}}, "CartPole-v1")
+
+
+def test_misspelled_key_inside_evaluation_config():
+    with pytest.raises(ConfigError, match="'explor'.*'explore'"):
+        PPOTrainer({**SMALL, "evaluation_config": {"explor": False}}, "CartPole-v1")
+
+
+def test_unknown_framework():
+    with pytest.raises(ConfigError, match="Unknown framework 'jax'.*'torch', 'tf'"):
+        PPOTrainer({**SMALL, "framework": "jax"}, "CartPole-v1")
+
+
+def test_minibatch_larger_than_train_batch():
+    with pytest.raises(ConfigError, match=r"sgd_minibatch_size \(512\) must be <= train_batch_size \(200\)"):
+        PPOTrainer({**SMALL, "sgd_minibatch_size": 512}, "CartPole-v1")
+
+
+def test_unknown_env_names_env_and_suggests():
+    with pytest.raises(EnvError, match="Unknown env 'CartPole-v9'.*did you mean.*CartPole"):
+        PPOTrainer(SMALL, "CartPole-v9")
+
+
+def test_missing_env():
+    with pytest.raises(ConfigError, match="No env given"):
+        PPOTrainer(SMALL)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("num_workers", -1, "num_workers must be an integer >= 0"),
+        ("gamma", 1.5, "gamma must be in [0, 1]"),
+        ("batch_mode", "episodes", "batch_mode='episodes' is not allowed"),
+        ("observation_filter", "Mean", "observation_filter='Mean' is not allowed"),
+        ("clip_param", 0, "clip_param must be > 0"),
+    ],
+)
+def test_impossible_values(key, value, fragment):
+    with pytest.raises(ConfigError) as info:
+        PPOTrainer({**SMALL, key: value}, "CartPole-v1")
+    assert fragment in str(info.value)
+
+
+def test_unknown_algorithm_lists_available():
+    with pytest.raises(ConfigError, match="Unknown algorithm 'PP0'.*Available: PPO"):
+        get_trainer_class("PP0")
+
+
+def test_merged_config_is_complete_and_deep_merged():
+    trainer = PPOTrainer({**SMALL, "model": {"fcnet_hiddens": [16]}, "framework": "tf2"}, env="CartPole-v1")
+    try:
+        assert set(DEFAULT_CONFIG) <= set(trainer.config)
+        assert trainer.config["model"]["fcnet_hiddens"] == [16]
+        assert trainer.config["model"]["fcnet_activation"] == "tanh"  # kept from the defaults
+        assert trainer.config["framework"] == "tf"  # alias normalised
+        assert trainer.config["env"] == "CartPole-v1"
+    finally:
+        trainer.stop()
+
+
+def test_renamed_classic_key_is_accepted():
+    trainer = PPOTrainer({**SMALL, "timesteps_per_iteration": 400}, "CartPole-v1")
+    try:
+        assert trainer.config["min_sample_timesteps_per_reporting"] == 400
+    finally:
+        trainer.stop()
+
+
+def test_default_config_copy_is_independent():
+    config = DEFAULT_CONFIG.copy()
+    config["num_workers"] = 7
+    assert DEFAULT_CONFIG["num_workers"] == 2
+
+
+def test_default_config_copy_is_deep():
+    config = DEFAULT_CONFIG.copy()
+    config["model"]["fcnet_hiddens"] = [8]
+    assert DEFAULT_CONFIG["model"]["fcnet_hiddens"] == [256, 256]

@@ -1,0 +1,380 @@
+"""Unit tests for rlstack/env: registry, EnvContext, the legacy adapter and VectorEnv."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlstack.env import EnvContext, LegacyEnvAdapter, VectorEnv, make_env, register_env, registered_envs
+from rlstack.env import registry as env_registry
+from rlstack.errors import EnvError, RLStackError
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry(monkeypatch):
+    """Each test sees an empty register_env registry, and leaves none behind."""
+    monkeypatch.setattr(env_registry, "_REGISTRY", {})
+
+
+class CountEnv(gym.Env):
+    """Deterministic env: obs is the step count since reset; terminates after ``length`` steps.
+
+    With ``truncate_at`` it also reports ``truncated=True`` at that step (own time limit).
+    """
+
+    def __init__(self, config=None):
+        config = config or {}
+        self.length = config.get("length", 3)
+        self.truncate_at = config.get("truncate_at")
+        self.observation_space = gym.spaces.Box(0.0, 1000.0, (1,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+        self.reset_seeds = []
+        self.context = config
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.reset_seeds.append(seed)
+        self.t = 0
+        return np.array([0.0], np.float32), {"reset": True}
+
+    def step(self, action):
+        self.t += 1
+        terminated = self.t >= self.length
+        truncated = self.truncate_at is not None and self.t >= self.truncate_at
+        return np.array([float(self.t)], np.float32), 1.0, terminated, truncated, {"t": self.t}
+
+
+class OldGymEnv:
+    """Old gym API: not a gymnasium.Env, obs-only reset, 4-tuple step."""
+
+    def __init__(self, config):
+        self.terminate_at = config.get("terminate_at", 100)
+        self.time_limit = config.get("time_limit", 100)
+        self.observation_space = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
+        self.action_space = gym.spaces.Discrete(3)
+        self.t = 0
+        self.seeded = None
+
+    def seed(self, s):
+        self.seeded = s
+
+    def reset(self):
+        self.t = 0
+        return np.zeros(2, np.float32)
+
+    def step(self, action):
+        self.t += 1
+        info = {"t": self.t}
+        done = False
+        if self.t >= self.terminate_at:
+            done = True
+        elif self.t >= self.time_limit:
+            done = True
+            info["TimeLimit.truncated"] = True
+        return np.full(2, self.t, np.float32), 0.5, done, info
+
+
+# --- register_env / make_env ----------------------------------------------------------
+
+
+def test_register_env_creator_receives_env_context():
+    seen = {}
+
+    def creator(ctx):
+        seen["ctx"] = ctx
+        return CountEnv(ctx)
+
+    register_env("count", creator)
+    assert "count" in registered_envs()
+    ctx = EnvContext({"length": 7, "extra": "x"}, worker_index=2, vector_index=1, num_workers=4)
+    env = make_env("count", ctx)
+    assert isinstance(env, CountEnv)
+    assert env.length == 7
+    got = seen["ctx"]
+    assert isinstance(got, EnvContext)
+    assert got["length"] == 7 and got["extra"] == "x"
+    assert (got.worker_index, got.vector_index, got.num_workers) == (2, 1, 4)
+
+
+def test_register_env_rejects_non_callable():
+    with pytest.raises(TypeError, match="callable"):
+        register_env("bad", 42)
+
+
+def test_registered_envs_is_a_copy():
+    register_env("count", CountEnv)
+    registered_envs().pop("count")
+    assert "count" in registered_envs()
+
+
+def test_env_context_is_a_dict_and_copy_with_replaces_indices():
+    ctx = EnvContext({"a": 1}, worker_index=3, vector_index=0, num_workers=5)
+    assert dict(ctx) == {"a": 1}
+    other = ctx.copy_with(vector_index=2)
+    assert dict(other) == {"a": 1}
+    assert (other.worker_index, other.vector_index, other.num_workers) == (3, 2, 5)
+    assert ctx.vector_index == 0
+    defaults = EnvContext()
+    assert dict(defaults) == {} and (defaults.worker_index, defaults.vector_index, defaults.num_workers) == (0, 0, 0)
+
+
+def test_make_env_gymnasium_id():
+    env = make_env("CartPole-v1", EnvContext())
+    assert isinstance(env, gym.Env)
+    assert env.observation_space.shape == (4,)
+    assert env.action_space.n == 2
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (4,)
+
+
+def test_make_env_gymnasium_id_passes_env_config_as_kwargs():
+    env = make_env("CartPole-v1", EnvContext({"sutton_barto_reward": True}))
+    assert env.unwrapped._sutton_barto_reward is True
+
+
+def test_make_env_gymnasium_id_with_bad_kwargs_raises_env_error():
+    with pytest.raises(EnvError, match="CartPole-v1"):
+        make_env("CartPole-v1", EnvContext({"no_such_kwarg": 1}))
+
+
+def test_make_env_registered_name_takes_precedence_over_gymnasium_id():
+    register_env("CartPole-v1", lambda ctx: CountEnv(ctx))
+    assert isinstance(make_env("CartPole-v1", EnvContext()), CountEnv)
+
+
+def test_make_env_env_class_is_constructed_with_context():
+    ctx = EnvContext({"length": 5}, worker_index=1)
+    env = make_env(CountEnv, ctx)
+    assert isinstance(env, CountEnv)
+    assert env.length == 5
+    assert env.context is ctx
+
+
+def test_make_env_callable_creator():
+    calls = []
+
+    def creator(ctx):
+        calls.append(ctx.vector_index)
+        return CountEnv({"length": 2})
+
+    env = make_env(creator, EnvContext(vector_index=3))
+    assert isinstance(env, CountEnv) and env.length == 2
+    assert calls == [3]
+
+
+def test_make_env_unknown_name_suggests_close_match():
+    with pytest.raises(EnvError) as info:
+        make_env("CartPole-v9", EnvContext())
+    message = str(info.value)
+    assert "'CartPole-v9'" in message
+    assert "did you mean" in message
+    assert "'CartPole-v1'" in message or "'CartPole-v0'" in message
+    assert isinstance(info.value, RLStackError) and isinstance(info.value, ValueError)
+
+
+def test_make_env_unknown_name_suggests_registered_names():
+    register_env("MyCorridor", CountEnv)
+    with pytest.raises(EnvError, match="did you mean 'MyCorridor'"):
+        make_env("MyCoridor", EnvContext())
+
+
+def test_make_env_none_raises_env_error():
+    with pytest.raises(EnvError, match="No env"):
+        make_env(None, EnvContext())
+
+
+def test_make_env_bad_spec_type_raises_env_error():
+    with pytest.raises(EnvError, match="must be a name"):
+        make_env(3.5, EnvContext())
+
+
+def test_creator_returning_non_env_raises_env_error():
+    register_env("returns42", lambda ctx: 42)
+    with pytest.raises(EnvError, match="returned int, which is not an env"):
+        make_env("returns42", EnvContext())
+
+
+# --- the legacy adapter ---------------------------------------------------------------
+
+
+def test_old_gym_env_class_is_adapted():
+    env = make_env(OldGymEnv, EnvContext({"terminate_at": 2}))
+    assert isinstance(env, LegacyEnvAdapter)
+    assert isinstance(env, gym.Env)
+    assert env.observation_space.shape == (2,)
+    assert env.action_space.n == 3
+    result = env.reset(seed=11)
+    assert isinstance(result, tuple) and len(result) == 2
+    obs, info = result
+    np.testing.assert_array_equal(obs, [0.0, 0.0])
+    assert info == {}
+    assert env.env.seeded == 11  # reset(seed=...) is forwarded to the old seed()
+    step = env.step(0)
+    assert len(step) == 5
+    obs, reward, terminated, truncated, info = step
+    assert (reward, terminated, truncated) == (0.5, False, False)
+    obs, reward, terminated, truncated, info = env.step(0)
+    assert terminated is True and truncated is False
+
+
+def test_old_gym_time_limit_end_is_truncation():
+    register_env("old", OldGymEnv)
+    env = make_env("old", EnvContext({"time_limit": 2}))
+    env.reset()
+    assert env.step(1)[2:4] == (False, False)
+    obs, reward, terminated, truncated, info = env.step(1)
+    assert terminated is False
+    assert truncated is True
+    assert "TimeLimit.truncated" not in info
+    assert info["t"] == 2
+    np.testing.assert_array_equal(obs, [2.0, 2.0])
+
+
+def test_old_gym_env_from_creator_is_adapted():
+    register_env("old", lambda ctx: OldGymEnv(ctx))
+    env = make_env("old", EnvContext({"terminate_at": 1}))
+    env.reset()
+    assert env.step(0)[2:4] == (True, False)
+
+
+# --- VectorEnv ------------------------------------------------------------------------
+
+
+def _vector(num_envs=2, lengths=(3, 5), **kwargs):
+    return VectorEnv(lambda i: CountEnv({"length": lengths[i]}), num_envs, **kwargs)
+
+
+def test_vector_env_auto_reset_on_termination():
+    venv = _vector()
+    obs = venv.reset()
+    assert [o.tolist() for o in obs] == [[0.0], [0.0]]
+    results = [venv.step([0, 0]) for _ in range(4)]
+
+    for step in range(2):  # steps 1, 2: nothing ends
+        obs, rewards, terminateds, truncateds, final_obs, infos = results[step]
+        assert final_obs == {}
+        assert not terminateds.any() and not truncateds.any()
+        assert [o.tolist() for o in obs] == [[step + 1.0], [step + 1.0]]
+
+    obs, rewards, terminateds, truncateds, final_obs, infos = results[2]  # step 3: env 0 ends
+    assert terminateds.tolist() == [True, False]
+    assert truncateds.tolist() == [False, False]
+    assert list(final_obs) == [0]
+    np.testing.assert_array_equal(final_obs[0], [3.0])
+    np.testing.assert_array_equal(obs[0], [0.0])  # the reset observation
+    np.testing.assert_array_equal(obs[1], [3.0])
+    assert rewards.tolist() == [1.0, 1.0]
+    assert infos[0] == {"t": 3} and infos[1] == {"t": 3}
+
+    obs, rewards, terminateds, truncateds, final_obs, infos = results[3]  # step 4: env 0 restarted
+    assert final_obs == {}
+    assert not terminateds.any()
+    np.testing.assert_array_equal(obs[0], [1.0])
+    np.testing.assert_array_equal(obs[1], [4.0])
+
+
+def test_vector_env_spaces_and_seeds_used_only_on_first_reset():
+    venv = _vector(seeds=[10, 20])
+    assert venv.observation_space == venv.envs[0].observation_space
+    assert venv.action_space.n == 2
+    venv.reset()
+    for _ in range(3):
+        venv.step([0, 0])
+    venv.reset()
+    assert venv.envs[0].reset_seeds == [10, None, None]  # first reset, auto-reset, second reset()
+    assert venv.envs[1].reset_seeds == [20, None]
+
+
+def test_vector_env_time_limit_is_truncation_not_termination():
+    venv = VectorEnv(lambda i: gym.wrappers.TimeLimit(CountEnv({"length": 100}), max_episode_steps=2), 1)
+    venv.reset()
+    _, _, terminateds, truncateds, final_obs, _ = venv.step([0])
+    assert not terminateds[0] and not truncateds[0] and final_obs == {}
+    obs, _, terminateds, truncateds, final_obs, _ = venv.step([0])
+    assert terminateds.tolist() == [False]
+    assert truncateds.tolist() == [True]
+    np.testing.assert_array_equal(final_obs[0], [2.0])
+    np.testing.assert_array_equal(obs[0], [0.0])
+
+
+def test_vector_env_terminated_and_truncated_together_counts_as_terminated():
+    venv = VectorEnv(lambda i: CountEnv({"length": 2, "truncate_at": 2}), 1)
+    venv.reset()
+    venv.step([0])
+    _, _, terminateds, truncateds, final_obs, _ = venv.step([0])
+    assert terminateds.tolist() == [True]
+    assert truncateds.tolist() == [False]
+    assert 0 in final_obs
+
+
+def test_vector_env_horizon_truncates_and_restarts_count():
+    venv = VectorEnv(lambda i: CountEnv({"length": 100}), 1, horizon=2)
+    venv.reset()
+    _, _, terminateds, truncateds, final_obs, _ = venv.step([0])
+    assert not truncateds[0] and final_obs == {}
+    obs, _, terminateds, truncateds, final_obs, _ = venv.step([0])
+    assert terminateds.tolist() == [False] and truncateds.tolist() == [True]
+    np.testing.assert_array_equal(final_obs[0], [2.0])
+    np.testing.assert_array_equal(obs[0], [0.0])
+    # The step counter restarts with the episode: two more steps, truncated again.
+    _, _, _, truncateds, final_obs, _ = venv.step([0])
+    assert not truncateds[0] and final_obs == {}
+    _, _, _, truncateds, final_obs, _ = venv.step([0])
+    assert truncateds[0] and 0 in final_obs
+
+
+def test_vector_env_horizon_does_not_override_termination():
+    venv = VectorEnv(lambda i: CountEnv({"length": 2}), 1, horizon=2)
+    venv.reset()
+    venv.step([0])
+    _, _, terminateds, truncateds, _, _ = venv.step([0])
+    assert terminateds.tolist() == [True] and truncateds.tolist() == [False]
+
+
+def test_vector_env_horizon_counter_reset_by_env_termination():
+    # Episode ends by termination at step 3 < horizon 4; the next episode gets a full horizon.
+    venv = VectorEnv(lambda i: CountEnv({"length": 3}), 1, horizon=4)
+    venv.reset()
+    for _ in range(3):
+        _, _, terminateds, truncateds, _, _ = venv.step([0])
+    assert terminateds[0] and not truncateds[0]
+    for _ in range(2):
+        _, _, terminateds, truncateds, final_obs, _ = venv.step([0])
+        assert final_obs == {}
+
+
+class _HalfMigratedEnv(CountEnv):
+    """A gymnasium.Env subclass that still returns only obs from reset() and 4-tuple steps."""
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.array([0.0], np.float32)
+
+    def step(self, action):
+        self.t += 1
+        return np.array([float(self.t)], np.float32), 1.0, self.t >= self.length, {}
+
+
+def test_vector_env_wraps_gymnasium_subclass_with_obs_only_reset():
+    venv = VectorEnv(lambda i: _HalfMigratedEnv({"length": 2}), 1)
+    obs = venv.reset()
+    np.testing.assert_array_equal(obs[0], [0.0])
+    assert isinstance(venv.envs[0], LegacyEnvAdapter)
+    venv.step([0])
+    obs, _, terminateds, truncateds, final_obs, _ = venv.step([0])
+    assert terminateds.tolist() == [True]
+    np.testing.assert_array_equal(final_obs[0], [2.0])
+
+
+class _FourTupleStepEnv(CountEnv):
+    def step(self, action):
+        return np.array([1.0], np.float32), 0.0, False, {}
+
+
+def test_vector_env_four_tuple_step_after_gymnasium_reset_raises():
+    venv = VectorEnv(lambda i: _FourTupleStepEnv(), 1)
+    venv.reset()
+    with pytest.raises(EnvError, match="4 values"):
+        venv.step([0])

@@ -1,0 +1,92 @@
+"""Unit tests for rlstack/errors.py and the trainer registry's error messages."""
+
+from __future__ import annotations
+
+import pytest
+
+import rlstack
+from rlstack.errors import (
+    CheckpointError,
+    ConfigError,
+    EnvError,
+    FrameworkNotInstalledError,
+    RLStackError,
+    closest_matches,
+    did_you_mean,
+)
+from rlstack.trainers.registry import get_trainer_class
+
+KEYS = ["train_batch_size", "sgd_minibatch_size", "num_sgd_iter", "lr", "lambda"]
+
+
+def test_closest_matches_best_first():
+    assert closest_matches("train_bach_size", KEYS)[0] == "train_batch_size"
+    assert closest_matches("sgd_minibatch_sise", KEYS)[0] == "sgd_minibatch_size"
+
+
+def test_closest_matches_none():
+    assert closest_matches("zzzzzz", KEYS) == []
+    assert closest_matches("anything", []) == []
+
+
+def test_closest_matches_limits_count():
+    candidates = ["CartPole-v0", "CartPole-v1", "CartPole-v2", "CartPole-v3", "CartPole-v4"]
+    assert len(closest_matches("CartPole-v9", candidates)) == 3
+    assert len(closest_matches("CartPole-v9", candidates, n=1)) == 1
+
+
+def test_closest_matches_case_insensitive_fallback_returns_original_spelling():
+    # "ppo" vs "PPO" is below the case-sensitive cutoff; the fallback finds it.
+    assert closest_matches("ppo", ["PPO", "IMPALA"]) == ["PPO"]
+    assert closest_matches("MEANSTDFILTER", ["NoFilter", "MeanStdFilter"])[0] == "MeanStdFilter"
+
+
+def test_closest_matches_accepts_any_iterable():
+    assert closest_matches("lamda", (k for k in KEYS)) == ["lambda"]
+    assert closest_matches("lamda", {"lambda": 1, "lr": 2}) == ["lambda"]
+
+
+def test_did_you_mean_formats_suffix():
+    assert did_you_mean("lamda", KEYS) == "; did you mean 'lambda'?"
+    assert did_you_mean("zzzz", KEYS) == ""
+    two = did_you_mean("CartPole-v9", ["CartPole-v0", "CartPole-v1"])
+    assert two.startswith("; did you mean ") and two.endswith("?")
+    assert "'CartPole-v0'" in two and "'CartPole-v1'" in two and " or " in two
+
+
+@pytest.mark.parametrize(
+    "cls, builtin",
+    [(ConfigError, ValueError), (EnvError, ValueError), (CheckpointError, ValueError),
+     (FrameworkNotInstalledError, ImportError)],
+)
+def test_error_hierarchy(cls, builtin):
+    assert issubclass(cls, RLStackError)
+    assert issubclass(cls, builtin)
+    with pytest.raises(builtin):
+        raise cls("x")
+
+
+def test_errors_exported_from_package():
+    assert rlstack.ConfigError is ConfigError
+    assert rlstack.EnvError is EnvError
+    assert rlstack.RLStackError is RLStackError
+
+
+def test_get_trainer_class_typo_suggests_ppo():
+    with pytest.raises(ConfigError) as info:
+        get_trainer_class("PP0")
+    message = str(info.value)
+    assert "'PP0'" in message
+    assert "did you mean 'PPO'" in message
+    assert "Available: PPO" in message
+
+
+def test_get_trainer_class_lowercase_suggests_ppo():
+    with pytest.raises(ConfigError, match="did you mean 'PPO'"):
+        get_trainer_class("ppo")
+
+
+def test_get_trainer_class_unknown_without_suggestion_lists_available():
+    with pytest.raises(ConfigError, match="Available: PPO") as info:
+        get_trainer_class("DQNXYZ")
+    assert "did you mean" not in str(info.value)
