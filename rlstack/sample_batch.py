@@ -51,7 +51,7 @@ class SampleBatch(dict):
         super().__init__()
         merged = dict(columns or {}, **kwargs)
         for key, value in merged.items():
-            dict.__setitem__(self, key, np.asarray(value))
+            dict.__setitem__(self, key, _column(key, value))
         self._check_lengths()
 
     def _check_lengths(self) -> None:
@@ -60,8 +60,9 @@ class SampleBatch(dict):
             raise ValueError(f"SampleBatch columns differ in length: {lengths}")
 
     def __setitem__(self, key: str, value: object) -> None:
-        array = np.asarray(value)
-        if len(self) and len(array) != self.count:
+        array = _column(key, value)
+        # dict.__len__ counts columns (len(self) counts rows, which may be 0).
+        if dict.__len__(self) and len(array) != self.count:
             raise ValueError(
                 f"Column {key!r} has {len(array)} rows but the batch has {self.count}; "
                 "every column must have one row per step."
@@ -70,7 +71,7 @@ class SampleBatch(dict):
 
     def __getitem__(self, key):  # type: ignore[override]
         if isinstance(key, slice):
-            return self.slice(key.start or 0, key.stop if key.stop is not None else self.count)
+            return SampleBatch({name: value[key] for name, value in self.items()})
         return dict.__getitem__(self, key)
 
     def __len__(self) -> int:  # noqa: D105 - number of rows, not of columns
@@ -156,6 +157,13 @@ class SampleBatch(dict):
     def __repr__(self) -> str:
         cols = ", ".join(f"{k}: {v.dtype}{list(v.shape)}" for k, v in self.items())
         return f"SampleBatch({self.count} rows; {cols})"
+
+
+def _column(key: str, value: object) -> np.ndarray:
+    array = np.asarray(value)
+    if array.ndim == 0:
+        raise ValueError(f"Column {key!r} is a scalar ({value!r}); a column needs one row per step.")
+    return array
 
 
 def concat_samples(batches: Sequence[SampleBatch]) -> SampleBatch:

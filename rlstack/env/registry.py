@@ -81,7 +81,7 @@ def make_env(spec: EnvSpec, context: EnvContext) -> gym.Env:
         else:
             raise EnvError(
                 f"Unknown env {spec!r}: it is neither registered with rlstack.register_env nor a "
-                f"gymnasium id{did_you_mean(spec, _known_names())} Register it with "
+                f"gymnasium id{did_you_mean(spec, _known_names()) or '.'} Register it with "
                 f"register_env({spec!r}, creator) or give an env class."
             )
     elif inspect.isclass(spec):

@@ -116,8 +116,9 @@ class Preprocessor:
             return start + int(space.n)
         if isinstance(space, gym.spaces.MultiDiscrete):
             offset = start
-            for value, n in zip(np.asarray(obs).reshape(-1), space.nvec.reshape(-1)):
-                row[offset + int(value)] = 1.0
+            starts = np.asarray(getattr(space, "start", np.zeros_like(space.nvec))).reshape(-1)
+            for value, n, first in zip(np.asarray(obs).reshape(-1), space.nvec.reshape(-1), starts):
+                row[offset + int(value) - int(first)] = 1.0
                 offset += int(n)
             return offset
         if isinstance(space, gym.spaces.MultiBinary):

@@ -34,7 +34,7 @@ class PiecewiseSchedule:
             raise ConfigError(f"{name} is empty; give at least one [timestep, value] pair or null.")
         timesteps = [t for t, _ in points]
         if timesteps != sorted(timesteps):
-            raise ConfigError(f"{name} timesteps must increase, got {timesteps}.")
+            raise ConfigError(f"{name} timesteps must not decrease, got {timesteps}.")
         self.endpoints = points
 
     def value(self, timestep: float) -> float:

@@ -169,7 +169,7 @@ def test_piecewise_schedule_single_point_is_constant():
 
 
 def test_piecewise_schedule_rejects_decreasing_timesteps():
-    with pytest.raises(ConfigError, match="lr_schedule timesteps must increase"):
+    with pytest.raises(ConfigError, match="lr_schedule timesteps must not decrease"):
         PiecewiseSchedule([[0, 1.0], [100, 0.5], [50, 0.1]], name="lr_schedule")
 
 

@@ -60,6 +60,14 @@ def test_preprocessor_multidiscrete_one_hot_per_dimension():
     np.testing.assert_array_equal(p.transform(np.array([1, 2])), [0, 1, 0, 0, 1])
 
 
+def test_preprocessor_multidiscrete_with_start_offset():
+    space = gym.spaces.MultiDiscrete([2, 3], start=[1, 1])
+    p = Preprocessor(space)
+    obs = np.array([2, 3])
+    assert space.contains(obs)
+    np.testing.assert_array_equal(p.transform(obs), [0, 1, 0, 0, 1])
+
+
 def test_preprocessor_dict_layout_and_one_hot_offset():
     space = _dict_space()
     p = Preprocessor(space)

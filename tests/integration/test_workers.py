@@ -1,0 +1,78 @@
+"""Remote rollout workers on a local Ray: sampling, weight and filter sync, evaluation,
+resources and shutdown."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import ray
+
+from rlstack.trainers.ppo import PPOTrainer
+
+SMALL = {"num_workers": 2, "train_batch_size": 400, "sgd_minibatch_size": 100, "num_sgd_iter": 2,
+         "rollout_fragment_length": 100, "seed": 1, "model": {"fcnet_hiddens": [16]}}
+
+
+@pytest.fixture(params=["torch", "tf"])
+def framework(request):
+    pytest.importorskip("torch" if request.param == "torch" else "tensorflow")
+    return request.param
+
+
+def test_two_workers_two_iterations(ray_local, framework):
+    trainer = PPOTrainer({**SMALL, "framework": framework, "observation_filter": "MeanStdFilter",
+                          "num_envs_per_worker": 2}, "CartPole-v1")
+    for _ in range(2):
+        result = trainer.train()
+    assert result["num_healthy_workers"] == 2
+    assert result["timesteps_total"] == 800  # 2 workers x 2 envs x 100 steps per round
+    assert result["episodes_total"] > 0
+    for key in ("sample_time_ms", "learn_time_ms", "synch_weights_time_ms"):
+        assert result["timers"][key] > 0
+    assert result["sampler_perf"]["mean_inference_ms"] > 0
+    # Weights and filter statistics reach every worker.
+    local = trainer.workers.local_worker()
+    weights = local.get_weights()
+    states = ray.get([w.get_filter_state.remote() for w in trainer.workers.remote_workers()])
+    remote_weights = ray.get([w.get_weights.remote() for w in trainer.workers.remote_workers()])
+    for state, remote in zip(states, remote_weights):
+        np.testing.assert_allclose(state["mean"], local.filter.get_state()["mean"])
+        assert int(state["count"]) == int(local.filter.get_state()["count"]) > 0
+        for name in weights:
+            np.testing.assert_array_equal(remote[name], weights[name])
+    trainer.stop()
+
+
+def test_evaluation_interval_and_remote_evaluation_workers(ray_local):
+    trainer = PPOTrainer({**SMALL, "num_workers": 1, "evaluation_interval": 1, "evaluation_duration": 3,
+                          "evaluation_num_workers": 1}, "CartPole-v1")
+    result = trainer.train()
+    evaluation = result["evaluation"]
+    assert evaluation["episodes_this_iter"] == 3
+    assert evaluation["episode_reward_mean"] == pytest.approx(evaluation["timesteps_this_iter"] / 3)
+    trainer.stop()
+
+
+def test_local_evaluation_by_timesteps():
+    # CartPole-v1 episodes last at most 500 steps, so 1,100 steps finish at least two.
+    trainer = PPOTrainer({**SMALL, "num_workers": 0, "evaluation_duration": 1100,
+                          "evaluation_duration_unit": "timesteps"}, "CartPole-v1")
+    evaluation = trainer.evaluate()
+    assert evaluation["episodes_this_iter"] >= 2
+    assert evaluation["timesteps_this_iter"] <= 1100 + 500
+    trainer.stop()
+
+
+def test_stop_releases_worker_actors(ray_local):
+    trainer = PPOTrainer({**SMALL, "framework": "torch"}, "CartPole-v1")
+    workers = trainer.workers.remote_workers()
+    trainer.stop()
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(workers[0].ping.remote(), timeout=30)
+
+
+def test_resource_request_bundles():
+    factory = PPOTrainer.default_resource_request({"num_workers": 3, "num_gpus": 0.5, "evaluation_num_workers": 1,
+                                                  "num_cpus_per_worker": 2, "placement_strategy": "SPREAD"})
+    assert factory.bundles == [{"CPU": 1, "GPU": 0.5}] + [{"CPU": 2}] * 4
+    assert factory.strategy == "SPREAD"
