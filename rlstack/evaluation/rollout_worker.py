@@ -90,6 +90,10 @@ class RolloutWorker:
         """Answers ``"ok"``; used to wait until a worker is up and to probe its health."""
         return "ok"
 
+    def apply(self, func: Any, *args: Any) -> Any:
+        """Returns ``func(self, *args)`` (how ``WorkerSet.foreach_worker`` reaches actors)."""
+        return func(self, *args)
+
     def get_spaces(self) -> tuple[gym.Space, gym.Space]:
         """The env's observation and action spaces."""
         return self.observation_space, self.action_space

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -135,11 +136,15 @@ class WorkerSet:
         perfs = ray.get([w.get_sampler_perf.remote() for w in self._remote_workers])
         return {key: sum(p[key] for p in perfs) / len(perfs) for key in perfs[0]}
 
-    def foreach_worker(self, method: str, *args: Any) -> list[Any]:
-        """Calls ``method(*args)`` on the local and every remote worker; returns the results."""
-        results = [getattr(self._local_worker, method)(*args)]
+    def foreach_worker(self, func: Callable[[RolloutWorker], Any], local: bool = True) -> list[Any]:
+        """Calls ``func(worker)`` on the local worker (if ``local``) and every remote one.
+
+        Returns:
+            The results, local worker's first.
+        """
+        results = [func(self._local_worker)] if local else []
         if self._remote_workers:
-            results.extend(ray.get([getattr(w, method).remote(*args) for w in self._remote_workers]))
+            results.extend(ray.get([w.apply.remote(func) for w in self._remote_workers]))
         return results
 
     def stop(self) -> None:

@@ -76,3 +76,53 @@ def test_resource_request_bundles():
                                                   "num_cpus_per_worker": 2, "placement_strategy": "SPREAD"})
     assert factory.bundles == [{"CPU": 1, "GPU": 0.5}] + [{"CPU": 2}] * 4
     assert factory.strategy == "SPREAD"
+
+
+def test_rollout_workers_pin_framework_threads(ray_local, framework):
+    def threads(worker):
+        if worker.policy.framework == "torch":
+            import torch
+
+            return torch.get_num_threads()
+        import tensorflow as tf
+
+        return tf.config.threading.get_intra_op_parallelism_threads()
+
+    trainer = PPOTrainer({**SMALL, "framework": framework}, "CartPole-v1")
+    assert trainer.workers.foreach_worker(threads, local=False) == [1, 1]
+    trainer.stop()
+
+
+def test_num_gpus_without_gpu_falls_back_to_cpu_with_warning(caplog):
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible; this test covers the CPU fallback")
+    with caplog.at_level("WARNING", logger="rlstack"):
+        trainer = PPOTrainer({**SMALL, "num_workers": 0, "num_gpus": 1}, "CartPole-v1")
+    assert "num_gpus=1 but torch sees no GPU" in caplog.text
+    assert trainer.get_policy().device.type == "cpu"
+    trainer.train()
+    trainer.stop()
+
+
+def test_trainer_starts_local_ray_when_none_is_running(tmp_path):
+    """A trainer built before ray.init() starts its own local Ray (in a fresh process)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, ray\n"
+        "os.environ.pop('RAY_ADDRESS', None)\n"
+        "from rlstack.trainers.ppo import PPOTrainer\n"
+        "t = PPOTrainer({'num_workers': 1, 'train_batch_size': 200, 'sgd_minibatch_size': 50, 'num_sgd_iter': 1,"
+        " 'model': {'fcnet_hiddens': [8]}}, 'CartPole-v1')\n"
+        "assert ray.is_initialized()\n"
+        "r = t.train(); t.stop()\n"
+        "print('OK', r['num_healthy_workers'], ray.cluster_resources().get('CPU'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OK 1" in proc.stdout
