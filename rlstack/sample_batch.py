@@ -36,8 +36,6 @@ class SampleBatch(dict):
     TERMINATEDS = "terminateds"
     TRUNCATEDS = "truncateds"
     EPS_ID = "eps_id"
-    ENV_ID = "env_id"
-    T = "t"
     ACTION_LOGP = "action_logp"
     ACTION_DIST_INPUTS = "action_dist_inputs"
     VF_PREDS = "vf_preds"

@@ -30,6 +30,7 @@ class LegacyEnvAdapter(gym.Env):
         self.render_mode = getattr(env, "render_mode", None)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        """Resets the old env (seeding it through ``env.seed`` when it has one)."""
         if seed is not None and hasattr(self.env, "seed"):
             self.env.seed(seed)
         result = self.env.reset()
@@ -39,6 +40,7 @@ class LegacyEnvAdapter(gym.Env):
         return result, {}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        """Steps the old env and splits ``done`` into ``terminated`` and ``truncated``."""
         result = self.env.step(action)
         if len(result) == 5:
             return result
@@ -48,9 +50,11 @@ class LegacyEnvAdapter(gym.Env):
         return obs, reward, bool(done) and not truncated, truncated, info
 
     def render(self) -> Any:
+        """Renders the old env, if it can."""
         return self.env.render() if hasattr(self.env, "render") else None
 
     def close(self) -> None:
+        """Closes the old env, if it can."""
         if hasattr(self.env, "close"):
             self.env.close()
 

@@ -19,13 +19,18 @@ import numpy as np
 from rlstack.env.env_context import EnvContext
 from rlstack.env.registry import make_env, restore_registry
 from rlstack.env.vector_env import VectorEnv
+from rlstack.errors import EnvError
 from rlstack.evaluation.metrics import EpisodeStats
+from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch, concat_samples
 from rlstack.utils.filters import make_filter
 from rlstack.utils.seeding import env_seed, seed_everything
 
 _B = SampleBatch
+
+# An episode longer than this in complete_episodes mode is taken as one that never ends.
+_MAX_PENDING_STEPS = 1_000_000
 
 
 class RolloutWorker:
@@ -38,6 +43,7 @@ class RolloutWorker:
         worker_index: 0 for the driver's copy, 1..N for remote workers.
         num_workers: Number of remote workers in the set.
         env_registry: Envs registered in the driver process (remote workers need them).
+        model_registry: Custom models registered in the driver process.
         spaces: ``(observation_space, action_space)`` for a worker built without envs.
         num_gpus: GPUs for this worker's policy.
     """
@@ -50,11 +56,14 @@ class RolloutWorker:
         worker_index: int = 0,
         num_workers: int = 0,
         env_registry: dict | None = None,
+        model_registry: dict | None = None,
         spaces: tuple[gym.Space, gym.Space] | None = None,
         num_gpus: float = 0,
     ) -> None:
         if env_registry:
             restore_registry(env_registry)
+        if model_registry:
+            ModelCatalog.restore_models(model_registry)
         if worker_index > 0:
             # Rollout workers share the machine's cores with each other and the learner.
             policy_class.pin_threads(1)
@@ -62,7 +71,10 @@ class RolloutWorker:
         self.worker_index = worker_index
         self.num_workers = num_workers
         seed = config.get("seed")
-        seed_everything(None if seed is None else seed + worker_index)
+        if worker_index > 0:
+            # A remote worker is its own process: seed its generators. The driver's
+            # workers share the trainer's generators, which the trainer seeded.
+            seed_everything(None if seed is None else seed + worker_index)
         self.env: VectorEnv | None = None
         if spaces is None:
             context = EnvContext(config.get("env_config"), worker_index, 0, num_workers)
@@ -75,10 +87,16 @@ class RolloutWorker:
             )
             spaces = (self.env.observation_space, self.env.action_space)
         self.observation_space, self.action_space = spaces
-        self.policy = policy_class(self.observation_space, self.action_space, config, num_gpus=num_gpus)
+        self.policy = policy_class(self.observation_space, self.action_space, config, num_gpus=num_gpus,
+                                   sampling_seed=None if seed is None else seed + worker_index)
         self.preprocessor = self.policy.preprocessor
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._obs: np.ndarray | None = None
+        num_envs = self.env.num_envs if self.env is not None else 0
+        self._returns = np.zeros(num_envs, dtype=np.float64)
+        self._lengths = np.zeros(num_envs, dtype=np.int64)
+        self._eps_ids = worker_index * 10**9 + np.arange(num_envs, dtype=np.int64)
+        self._next_eps_id = worker_index * 10**9 + num_envs
         self._episodes: list[EpisodeStats] = []
         self._pending: dict[int, SampleBatch] = {}
         self._perf = {"env_wait": 0.0, "inference": 0.0, "action_processing": 0.0, "obs_processing": 0.0}
@@ -170,6 +188,12 @@ class RolloutWorker:
                     if env_index in self._pending:
                         piece = concat_samples([self._pending.pop(env_index), piece])
                     if cut:
+                        if piece.count > _MAX_PENDING_STEPS:
+                            raise EnvError(
+                                f"batch_mode='complete_episodes' but an episode of sub-env {env_index} on worker "
+                                f"{self.worker_index} has run {piece.count} steps without ending. Set 'horizon', "
+                                "give the env a time limit, or use batch_mode='truncate_episodes'."
+                            )
                         self._pending[env_index] = piece
                         continue
                 pieces.append(self.policy.postprocess_trajectory(piece))
@@ -191,10 +215,6 @@ class RolloutWorker:
         perf = self._perf
         if self._obs is None:
             self._obs = self._process_obs(env.reset())
-            self._returns = np.zeros(N, dtype=np.float64)
-            self._lengths = np.zeros(N, dtype=np.int64)
-            self._eps_ids = self.worker_index * 10**9 + np.arange(N, dtype=np.int64)
-            self._next_eps_id = int(self._eps_ids[-1]) + 1
         obs = self._obs
         buf: dict[str, np.ndarray] = {
             _B.OBS: np.empty((T, N, obs.shape[1]), dtype=np.float32),

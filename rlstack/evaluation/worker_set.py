@@ -11,6 +11,7 @@ import ray
 from rlstack.env.registry import registered_envs
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.rollout_worker import RolloutWorker
+from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch, concat_samples
 
@@ -51,11 +52,11 @@ class WorkerSet:
                 resources=config.get("custom_resources_per_worker") or None,
                 max_concurrency=1,
             )
-            registry = registered_envs()
+            registry, models = registered_envs(), ModelCatalog.registered_models()
             self._remote_workers = [
                 remote_cls.remote(
                     env_spec, policy_class, config, worker_index=i, num_workers=num_workers,
-                    env_registry=registry, num_gpus=config["num_gpus_per_worker"],
+                    env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
                 )
                 for i in range(1, num_workers + 1)
             ]
@@ -103,10 +104,19 @@ class WorkerSet:
         for worker in self._remote_workers:
             worker.set_weights.remote(weights_ref, global_timestep)
 
-    def sync_filters(self) -> None:
+    def sync_filters(self, broadcast: bool = True) -> None:
         """Merges what every worker's observation filter saw into the local filter and
-        sends the merged statistics back to all of them."""
+        sends the merged statistics back to all of them.
+
+        Args:
+            broadcast: False (``synchronize_filters=False``) leaves each worker with its
+                own statistics and only copies the first worker's into the local filter,
+                which acting, evaluation and checkpoints use.
+        """
         if not self._remote_workers or self.config["observation_filter"] == "NoFilter":
+            return
+        if not broadcast:
+            self._local_worker.set_filter_state(ray.get(self._remote_workers[0].get_filter_state.remote()))
             return
         local_filter = self._local_worker.filter
         for buffer in ray.get([w.flush_filter.remote() for w in self._remote_workers]):

@@ -79,7 +79,10 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "custom_action_dist": None,
 }
 
-_NOT_IMPLEMENTED_MODEL_KEYS = {"use_lstm", "use_attention", "custom_preprocessor", "custom_action_dist"}
+# Keys accepted for old configs but without effect: a non-default value is an error.
+_UNUSED_MODEL_KEYS = ("use_lstm", "use_attention", "lstm_use_prev_action", "lstm_use_prev_reward", "max_seq_len",
+                      "lstm_cell_size", "framestack", "dim", "grayscale", "zero_mean", "custom_preprocessor",
+                      "custom_action_dist")
 
 ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
 
@@ -271,11 +274,12 @@ def validate_model_config(model_config: dict) -> None:
                 f"Unknown model config key {key!r}{did_you_mean(key, MODEL_DEFAULTS)} "
                 f"Valid model keys: {', '.join(sorted(MODEL_DEFAULTS))}."
             )
-    for key in _NOT_IMPLEMENTED_MODEL_KEYS:
-        if model_config.get(key) not in (None, False):
+    for key in _UNUSED_MODEL_KEYS:
+        if key in model_config and model_config[key] != MODEL_DEFAULTS[key]:
             raise ConfigError(
-                f"model.{key} is not implemented in rlstack yet; remove it from the config "
-                "(or register a custom model with ModelCatalog.register_custom_model)."
+                f"model.{key}={model_config[key]!r} is not supported by rlstack's models (it would be ignored); "
+                "remove it from the config, or register a custom model with "
+                "ModelCatalog.register_custom_model."
             )
     for key in ("fcnet_activation", "conv_activation", "post_fcnet_activation"):
         value = model_config.get(key)
@@ -331,6 +335,16 @@ class ModelCatalog:
             model_class: The model class.
         """
         cls._custom_models[name] = model_class
+
+    @classmethod
+    def registered_models(cls) -> dict[str, type]:
+        """A copy of the custom models registered in this process."""
+        return dict(cls._custom_models)
+
+    @classmethod
+    def restore_models(cls, entries: dict[str, type]) -> None:
+        """Adds entries captured with :meth:`registered_models` (used by remote workers)."""
+        cls._custom_models.update(entries)
 
     @classmethod
     def get_custom_model(cls, name: str) -> type:

@@ -109,16 +109,25 @@ class Preprocessor:
     def _write(self, space: gym.Space, obs: Any, row: np.ndarray, start: int) -> int:
         if isinstance(space, gym.spaces.Box):
             size = int(np.prod(space.shape)) if space.shape else 1
-            row[start : start + size] = np.asarray(obs, dtype=np.float32).reshape(-1)
+            value = np.asarray(obs, dtype=np.float32)
+            if value.size != size:
+                raise EnvError(f"Observation component of shape {value.shape} does not fit {space}.")
+            row[start : start + size] = value.reshape(-1)
             return start + size
         if isinstance(space, gym.spaces.Discrete):
-            row[start + int(obs) - int(space.start)] = 1.0
+            index = int(obs) - int(space.start)
+            if not 0 <= index < int(space.n):
+                raise EnvError(f"Observation {obs!r} is outside {space}.")
+            row[start + index] = 1.0
             return start + int(space.n)
         if isinstance(space, gym.spaces.MultiDiscrete):
             offset = start
             starts = np.asarray(getattr(space, "start", np.zeros_like(space.nvec))).reshape(-1)
             for value, n, first in zip(np.asarray(obs).reshape(-1), space.nvec.reshape(-1), starts):
-                row[offset + int(value) - int(first)] = 1.0
+                index = int(value) - int(first)
+                if not 0 <= index < int(n):
+                    raise EnvError(f"Observation {obs!r} is outside {space}.")
+                row[offset + index] = 1.0
                 offset += int(n)
             return offset
         if isinstance(space, gym.spaces.MultiBinary):
@@ -127,6 +136,8 @@ class Preprocessor:
             return start + size
         if isinstance(space, gym.spaces.Dict):
             for key, sub in space.spaces.items():
+                if key not in obs:
+                    raise EnvError(f"Dict observation has no key {key!r}; the space has keys {list(space.spaces)}.")
                 start = self._write(sub, obs[key], row, start)
             return start
         if isinstance(space, gym.spaces.Tuple):

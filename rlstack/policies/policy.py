@@ -40,6 +40,9 @@ class Policy(ABC):
         config: The trainer's merged config.
         num_gpus: GPUs this copy may use (the learner's ``num_gpus``, or a rollout
             worker's ``num_gpus_per_worker``).
+        sampling_seed: Seed of this copy's own action-sampling generator (None: random).
+            Each copy samples from its own generator so that nothing else in the
+            process (building another policy, evaluation) shifts its random stream.
     """
 
     framework: str = ""
@@ -49,8 +52,10 @@ class Policy(ABC):
         """Limits the framework's thread pools in this process (no-op by default)."""
 
     def __init__(
-        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0
+        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+        sampling_seed: int | None = None,
     ) -> None:
+        self.sampling_seed = sampling_seed
         self.observation_space = observation_space
         self.action_space = action_space
         self.config = config

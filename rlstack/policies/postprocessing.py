@@ -86,6 +86,19 @@ def compute_advantages(
     return batch
 
 
+def adapt_kl_coeff(kl_coeff: float, kl: float, kl_target: float) -> float:
+    """PPO's adaptive KL penalty (Schulman et al. 2017, sec. 4).
+
+    The coefficient grows by half when the measured KL overshoots twice the target and
+    halves when it stays under half the target.
+    """
+    if kl > 2.0 * kl_target:
+        return kl_coeff * 1.5
+    if kl < 0.5 * kl_target:
+        return kl_coeff * 0.5
+    return kl_coeff
+
+
 def standardize(batch: SampleBatch, column: str) -> SampleBatch:
     """Rescales ``column`` to zero mean and unit standard deviation (in place)."""
     values = batch[column]

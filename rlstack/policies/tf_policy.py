@@ -84,9 +84,10 @@ class TFPolicy(Policy):
             pass
 
     def __init__(
-        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0
+        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+        sampling_seed: int | None = None,
     ) -> None:
-        super().__init__(observation_space, action_space, config, num_gpus)
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         self.device = "/CPU:0"
         if num_gpus and num_gpus > 0:
             if tf.config.list_physical_devices("GPU"):
@@ -102,7 +103,14 @@ class TFPolicy(Policy):
                     **model_config.get("custom_model_config", {}),
                 )
                 self.builtin_model = False
+                # Keras-style models create their variables on the first call.
+                self.model(tf.zeros([1, self.preprocessor.size], tf.float32))
                 self.train_variables = list(self.model.trainable_variables)
+                if not self.train_variables:
+                    raise ValueError(
+                        f"Custom model {model_config['custom_model']!r} has no trainable variables after a first "
+                        "call; create its tf.Variables (or Keras layers) in __init__ or on the first call."
+                    )
             else:
                 spec = ModelCatalog.get_model_spec(observation_space, action_space, model_config)
                 self.model = TFModel(spec)
@@ -112,6 +120,8 @@ class TFPolicy(Policy):
             self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
             self.lr = tf.Variable(self.lr_schedule.value(0), trainable=False, dtype=tf.float32, name="lr")
             self.optimizer = Adam(self.train_variables, self.lr, eps=config.get("adam_epsilon", 1e-8))
+            self.sampling_rng = (tf.random.Generator.from_non_deterministic_state() if sampling_seed is None
+                                 else tf.random.Generator.from_seed(int(sampling_seed)))
         self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
         self._rng = np.random.default_rng(config.get("seed"))
         obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
@@ -126,7 +136,7 @@ class TFPolicy(Policy):
     def _act(self, obs: tf.Tensor, explore: bool) -> tuple[tf.Tensor, ...]:
         dist_inputs, values = self.model(obs)
         dist = self.dist_class(dist_inputs, self.dist_spec)
-        actions = dist.sample() if explore else dist.deterministic_sample()
+        actions = dist.sample(self.sampling_rng) if explore else dist.deterministic_sample()
         return actions, dist.logp(actions), dist_inputs, values
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -223,6 +233,7 @@ class TFPolicy(Policy):
             state[f"optimizer/{i}/exp_avg"] = m.numpy()
             state[f"optimizer/{i}/exp_avg_sq"] = v.numpy()
         state["minibatch_rng"] = encode_json(self._rng.bit_generator.state)
+        state["sampling_rng"] = self.sampling_rng.state.numpy()
         return state
 
     def set_state(self, state: PolicyState) -> None:
@@ -234,4 +245,6 @@ class TFPolicy(Policy):
                 v.assign(state[f"optimizer/{i}/exp_avg_sq"])
         if "minibatch_rng" in state:
             self._rng.bit_generator.state = decode_json(state["minibatch_rng"])
+        if "sampling_rng" in state:
+            self.sampling_rng.state.assign(state["sampling_rng"])
         self.on_global_var_update(self.global_timestep)

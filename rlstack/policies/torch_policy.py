@@ -54,10 +54,16 @@ class TorchPolicy(Policy):
     loss_columns: tuple[str, ...] = ()
 
     def __init__(
-        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0
+        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+        sampling_seed: int | None = None,
     ) -> None:
-        super().__init__(observation_space, action_space, config, num_gpus)
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         self.device = pick_device(num_gpus)
+        self.sampling_generator = torch.Generator(device=self.device)
+        if sampling_seed is None:
+            self.sampling_generator.seed()
+        else:
+            self.sampling_generator.manual_seed(int(sampling_seed))
         model_config = config.get("model", {})
         if model_config.get("custom_model"):
             model_class = ModelCatalog.get_custom_model(model_config["custom_model"])
@@ -89,7 +95,7 @@ class TorchPolicy(Policy):
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
             dist_inputs, values = self.model(obs)
             dist = self.dist_class(dist_inputs, self.dist_spec)
-            actions = dist.sample() if self._explore(explore) else dist.deterministic_sample()
+            actions = dist.sample(self.sampling_generator) if self._explore(explore) else dist.deterministic_sample()
             logp = dist.logp(actions)
         return actions.cpu().numpy(), {
             SampleBatch.ACTION_LOGP: logp.cpu().numpy(),
@@ -100,7 +106,9 @@ class TorchPolicy(Policy):
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
-            return self.model.value(obs).cpu().numpy()
+            # Built-in models have a value-only path; custom models return both heads.
+            values = self.model.value(obs) if hasattr(self.model, "value") else self.model(obs)[1]
+            return values.cpu().numpy()
 
     # ----- learning ---------------------------------------------------------------
 
@@ -173,6 +181,7 @@ class TorchPolicy(Policy):
             for slot, value in slots.items():
                 state[f"optimizer/{index}/{slot}"] = torch.as_tensor(value).detach().cpu().numpy()
         state["minibatch_rng"] = encode_json(self._rng.bit_generator.state)
+        state["sampling_rng"] = self.sampling_generator.get_state().numpy()
         return state
 
     def set_state(self, state: PolicyState) -> None:
@@ -185,6 +194,8 @@ class TorchPolicy(Policy):
                 slots.setdefault(int(index), {})[slot] = tensor if slot == "step" else tensor.to(self.device)
         if "minibatch_rng" in state:
             self._rng.bit_generator.state = decode_json(state["minibatch_rng"])
+        if "sampling_rng" in state:
+            self.sampling_generator.set_state(torch.from_numpy(np.array(state["sampling_rng"], dtype=np.uint8)))
         if slots:
             current = self.optimizer.state_dict()
             current["state"] = slots

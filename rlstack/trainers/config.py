@@ -213,16 +213,49 @@ def validate_common_config(config: dict[str, Any]) -> None:
     _require(config["placement_strategy"] in PLACEMENT_STRATEGIES,
              f"placement_strategy={config['placement_strategy']!r} is not allowed; use one of {', '.join(PLACEMENT_STRATEGIES)}.")
     _require(config["seed"] is None or _is_int(config["seed"]), f"seed must be None or an integer, got {config['seed']!r}.")
+    clip = config["clip_rewards"]
+    _require(clip is None or clip is True or (isinstance(clip, numbers.Real) and not isinstance(clip, bool) and clip > 0),
+             f"clip_rewards must be None (off), True (sign of the reward) or a number > 0 (clip to [-x, x]); "
+             f"got {clip!r}.")
+    _require(_is_int(config["evaluation_duration"]) and config["evaluation_duration"] >= 1,
+             f"evaluation_duration must be an integer >= 1 (episodes or timesteps, per evaluation_duration_unit); "
+             f"got {config['evaluation_duration']!r} ('auto' is not supported).")
+    exploration = config["exploration_config"]
+    _require(exploration.get("type") == "StochasticSampling" and set(exploration) == {"type"},
+             f"exploration_config {exploration!r} is not supported by this algorithm; policy-gradient algorithms "
+             "explore by sampling from their action distribution: remove exploration_config.")
+    _require(not config["optimizer"],
+             f"optimizer {config['optimizer']!r} is not supported; Adam is configured with lr, lr_schedule, "
+             "adam_epsilon and grad_clip: remove the optimizer key.")
+    for key in ("min_time_s_per_reporting", "min_sample_timesteps_per_reporting"):
+        value = config[key]
+        _require(value is None or (isinstance(value, numbers.Real) and value >= 0),
+                 f"{key} must be None or >= 0, got {value!r}.")
     validate_model_config(config["model"])
 
 
+# Evaluation envs are seeded apart from the training envs (which use seed + 1000 * i + j).
+EVALUATION_SEED_OFFSET = 1_000_000
+
+
 def evaluation_config_of(config: dict[str, Any]) -> dict[str, Any]:
-    """The config evaluation workers run with: the training config with the overrides."""
+    """The config evaluation workers run with: the training config with the overrides.
+
+    Raises:
+        ConfigError: If the overrides give an impossible value.
+    """
     merged = copy.deepcopy(config)
-    for key, value in config["evaluation_config"].items():
+    overrides = config["evaluation_config"]
+    for key, value in overrides.items():
         key = RENAMED_KEYS.get(key, key)
         if key in DEEP_MERGE_KEYS and isinstance(value, dict):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
+    if "seed" not in overrides and merged["seed"] is not None:
+        merged["seed"] = merged["seed"] + EVALUATION_SEED_OFFSET
+    try:
+        validate_common_config(merged)
+    except ConfigError as exc:
+        raise ConfigError(f"In evaluation_config: {exc}") from exc
     return merged

@@ -213,7 +213,7 @@ class Trainer(tune.Trainable):
 
     # ----- acting -----------------------------------------------------------------------
 
-    def _local_filter(self):
+    def _local_filter(self) -> Any:
         return self.workers.local_worker().filter
 
     def compute_single_action(
@@ -331,7 +331,7 @@ class Trainer(tune.Trainable):
 
     # ----- checkpoints ----------------------------------------------------------------------
 
-    def save(self, checkpoint_dir: str | None = None, *args: Any, **kwargs: Any) -> Any:
+    def save(self, checkpoint_dir: str | None = None) -> Any:
         """Writes a checkpoint and returns its directory.
 
         Outside Tune this returns the checkpoint's path (a ``str``), by default
@@ -339,22 +339,47 @@ class Trainer(tune.Trainable):
         what Tune expects (Tune manages the directory and its upload).
         """
         if self._storage is not None:
-            return super().save(checkpoint_dir, *args, **kwargs)
+            return super().save(checkpoint_dir)
         target = checkpoint_dir or os.path.join(self.logdir, f"checkpoint_{self.iteration:06d}")
         return ckpt.save_atomic(target, self.save_checkpoint)
 
-    def restore(self, checkpoint_path: Any, *args: Any, **kwargs: Any) -> None:
-        """Loads a checkpoint from :meth:`save` (a path, a ``tune.Checkpoint`` or a Tune result).
+    def restore(self, checkpoint_path: Any) -> None:
+        """Loads a checkpoint from :meth:`save`: a path, a ``tune.Checkpoint`` or a Tune result.
+
+        Unlike ``Trainable.restore`` this never unpickles anything: a directory that holds
+        Ray's pickled dict checkpoint is refused.
 
         Raises:
-            CheckpointError: If the checkpoint is incomplete, corrupt, or from another
-                algorithm or framework.
+            CheckpointError: If the checkpoint is missing, incomplete, corrupt, or from
+                another algorithm, framework or model config.
         """
-        if isinstance(checkpoint_path, (str, os.PathLike)):
-            checkpoint_path = str(Path(checkpoint_path).absolute())
-            if not Path(checkpoint_path).is_dir():
-                raise CheckpointError(f"Checkpoint {checkpoint_path!r} does not exist or is not a directory.")
-        return super().restore(checkpoint_path, *args, **kwargs)
+        checkpoint = getattr(checkpoint_path, "checkpoint", checkpoint_path)  # a Tune result
+        if isinstance(checkpoint, tune.Checkpoint):  # (it is also os.PathLike, to refuse that use)
+            with checkpoint.as_directory() as directory:
+                self._restore_from_directory(directory)
+            return
+        if isinstance(checkpoint, (str, os.PathLike)):
+            path = Path(checkpoint).absolute()
+            if not path.is_dir():
+                raise CheckpointError(f"Checkpoint {str(path)!r} does not exist or is not a directory.")
+            self._restore_from_directory(str(path))
+            return
+        raise CheckpointError(
+            f"Cannot restore from a {type(checkpoint).__name__}; pass the path returned by save(), "
+            "a ray.tune.Checkpoint or a Tune result."
+        )
+
+    def _restore_from_directory(self, directory: str) -> None:
+        if (Path(directory) / "_dict_checkpoint.pkl").exists():
+            raise CheckpointError(
+                f"{directory!r} holds a pickled Tune dict checkpoint, which rlstack never loads (unpickling "
+                "runs code); restore from a checkpoint written by an rlstack trainer."
+            )
+        self.load_checkpoint(directory)
+        self._time_since_restore = 0.0
+        self._timesteps_since_restore = 0
+        self._iterations_since_restore = 0
+        self._restored = True
 
     def save_checkpoint(self, checkpoint_dir: str) -> None:
         policy = self.learner_policy
@@ -388,6 +413,18 @@ class Trainer(tune.Trainable):
                 f"Checkpoint {checkpoint!r} holds a {metadata.get('framework')!r} policy but this trainer uses "
                 f"framework={self.config['framework']!r}; set config['framework'] = {metadata.get('framework')!r}."
             )
+        saved_model = (metadata.get("config") or {}).get("model") or {}
+        differing = [key for key in _MODEL_SHAPE_KEYS
+                     if ckpt.to_jsonable(self.config["model"].get(key)) != saved_model.get(key)]
+        if differing:
+            details = ", ".join(f"{key}: checkpoint {saved_model.get(key)!r} vs trainer "
+                                f"{self.config['model'].get(key)!r}" for key in differing)
+            raise CheckpointError(
+                f"Checkpoint {checkpoint!r} was saved with another network ({details}); build the trainer with "
+                "the checkpoint's model config, e.g. with the config stored in its rlstack_checkpoint.json."
+            )
+        if "policy_state" not in arrays:
+            raise CheckpointError(f"Checkpoint {checkpoint!r} has no policy_state.npz; it is incomplete.")
         self.learner_policy.set_state(arrays["policy_state"])
         if arrays.get("filters"):
             self.workers.set_filter_state(arrays["filters"])
@@ -418,6 +455,11 @@ class Trainer(tune.Trainable):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={env_spec_name(self.config.get('env'))!r}, framework={self.config.get('framework')!r})"
+
+
+# Model keys that decide the network's layers and shapes.
+_MODEL_SHAPE_KEYS = ("fcnet_hiddens", "conv_filters", "post_fcnet_hiddens", "vf_share_layers", "free_log_std",
+                     "custom_model")
 
 
 def _is_single_dict_obs(observations: dict, policy: Policy) -> bool:

@@ -29,7 +29,10 @@ class PiecewiseSchedule:
                     f"{name} must be a list of [timestep, value] pairs, got element {point!r}; "
                     f"example: {name}: [[0, 0.001], [100000, 0.0001]]"
                 )
-            points.append((float(point[0]), float(point[1])))
+            try:
+                points.append((float(point[0]), float(point[1])))
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{name} entry {point!r} is not a pair of numbers.") from exc
         if not points:
             raise ConfigError(f"{name} is empty; give at least one [timestep, value] pair or null.")
         timesteps = [t for t, _ in points]

@@ -33,16 +33,22 @@ def test_restore_same_actions_and_counters(framework, tmp_path):
     observations = np.random.default_rng(0).uniform(-0.5, 0.5, (100, 4)).astype(np.float32)
     expected = [trainer.compute_action(obs, explore=False) for obs in observations]
     filter_state = trainer.workers.local_worker().filter.get_state()
+    saved_state = trainer.get_policy().get_state()
 
     restored = PPOTrainer(config, "CartPole-v1")
     restored.restore(path)
     assert [restored.compute_action(obs, explore=False) for obs in observations] == expected
     np.testing.assert_array_equal(restored.workers.local_worker().filter.get_state()["mean"], filter_state["mean"])
     assert restored.iteration == 2
+    restored_state = restored.get_policy().get_state()
+    assert restored_state.keys() == saved_state.keys()
+    for key in saved_state:  # weights, Adam moments and step, kl_coeff, minibatch RNG
+        np.testing.assert_array_equal(restored_state[key], saved_state[key], err_msg=key)
+    assert any(key.startswith("optimizer/") for key in saved_state)
+    assert float(saved_state["kl_coeff"]) != 0.2  # adapted during training, and carried over
     next_result = restored.train()
     assert next_result["training_iteration"] == 3
     assert next_result["timesteps_total"] == result["timesteps_total"] + next_result["timesteps_this_iter"]
-    assert next_result["info"]["learner"]["default_policy"]["learner_stats"]["kl_coeff"] > 0
     trainer.stop()
     restored.stop()
 
@@ -110,6 +116,46 @@ def test_weights_move_between_frameworks():
     obs = np.array([0.02, -0.1, 0.03, 0.2], dtype=np.float32)
     # Different filters would change the input; compare with the filter state copied too.
     tf_trainer.workers.local_worker().set_filter_state(torch_trainer.workers.local_worker().filter.get_state())
-    assert tf_trainer.compute_action(obs, explore=False) == torch_trainer.compute_action(obs, explore=False)
+    _, _, torch_extras = torch_trainer.compute_single_action(obs, explore=False, full_fetch=True)
+    _, _, tf_extras = tf_trainer.compute_single_action(obs, explore=False, full_fetch=True)
+    np.testing.assert_allclose(tf_extras["action_dist_inputs"], torch_extras["action_dist_inputs"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tf_extras["vf_preds"], torch_extras["vf_preds"], rtol=1e-5, atol=1e-6)
     torch_trainer.stop()
     tf_trainer.stop()
+
+
+def test_pickled_tune_dict_checkpoint_is_never_loaded(tmp_path):
+    import pickle
+
+    directory = tmp_path / "tune_dict"
+    directory.mkdir()
+    with open(directory / "_dict_checkpoint.pkl", "wb") as f:
+        pickle.dump({"a": 1}, f)
+    trainer = PPOTrainer(SMALL, "CartPole-v1")
+    with pytest.raises(CheckpointError, match="pickled Tune dict checkpoint"):
+        trainer.restore(str(directory))
+    trainer.stop()
+
+
+def test_checkpoint_of_other_model_config_names_the_keys(tmp_path):
+    trainer = PPOTrainer(SMALL, "CartPole-v1")
+    path = trainer.save(str(tmp_path / "ckpt"))
+    trainer.stop()
+    other = PPOTrainer({**SMALL, "model": {"fcnet_hiddens": [32]}}, "CartPole-v1")
+    with pytest.raises(CheckpointError, match=r"fcnet_hiddens: checkpoint \[16, 16\] vs trainer \[32\]"):
+        other.restore(path)
+    other.stop()
+
+
+def test_restore_accepts_tune_checkpoint_objects(tmp_path):
+    from ray import tune
+
+    trainer = PPOTrainer(SMALL, "CartPole-v1")
+    trainer.train()
+    path = trainer.save(str(tmp_path / "ckpt"))
+    restored = PPOTrainer(SMALL, "CartPole-v1")
+    restored.restore(tune.Checkpoint.from_directory(path))
+    assert restored.iteration == 1
+    trainer.stop()
+    restored.stop()
+

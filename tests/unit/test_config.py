@@ -99,3 +99,48 @@ def test_default_config_copy_is_deep():
     config = DEFAULT_CONFIG.copy()
     config["model"]["fcnet_hiddens"] = [8]
     assert DEFAULT_CONFIG["model"]["fcnet_hiddens"] == [256, 256]
+
+
+@pytest.mark.parametrize(
+    ("override", "fragment"),
+    [
+        ({"clip_rewards": -1}, "clip_rewards must be None (off), True"),
+        ({"evaluation_duration": "auto"}, "'auto' is not supported"),
+        ({"exploration_config": {"type": "EpsilonGreedy"}}, "explore by sampling"),
+        ({"optimizer": {"type": "SGD"}}, "remove the optimizer key"),
+        ({"model": {"use_lstm": True}}, "model.use_lstm=True is not supported"),
+        ({"model": {"framestack": False}}, "model.framestack=False is not supported"),
+        ({"sgd_minibatch_size": "128"}, "sgd_minibatch_size must be an integer >= 1, got '128'"),
+        ({"clip_param": None}, "clip_param must be a number, got None"),
+        ({"lr_schedule": [[0, "fast"]]}, "lr_schedule entry [0, 'fast'] is not a pair of numbers"),
+    ],
+)
+def test_more_impossible_values(override, fragment):
+    with pytest.raises(ConfigError) as info:
+        PPOTrainer({**SMALL, **override}, "CartPole-v1")
+    assert fragment in str(info.value)
+
+
+def test_bad_value_in_evaluation_config_is_named():
+    trainer = PPOTrainer({**SMALL, "evaluation_config": {"num_envs_per_worker": 0}}, "CartPole-v1")
+    with pytest.raises(ConfigError, match="In evaluation_config: num_envs_per_worker must be an integer >= 1"):
+        trainer.evaluate()
+    trainer.stop()
+
+
+def test_missing_framework_says_what_to_install():
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "sys.modules['tensorflow'] = None  # as if TensorFlow were not installed\n"
+        "from rlstack.trainers.ppo import PPOTrainer\n"
+        "try:\n"
+        "    PPOTrainer({'num_workers': 0, 'framework': 'tf'}, 'CartPole-v1')\n"
+        "except ImportError as exc:\n"
+        "    print('ERROR', exc)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "ERROR framework='tf' needs TensorFlow" in proc.stdout, proc.stderr[-2000:]
+    assert "pip install 'rlstack[tf]'" in proc.stdout

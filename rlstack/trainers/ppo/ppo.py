@@ -17,6 +17,7 @@ from rlstack.policies.postprocessing import standardize
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+from rlstack.utils.framework import import_tf, import_torch
 
 # Classic RLlib 1.x PPO defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
@@ -63,9 +64,14 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 class PPOTrainer(Trainer):
     """Proximal policy optimisation with the classic RLlib API.
 
-    >>> from rlstack.trainers.ppo import PPOTrainer, DEFAULT_CONFIG   # doctest: +SKIP
-    >>> trainer = PPOTrainer({"num_workers": 0}, "CartPole-v1")       # doctest: +SKIP
-    >>> trainer.train()["episode_reward_mean"]                        # doctest: +SKIP
+    >>> from rlstack.trainers.ppo import PPOTrainer, DEFAULT_CONFIG
+    >>> config = DEFAULT_CONFIG.copy()
+    >>> config.update(num_workers=0, train_batch_size=400, sgd_minibatch_size=100, num_sgd_iter=2)
+    >>> trainer = PPOTrainer(config, "CartPole-v1")
+    >>> result = trainer.train()
+    >>> result["timesteps_total"], result["training_iteration"]
+    (400, 1)
+    >>> trainer.stop()
     """
 
     _name = "PPO"
@@ -78,15 +84,18 @@ class PPOTrainer(Trainer):
         Raises:
             ConfigError: Naming the key, the value and the fix.
         """
+        for key in ("sgd_minibatch_size", "num_sgd_iter"):
+            if not isinstance(config[key], int) or isinstance(config[key], bool) or config[key] < 1:
+                raise ConfigError(f"{key} must be an integer >= 1, got {config[key]!r}.")
+        for key in ("clip_param", "vf_clip_param", "kl_target", "kl_coeff", "entropy_coeff", "vf_loss_coeff", "lambda"):
+            if not isinstance(config[key], (int, float)) or isinstance(config[key], bool):
+                raise ConfigError(f"{key} must be a number, got {config[key]!r}.")
         if config["sgd_minibatch_size"] > config["train_batch_size"]:
             raise ConfigError(
                 f"sgd_minibatch_size ({config['sgd_minibatch_size']}) must be <= train_batch_size "
                 f"({config['train_batch_size']}): each SGD step takes a minibatch out of the train batch. "
                 "Lower sgd_minibatch_size or raise train_batch_size."
             )
-        for key in ("sgd_minibatch_size", "num_sgd_iter"):
-            if not isinstance(config[key], int) or config[key] < 1:
-                raise ConfigError(f"{key} must be an integer >= 1, got {config[key]!r}.")
         for key in ("clip_param", "vf_clip_param", "kl_target"):
             if not config[key] > 0:
                 raise ConfigError(f"{key} must be > 0, got {config[key]!r}.")
@@ -100,9 +109,11 @@ class PPOTrainer(Trainer):
 
     def get_default_policy_class(self, config: dict[str, Any]) -> type[Policy]:
         if config["framework"] == "torch":
+            import_torch()  # a missing torch is an ImportError that says what to install
             from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy
 
             return PPOTorchPolicy
+        import_tf()
         from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy
 
         return PPOTFPolicy
@@ -119,6 +130,5 @@ class PPOTrainer(Trainer):
         with self._timers["synch_weights"]:
             self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])
             self.workers.sync_weights(self._counters["num_env_steps_sampled"])
-            if cfg["synchronize_filters"]:
-                self.workers.sync_filters()
+            self.workers.sync_filters(broadcast=cfg["synchronize_filters"])
         return {DEFAULT_POLICY_ID: {"learner_stats": stats}}

@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlstack.policies.postprocessing import compute_advantages
+from rlstack.policies.postprocessing import adapt_kl_coeff, compute_advantages
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.utils.schedules import make_schedule
@@ -24,8 +24,9 @@ class PPOTFPolicy(TFPolicy):
         SampleBatch.VALUE_TARGETS,
     )
 
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0) -> None:
-        super().__init__(observation_space, action_space, config, num_gpus)
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+                 sampling_seed: int | None = None) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         # Variables, not Python floats, so that changing them does not retrace the loss.
         self.kl_coeff = tf.Variable(float(config["kl_coeff"]), trainable=False, dtype=tf.float32)
         self.entropy_coeff_schedule = make_schedule(
@@ -73,12 +74,7 @@ class PPOTFPolicy(TFPolicy):
         return total_loss, stats
 
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
-        # Adaptive KL (Schulman et al. 2017, sec. 4): move kl_coeff toward kl_target.
-        kl, target = stats["kl"], self.config["kl_target"]
-        if kl > 2.0 * target:
-            self.kl_coeff.assign(self.kl_coeff * 1.5)
-        elif kl < 0.5 * target:
-            self.kl_coeff.assign(self.kl_coeff * 0.5)
+        self.kl_coeff.assign(adapt_kl_coeff(float(self.kl_coeff.numpy()), stats["kl"], self.config["kl_target"]))
         return {"kl_coeff": float(self.kl_coeff.numpy()), "entropy_coeff": float(self.entropy_coeff.numpy())}
 
     def on_global_var_update(self, global_timestep: int) -> None:

@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlstack.policies.postprocessing import compute_advantages
+from rlstack.policies.postprocessing import adapt_kl_coeff, compute_advantages
 from rlstack.policies.torch_policy import TorchPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.utils.schedules import make_schedule
@@ -24,8 +24,9 @@ class PPOTorchPolicy(TorchPolicy):
         SampleBatch.VALUE_TARGETS,
     )
 
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0) -> None:
-        super().__init__(observation_space, action_space, config, num_gpus)
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+                 sampling_seed: int | None = None) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         self.kl_coeff = float(config["kl_coeff"])
         self.entropy_coeff_schedule = make_schedule(
             config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule"
@@ -70,12 +71,7 @@ class PPOTorchPolicy(TorchPolicy):
         return total_loss, stats
 
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
-        # Adaptive KL (Schulman et al. 2017, sec. 4): move kl_coeff toward kl_target.
-        kl, target = stats["kl"], self.config["kl_target"]
-        if kl > 2.0 * target:
-            self.kl_coeff *= 1.5
-        elif kl < 0.5 * target:
-            self.kl_coeff *= 0.5
+        self.kl_coeff = adapt_kl_coeff(self.kl_coeff, stats["kl"], self.config["kl_target"])
         return {"kl_coeff": self.kl_coeff, "entropy_coeff": self.entropy_coeff}
 
     def on_global_var_update(self, global_timestep: int) -> None:
