@@ -15,6 +15,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PIP_INSTALL) -e '.[all,test]'
 	touch $@
 
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(PIP_INSTALL) -e '.[all,test,bench]'
+	touch $@
+
 demo: $(VENV)/.installed
 	$(VENV)/bin/rlstack train -f tune_configs/cartpole-ppo.yaml
 
@@ -27,7 +31,7 @@ test-unit: $(VENV)/.installed
 test-learning: $(VENV)/.installed
 	$(PY) -m pytest tests/learning -q -p no:cacheprovider
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-bench
 	$(PY) bench/ppo_cartpole.py
 
 clean:

@@ -10,6 +10,7 @@ goes through ``Policy.postprocess_trajectory``.
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import Any
 
@@ -22,6 +23,7 @@ from rlstack.env.vector_env import VectorEnv
 from rlstack.errors import EnvError
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.models.catalog import ModelCatalog
+from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch, concat_samples
 from rlstack.utils.filters import make_filter
@@ -33,12 +35,25 @@ _B = SampleBatch
 _MAX_PENDING_STEPS = 1_000_000
 
 
+def _resolve(policy_class: type[Policy] | str) -> type[Policy]:
+    if isinstance(policy_class, str):
+        module_name, class_name = policy_class.split(":")
+        return getattr(importlib.import_module(module_name), class_name)
+    return policy_class
+
+
+def class_path(cls: type) -> str:
+    """``"module:Class"`` for a class, so it can travel without importing its module."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 class RolloutWorker:
     """Collects experience with one policy in ``num_envs_per_worker`` sub-envs.
 
     Args:
         env_spec: The env (name, class or creator).
-        policy_class: The algorithm's policy class for the configured framework.
+        policy_class: The algorithm's policy class for the configured framework, or its
+            import path ``"module:Class"`` (imported only if this worker needs it).
         config: The trainer's merged config.
         worker_index: 0 for the driver's copy, 1..N for remote workers.
         num_workers: Number of remote workers in the set.
@@ -46,12 +61,14 @@ class RolloutWorker:
         model_registry: Custom models registered in the driver process.
         spaces: ``(observation_space, action_space)`` for a worker built without envs.
         num_gpus: GPUs for this worker's policy.
+        postprocess_fn: The algorithm's framework-free postprocessing, for workers that
+            act with a :class:`NumpyPolicy`.
     """
 
     def __init__(
         self,
         env_spec: Any,
-        policy_class: type[Policy],
+        policy_class: type[Policy] | str,
         config: dict,
         worker_index: int = 0,
         num_workers: int = 0,
@@ -59,14 +76,12 @@ class RolloutWorker:
         model_registry: dict | None = None,
         spaces: tuple[gym.Space, gym.Space] | None = None,
         num_gpus: float = 0,
+        postprocess_fn: PostprocessFn | None = None,
     ) -> None:
         if env_registry:
             restore_registry(env_registry)
         if model_registry:
             ModelCatalog.restore_models(model_registry)
-        if worker_index > 0:
-            # Rollout workers share the machine's cores with each other and the learner.
-            policy_class.pin_threads(1)
         self.config = config
         self.worker_index = worker_index
         self.num_workers = num_workers
@@ -87,8 +102,28 @@ class RolloutWorker:
             )
             spaces = (self.env.observation_space, self.env.action_space)
         self.observation_space, self.action_space = spaces
-        self.policy = policy_class(self.observation_space, self.action_space, config, num_gpus=num_gpus,
-                                   sampling_seed=None if seed is None else seed + worker_index)
+        sampling_seed = None if seed is None else seed + worker_index
+        # Numpy acting is opt-in: the algorithm supplies its framework-free postprocessing.
+        numpy_acting = postprocess_fn is not None and numpy_inference_applies(
+            self.observation_space, self.action_space, config, num_gpus)
+        if worker_index > 0 and numpy_acting:
+            # A remote worker that acts in numpy never imports torch or TensorFlow.
+            self.policy: Policy = NumpyPolicy(self.observation_space, self.action_space, config,
+                                              sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
+        else:
+            policy_class = _resolve(policy_class)
+            if worker_index > 0:
+                # Rollout workers share the machine's cores with each other and the learner.
+                policy_class.pin_threads(1)
+            self.policy = policy_class(self.observation_space, self.action_space, config, num_gpus=num_gpus,
+                                       sampling_seed=sampling_seed)
+        # The policy that acts while sampling: the driver's worker keeps the framework
+        # policy for learning but can act through a numpy copy of it.
+        self.sampling_policy: Policy = self.policy
+        if worker_index == 0 and numpy_acting and self.env is not None and getattr(self.policy, "builtin_model", False):
+            self.sampling_policy = NumpyPolicy(self.observation_space, self.action_space, config,
+                                               sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
+            self.sampling_policy.set_weights(self.policy.get_weights())
         self.preprocessor = self.policy.preprocessor
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._obs: np.ndarray | None = None
@@ -125,6 +160,13 @@ class RolloutWorker:
         self.policy.set_weights(weights)
         if global_timestep is not None:
             self.policy.on_global_var_update(global_timestep)
+        self.refresh_sampling_policy()
+
+    def refresh_sampling_policy(self) -> None:
+        """Copies the policy's weights into the separate acting copy, if there is one."""
+        if self.sampling_policy is not self.policy:
+            self.sampling_policy.set_weights(self.policy.get_weights())
+            self.sampling_policy.on_global_var_update(self.policy.global_timestep)
 
     def get_filter_state(self) -> dict[str, np.ndarray]:
         """The observation filter's statistics."""
@@ -196,7 +238,7 @@ class RolloutWorker:
                             )
                         self._pending[env_index] = piece
                         continue
-                pieces.append(self.policy.postprocess_trajectory(piece))
+                pieces.append(self.sampling_policy.postprocess_trajectory(piece))
                 collected += piece.count
             if not complete:
                 break
@@ -211,7 +253,7 @@ class RolloutWorker:
         """
         env = self.env
         T, N = int(self.config["rollout_fragment_length"]), env.num_envs
-        policy = self.policy
+        policy = self.sampling_policy
         perf = self._perf
         if self._obs is None:
             self._obs = self._process_obs(env.reset())
@@ -303,8 +345,8 @@ class RolloutWorker:
                 return episodes[:num_episodes]
             if num_steps is not None and steps >= num_steps:
                 return episodes
-            actions, _ = self.policy.compute_actions(obs)
-            raw_obs, rewards, _, _, final_obs, _ = env.step(self.policy.unsquash_actions(actions))
+            actions, _ = self.sampling_policy.compute_actions(obs)
+            raw_obs, rewards, _, _, final_obs, _ = env.step(self.sampling_policy.unsquash_actions(actions))
             returns += rewards
             lengths += 1
             steps += env.num_envs

@@ -10,7 +10,7 @@ import ray
 
 from rlstack.env.registry import registered_envs
 from rlstack.evaluation.metrics import EpisodeStats
-from rlstack.evaluation.rollout_worker import RolloutWorker
+from rlstack.evaluation.rollout_worker import RolloutWorker, class_path
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch, concat_samples
@@ -31,6 +31,8 @@ class WorkerSet:
         num_workers: Number of remote workers.
         local_env: Give the local worker envs even when there are remote workers.
         name: What the workers are for, in logs and errors ("rollout", "evaluation").
+        postprocess_fn: The algorithm's framework-free trajectory postprocessing, for
+            workers that act in numpy.
     """
 
     def __init__(
@@ -41,6 +43,7 @@ class WorkerSet:
         num_workers: int,
         local_env: bool = False,
         name: str = "rollout",
+        postprocess_fn: Any = None,
     ) -> None:
         self.config = config
         self.name = name
@@ -53,10 +56,12 @@ class WorkerSet:
                 max_concurrency=1,
             )
             registry, models = registered_envs(), ModelCatalog.registered_models()
+            # The class travels as an import path: a worker acting in numpy never imports it.
             self._remote_workers = [
                 remote_cls.remote(
-                    env_spec, policy_class, config, worker_index=i, num_workers=num_workers,
+                    env_spec, class_path(policy_class), config, worker_index=i, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
+                    postprocess_fn=postprocess_fn,
                 )
                 for i in range(1, num_workers + 1)
             ]
@@ -68,6 +73,7 @@ class WorkerSet:
         self._local_worker = RolloutWorker(
             env_spec, policy_class, config, worker_index=0, num_workers=num_workers,
             spaces=spaces, num_gpus=config.get("num_gpus", 0) if name == "rollout" else 0,
+            postprocess_fn=postprocess_fn,
         )
         if self._remote_workers:
             ray.get([w.ping.remote() for w in self._remote_workers])
@@ -98,6 +104,7 @@ class WorkerSet:
         the call returns without waiting (each worker applies them before its next
         ``sample``, since an actor runs its calls in order).
         """
+        self._local_worker.refresh_sampling_policy()
         if not self._remote_workers:
             return
         weights_ref = ray.put(self._local_worker.get_weights())

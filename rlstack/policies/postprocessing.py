@@ -99,6 +99,13 @@ def adapt_kl_coeff(kl_coeff: float, kl: float, kl_target: float) -> float:
     return kl_coeff
 
 
+def postprocess_advantages(batch: SampleBatch, config: dict) -> SampleBatch:
+    """Policy-gradient postprocessing from a config (``gamma``, ``lambda``, ``use_gae``,
+    ``use_critic``): the one function PPO's torch, TF and numpy policies share."""
+    return compute_advantages(batch, config["gamma"], config["lambda"], config.get("use_gae", True),
+                              config.get("use_critic", True))
+
+
 def standardize(batch: SampleBatch, column: str) -> SampleBatch:
     """Rescales ``column`` to zero mean and unit standard deviation (in place)."""
     values = batch[column]

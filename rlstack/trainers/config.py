@@ -67,6 +67,10 @@ COMMON_CONFIG: dict[str, Any] = {
     "framework": "torch",
     # Accepted for classic TF configs; TF policies always run as tf.function.
     "eager_tracing": True,
+    # How rollout workers compute actions: "auto" runs built-in dense models in numpy on
+    # CPU workers (faster at small batches, and workers never import torch or TF),
+    # "numpy" insists on that, "framework" uses the torch/TF policy everywhere.
+    "rollout_inference": "auto",
     # Sample actions (True) or take the distribution's mode (False) while training.
     "explore": True,
     # Exploration strategy; policy-gradient algorithms sample from their distribution.
@@ -210,6 +214,8 @@ def validate_common_config(config: dict[str, Any]) -> None:
              f"evaluation_interval must be None or an integer >= 1, got {config['evaluation_interval']!r}.")
     for key in ("num_gpus", "num_gpus_per_worker", "num_cpus_per_worker", "num_cpus_for_driver"):
         _require(isinstance(config[key], numbers.Real) and config[key] >= 0, f"{key} must be >= 0, got {config[key]!r}.")
+    _require(config["rollout_inference"] in ("auto", "numpy", "framework"),
+             f"rollout_inference={config['rollout_inference']!r} is not allowed; use 'auto', 'numpy' or 'framework'.")
     _require(config["placement_strategy"] in PLACEMENT_STRATEGIES,
              f"placement_strategy={config['placement_strategy']!r} is not allowed; use one of {', '.join(PLACEMENT_STRATEGIES)}.")
     _require(config["seed"] is None or _is_int(config["seed"]), f"seed must be None or an integer, got {config['seed']!r}.")

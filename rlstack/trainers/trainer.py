@@ -83,6 +83,9 @@ class Trainer(tune.Trainable):
 
     _name = "Trainer"
     _default_config: dict[str, Any] = COMMON_CONFIG
+    # The algorithm's framework-free trajectory postprocessing, ``fn(batch, config)``,
+    # for rollout workers that act in numpy (None: such workers return raw batches).
+    postprocess_fn: Any = None
 
     def __init__(self, config: dict[str, Any] | None = None, env: Any = None, **kwargs: Any) -> None:
         config = dict(config or {})
@@ -136,7 +139,8 @@ class Trainer(tune.Trainable):
         seed_everything(self.config["seed"])
         if self.config["num_workers"] > 0 or self.config["evaluation_num_workers"] > 0:
             ensure_ray(self.config)
-        self.workers = WorkerSet(self.config["env"], self.policy_class, self.config, self.config["num_workers"])
+        self.workers = WorkerSet(self.config["env"], self.policy_class, self.config, self.config["num_workers"],
+                                 postprocess_fn=type(self).postprocess_fn)
         self.evaluation_workers: WorkerSet | None = None
         self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "episodes_total": 0}
         self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])
@@ -302,7 +306,8 @@ class Trainer(tune.Trainable):
             eval_config = evaluation_config_of(cfg)
             num = cfg["evaluation_num_workers"]
             self.evaluation_workers = WorkerSet(cfg["env"], self.policy_class, eval_config, num,
-                                                local_env=num == 0, name="evaluation")
+                                                local_env=num == 0, name="evaluation",
+                                                postprocess_fn=type(self).postprocess_fn)
         workers = self.evaluation_workers
         weights = self.learner_policy.get_weights()
         filter_state = self._local_filter().get_state()

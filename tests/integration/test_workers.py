@@ -67,8 +67,24 @@ def test_stop_releases_worker_actors(ray_local):
     trainer = PPOTrainer({**SMALL, "framework": "torch"}, "CartPole-v1")
     workers = trainer.workers.remote_workers()
     trainer.stop()
-    with pytest.raises(ray.exceptions.RayActorError):
-        ray.get(workers[0].ping.remote(), timeout=30)
+    # ray.kill is asynchronous: a call sent right after it may still be served, so wait
+    # (bounded) until every actor refuses calls.
+    import time
+
+    deadline = time.time() + 30
+    alive = list(workers)
+    while alive and time.time() < deadline:
+        still = []
+        for worker in alive:
+            try:
+                ray.get(worker.ping.remote(), timeout=5)
+                still.append(worker)
+            except ray.exceptions.RayActorError:
+                pass
+        alive = still
+        if alive:
+            time.sleep(0.2)
+    assert not alive, f"{len(alive)} worker actors still answer 30 s after stop()"
 
 
 def test_resource_request_bundles():
@@ -88,8 +104,36 @@ def test_rollout_workers_pin_framework_threads(ray_local, framework):
 
         return tf.config.threading.get_intra_op_parallelism_threads()
 
-    trainer = PPOTrainer({**SMALL, "framework": framework}, "CartPole-v1")
+    trainer = PPOTrainer({**SMALL, "framework": framework, "rollout_inference": "framework"}, "CartPole-v1")
     assert trainer.workers.foreach_worker(threads, local=False) == [1, 1]
+    trainer.stop()
+
+
+def test_numpy_acting_workers_import_no_framework(ray_local, framework):
+    def loaded(worker):
+        import sys
+
+        return worker.policy.framework, "torch" in sys.modules, "tensorflow" in sys.modules
+
+    trainer = PPOTrainer({**SMALL, "framework": framework}, "CartPole-v1")
+    trainer.train()
+    # The driver learns with the framework policy but samples through a numpy copy.
+    assert trainer.get_policy().framework == framework
+    assert trainer.workers.foreach_worker(loaded, local=False) == [("numpy", False, False)] * 2
+    trainer.stop()
+
+
+def test_numpy_and_framework_acting_see_the_same_distribution():
+    """The numpy copy the driver samples with computes the learner's distribution."""
+    trainer = PPOTrainer({**SMALL, "num_workers": 0}, "CartPole-v1")
+    trainer.train()
+    local = trainer.workers.local_worker()
+    assert local.sampling_policy.framework == "numpy"
+    obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
+    _, numpy_extras = local.sampling_policy.compute_actions(obs, explore=False)
+    _, torch_extras = local.policy.compute_actions(obs, explore=False)
+    for key in ("action_dist_inputs", "vf_preds", "action_logp"):
+        np.testing.assert_allclose(numpy_extras[key], torch_extras[key], rtol=1e-5, atol=1e-6, err_msg=key)
     trainer.stop()
 
 

@@ -381,13 +381,11 @@ def test_vector_env_four_tuple_step_after_gymnasium_reset_raises():
 
 
 def test_discrete_action_space_with_start_gets_actions_in_range():
-    import gymnasium as gym
-
+    pytest.importorskip("torch")
     from rlstack.trainers.config import merge_config
     from rlstack.trainers.ppo import DEFAULT_CONFIG
     from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy
 
-    pytest.importorskip("torch")
     config = merge_config(DEFAULT_CONFIG, {"model": {"fcnet_hiddens": [4]}}, "PPO")
     for space in (gym.spaces.Discrete(3, start=5), gym.spaces.MultiDiscrete([2, 3], start=[1, -1])):
         policy = PPOTorchPolicy(gym.spaces.Box(-1, 1, (2,)), space, config)

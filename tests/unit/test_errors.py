@@ -54,16 +54,52 @@ def test_did_you_mean_formats_suffix():
     assert "'CartPole-v0'" in two and "'CartPole-v1'" in two and " or " in two
 
 
+def _unknown_config_key(tmp_path, monkeypatch):
+    from rlstack.trainers.config import COMMON_CONFIG, merge_config
+
+    merge_config(COMMON_CONFIG, {"train_bach_size": 1}, "PPO")
+
+
+def _unknown_env(tmp_path, monkeypatch):
+    from rlstack.env import EnvContext, make_env
+
+    make_env("NoSuchEnv-v0", EnvContext())
+
+
+def _missing_checkpoint(tmp_path, monkeypatch):
+    from rlstack.trainers.checkpoint import read_checkpoint
+
+    read_checkpoint(tmp_path / "missing")
+
+
+def _torch_not_installed(tmp_path, monkeypatch):
+    from rlstack.utils import framework
+
+    def fail(name):
+        raise ImportError(f"No module named {name!r}")
+
+    monkeypatch.setattr(framework.importlib, "import_module", fail)
+    framework.import_torch()
+
+
 @pytest.mark.parametrize(
-    "cls, builtin",
-    [(ConfigError, ValueError), (EnvError, ValueError), (CheckpointError, ValueError),
-     (FrameworkNotInstalledError, ImportError)],
+    "trigger, cls, builtin",
+    [
+        (_unknown_config_key, ConfigError, ValueError),
+        (_unknown_env, EnvError, ValueError),
+        (_missing_checkpoint, CheckpointError, ValueError),
+        (_torch_not_installed, FrameworkNotInstalledError, ImportError),
+    ],
+    ids=["config", "env", "checkpoint", "framework"],
 )
-def test_error_hierarchy(cls, builtin):
-    assert issubclass(cls, RLStackError)
-    assert issubclass(cls, builtin)
-    with pytest.raises(builtin):
-        raise cls("x")
+def test_errors_raised_by_rlstack_are_caught_by_builtin_and_base_handlers(trigger, cls, builtin, tmp_path, monkeypatch):
+    """Real raising sites raise the specific class, which a generic ``except <builtin>``
+    handler and ``except RLStackError`` both catch."""
+    with pytest.raises(builtin) as info:
+        trigger(tmp_path, monkeypatch)
+    assert type(info.value) is cls
+    assert isinstance(info.value, RLStackError)
+    assert str(info.value)
 
 
 def test_errors_exported_from_package():

@@ -25,7 +25,7 @@ def _batch(n: int = 10, offset: int = 0) -> SampleBatch:
 def test_construction_converts_columns_to_arrays_and_counts_rows():
     b = SampleBatch({SampleBatch.REWARDS: [1.0, 2.0, 3.0]}, t=[0, 1, 2])
     assert isinstance(b[SampleBatch.REWARDS], np.ndarray)
-    assert isinstance(b[SampleBatch.T], np.ndarray)
+    assert isinstance(b["t"], np.ndarray)
     assert len(b) == b.count == 3
     assert sorted(b.columns) == ["rewards", "t"]
 
@@ -190,11 +190,11 @@ def test_minibatches_non_positive_size_raises(size):
 
 
 def test_split_by_episode_contiguous_runs():
-    b = SampleBatch({SampleBatch.EPS_ID: [5, 5, 7, 7, 7, 5], SampleBatch.T: [0, 1, 0, 1, 2, 2]})
+    b = SampleBatch({SampleBatch.EPS_ID: [5, 5, 7, 7, 7, 5], "t": [0, 1, 0, 1, 2, 2]})
     pieces = b.split_by_episode()
     assert [len(p) for p in pieces] == [2, 3, 1]
     assert [p[SampleBatch.EPS_ID].tolist() for p in pieces] == [[5, 5], [7, 7, 7], [5]]
-    assert [p[SampleBatch.T].tolist() for p in pieces] == [[0, 1], [0, 1, 2], [2]]
+    assert [p["t"].tolist() for p in pieces] == [[0, 1], [0, 1, 2], [2]]
 
 
 def test_split_by_episode_single_and_empty():

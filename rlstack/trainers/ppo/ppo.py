@@ -13,7 +13,7 @@ from typing import Any
 from rlstack.errors import ConfigError
 from rlstack.evaluation.worker_set import synchronous_parallel_sample
 from rlstack.policies.policy import Policy
-from rlstack.policies.postprocessing import standardize
+from rlstack.policies.postprocessing import postprocess_advantages, standardize
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
@@ -76,6 +76,7 @@ class PPOTrainer(Trainer):
 
     _name = "PPO"
     _default_config = DEFAULT_CONFIG
+    postprocess_fn = staticmethod(postprocess_advantages)
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

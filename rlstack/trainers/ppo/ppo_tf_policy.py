@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlstack.policies.postprocessing import adapt_kl_coeff, compute_advantages
+from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.utils.schedules import make_schedule
@@ -35,8 +35,7 @@ class PPOTFPolicy(TFPolicy):
         self.entropy_coeff = tf.Variable(self.entropy_coeff_schedule.value(0), trainable=False, dtype=tf.float32)
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
-        cfg = self.config
-        return compute_advantages(batch, cfg["gamma"], cfg["lambda"], cfg["use_gae"], cfg["use_critic"])
+        return postprocess_advantages(batch, self.config)
 
     def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         cfg = self.config

@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlstack.policies.postprocessing import adapt_kl_coeff, compute_advantages
+from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
 from rlstack.policies.torch_policy import TorchPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.utils.schedules import make_schedule
@@ -34,8 +34,7 @@ class PPOTorchPolicy(TorchPolicy):
         self.entropy_coeff = self.entropy_coeff_schedule.value(0)
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
-        cfg = self.config
-        return compute_advantages(batch, cfg["gamma"], cfg["lambda"], cfg["use_gae"], cfg["use_critic"])
+        return postprocess_advantages(batch, self.config)
 
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         cfg = self.config

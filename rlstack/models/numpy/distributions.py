@@ -1,0 +1,88 @@
+"""Action distributions in numpy (sampling and log-likelihoods for rollout workers).
+
+They match models/torch/distributions.py and models/tf/distributions.py in what they
+compute; the learner recomputes log-likelihoods in its framework.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rlstack.models.catalog import ActionDistSpec
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+class Categorical:
+    """A categorical distribution over ``n`` actions from unnormalised logits ``[B, n]``."""
+
+    def __init__(self, inputs: np.ndarray, spec: ActionDistSpec) -> None:
+        self.logits = inputs
+        self.log_probs = _log_softmax(inputs.astype(np.float64))
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """Draws one action per row (inverse-CDF sampling)."""
+        cdf = np.cumsum(np.exp(self.log_probs), axis=-1)
+        draws = rng.random((cdf.shape[0], 1)) * cdf[:, -1:]
+        return np.minimum((draws >= cdf).sum(axis=-1), cdf.shape[-1] - 1).astype(np.int64)
+
+    def deterministic_sample(self) -> np.ndarray:
+        """The most likely action per row."""
+        return self.logits.argmax(axis=-1).astype(np.int64)
+
+    def logp(self, actions: np.ndarray) -> np.ndarray:
+        """Log-probability of ``actions`` per row."""
+        return np.take_along_axis(self.log_probs, actions[:, None].astype(np.int64), axis=-1)[:, 0].astype(np.float32)
+
+
+class MultiCategorical:
+    """Independent categoricals, one per entry of a MultiDiscrete action."""
+
+    def __init__(self, inputs: np.ndarray, spec: ActionDistSpec) -> None:
+        splits = np.cumsum(spec.nvec)[:-1]
+        self.cats = [Categorical(part, spec) for part in np.split(inputs, splits, axis=-1)]
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """Draws one action vector per row."""
+        return np.stack([cat.sample(rng) for cat in self.cats], axis=-1)
+
+    def deterministic_sample(self) -> np.ndarray:
+        """The most likely action vector per row."""
+        return np.stack([cat.deterministic_sample() for cat in self.cats], axis=-1)
+
+    def logp(self, actions: np.ndarray) -> np.ndarray:
+        """Log-probability of ``actions`` per row."""
+        return sum(cat.logp(actions[:, i]) for i, cat in enumerate(self.cats))
+
+
+class DiagGaussian:
+    """A Gaussian with diagonal covariance; inputs are ``[means, log_stds]``."""
+
+    def __init__(self, inputs: np.ndarray, spec: ActionDistSpec) -> None:
+        self.mean, self.log_std = np.split(inputs, 2, axis=-1)
+        self.std = np.exp(self.log_std)
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """Draws one action per row."""
+        return (self.mean + self.std * rng.standard_normal(self.mean.shape)).astype(np.float32)
+
+    def deterministic_sample(self) -> np.ndarray:
+        """The mean action per row."""
+        return self.mean
+
+    def logp(self, actions: np.ndarray) -> np.ndarray:
+        """Log-density of ``actions`` per row."""
+        actions = actions.reshape(self.mean.shape)
+        return (
+            -0.5 * (((actions - self.mean) / self.std) ** 2).sum(-1)
+            - 0.5 * math.log(2.0 * math.pi) * self.mean.shape[-1]
+            - self.log_std.sum(-1)
+        ).astype(np.float32)
+
+
+DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian}

@@ -1,0 +1,96 @@
+"""NumpyPolicy: an act-only policy for rollout workers, with no framework import.
+
+A rollout worker only needs actions, their log-likelihoods, value estimates and the
+algorithm's (numpy) postprocessing; the learner keeps the framework policy. With
+``rollout_inference="auto"`` (the default) workers use this policy whenever the model is
+built-in and dense and the worker has no GPU; ``"framework"`` keeps the framework policy
+on the workers too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gymnasium as gym
+import numpy as np
+
+from rlstack.errors import RLStackError
+from rlstack.models.catalog import ModelCatalog, initial_weights
+from rlstack.models.numpy.distributions import DISTRIBUTIONS
+from rlstack.models.numpy.model import NumpyModel, supports
+from rlstack.policies.policy import Policy
+from rlstack.sample_batch import SampleBatch
+
+PostprocessFn = Callable[[SampleBatch, dict], SampleBatch]
+
+
+def numpy_inference_applies(observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float) -> bool:
+    """Whether a rollout worker with this config acts with a :class:`NumpyPolicy`."""
+    mode = config.get("rollout_inference", "auto")
+    if mode == "framework":
+        return False
+    model_config = config.get("model", {})
+    eligible = (
+        not model_config.get("custom_model")
+        and not num_gpus
+        and supports(ModelCatalog.get_model_spec(observation_space, action_space, model_config))
+    )
+    if mode == "numpy" and not eligible:
+        raise RLStackError(
+            "rollout_inference='numpy' needs a built-in dense model (no conv layers, no custom_model) and "
+            "no GPU on the workers; use rollout_inference='auto' or 'framework'."
+        )
+    return eligible
+
+
+class NumpyPolicy(Policy):
+    """Acts with the built-in dense model in numpy; cannot learn.
+
+    Args:
+        observation_space: The env's observation space.
+        action_space: The env's action space.
+        config: The trainer's merged config.
+        num_gpus: Must be 0.
+        sampling_seed: Seed of the action-sampling generator.
+        postprocess_fn: The algorithm's trajectory postprocessing, ``fn(batch, config)``.
+    """
+
+    framework = "numpy"
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+        sampling_seed: int | None = None, postprocess_fn: PostprocessFn | None = None,
+    ) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
+        spec = ModelCatalog.get_model_spec(observation_space, action_space, config.get("model", {}))
+        self.model = NumpyModel(spec)
+        self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
+        self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
+        self.sampling_rng = np.random.default_rng(sampling_seed)
+        self.postprocess_fn = postprocess_fn
+
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        explore = self.config.get("explore", True) if explore is None else bool(explore)
+        dist_inputs, values = self.model(np.asarray(obs_batch, dtype=np.float32))
+        dist = self.dist_class(dist_inputs, self.dist_spec)
+        actions = dist.sample(self.sampling_rng) if explore else dist.deterministic_sample()
+        return actions, {
+            SampleBatch.ACTION_LOGP: dist.logp(actions),
+            SampleBatch.ACTION_DIST_INPUTS: dist_inputs.astype(np.float32, copy=False),
+            SampleBatch.VF_PREDS: values.astype(np.float32, copy=False),
+        }
+
+    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        return self.model.value(np.asarray(obs_batch, dtype=np.float32)).astype(np.float32, copy=False)
+
+    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        return self.postprocess_fn(batch, self.config) if self.postprocess_fn is not None else batch
+
+    def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
+        raise RLStackError("NumpyPolicy only acts (on rollout workers); the learner is the framework policy.")
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        return self.model.get_canonical_weights()
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        self.model.set_canonical_weights(weights)
