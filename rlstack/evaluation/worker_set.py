@@ -26,7 +26,8 @@ class WorkerSet:
 
     Args:
         env_spec: The env (name, class or creator).
-        policy_class: The policy class for the configured framework.
+        policy_class: The policy class for the configured framework, or its import path
+            ``"module:Class"`` (then the driver imports it only after starting the workers).
         config: The merged config these workers run with.
         num_workers: Number of remote workers.
         local_env: Give the local worker envs even when there are remote workers.
@@ -38,7 +39,7 @@ class WorkerSet:
     def __init__(
         self,
         env_spec: Any,
-        policy_class: type[Policy],
+        policy_class: type[Policy] | str,
         config: dict,
         num_workers: int,
         local_env: bool = False,
@@ -59,7 +60,7 @@ class WorkerSet:
             # The class travels as an import path: a worker acting in numpy never imports it.
             self._remote_workers = [
                 remote_cls.remote(
-                    env_spec, class_path(policy_class), config, worker_index=i, num_workers=num_workers,
+                    env_spec, policy_class if isinstance(policy_class, str) else class_path(policy_class), config, worker_index=i, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
                     postprocess_fn=postprocess_fn,
                 )

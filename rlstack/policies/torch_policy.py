@@ -24,6 +24,61 @@ from rlstack.utils.schedules import make_schedule
 logger = logging.getLogger(__name__)
 
 
+class Adam:
+    """Adam (Kingma & Ba 2015) over a list of parameters, the twin of tf_policy.Adam.
+
+    ``torch.optim.Adam`` would do, but constructing any ``torch.optim`` optimizer imports
+    torch's compiler stack (``torch._dynamo``, 1-2 s of start-up on these machines). This
+    one calls the same fused kernel (``torch._fused_adam_``) directly, falling back to a
+    plain implementation where the kernel is missing, and keeps its state in the same
+    three slots per parameter: ``step``, ``exp_avg``, ``exp_avg_sq``.
+    """
+
+    def __init__(self, params: list[torch.nn.Parameter], lr: float, eps: float = 1e-8,
+                 beta1: float = 0.9, beta2: float = 0.999) -> None:
+        self.params = list(params)
+        self.lr, self.eps, self.beta1, self.beta2 = float(lr), float(eps), beta1, beta2
+        self.exp_avgs = [torch.zeros_like(p) for p in self.params]
+        self.exp_avg_sqs = [torch.zeros_like(p) for p in self.params]
+        self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in self.params]
+        self._fused = hasattr(torch, "_fused_adam_")
+
+    def zero_grad(self) -> None:
+        """Drops the parameters' gradients."""
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """Applies one update from the parameters' ``.grad``."""
+        params = [p for p in self.params if p.grad is not None]
+        if len(params) != len(self.params):
+            raise RuntimeError("Every parameter needs a gradient before Adam.step(); is one unused by the loss?")
+        grads = [p.grad for p in params]
+        torch._foreach_add_(self.steps, 1.0)
+        if self._fused:
+            torch._fused_adam_(params, grads, self.exp_avgs, self.exp_avg_sqs, [], self.steps, lr=self.lr,
+                               beta1=self.beta1, beta2=self.beta2, weight_decay=0.0, eps=self.eps, amsgrad=False,
+                               maximize=False)
+            return
+        for p, g, m, v, step in zip(params, grads, self.exp_avgs, self.exp_avg_sqs, self.steps):
+            m.mul_(self.beta1).add_(g, alpha=1.0 - self.beta1)
+            v.mul_(self.beta2).addcmul_(g, g, value=1.0 - self.beta2)
+            correction1 = 1.0 - self.beta1 ** float(step)
+            correction2 = 1.0 - self.beta2 ** float(step)
+            denom = (v.sqrt() / correction2**0.5).add_(self.eps)
+            p.addcdiv_(m, denom, value=-self.lr / correction1)
+
+
+def clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
+    """Scales gradients so their global norm is at most ``max_norm``; returns the norm
+    before clipping (torch.nn.utils.clip_grad_norm_'s formula)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+    return norm
+
+
 def pick_device(num_gpus: float) -> torch.device:
     """``cuda:0`` when GPUs are asked for and visible, else the CPU (with a warning)."""
     if num_gpus and num_gpus > 0:
@@ -80,9 +135,8 @@ class TorchPolicy(Policy):
         self.model.to(self.device)
         self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
         self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
-        self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=self.lr_schedule.value(0), eps=config.get("adam_epsilon", 1e-8)
-        )
+        self.optimizer = Adam(list(self.model.parameters()), lr=self.lr_schedule.value(0),
+                              eps=config.get("adam_epsilon", 1e-8))
         self._rng = np.random.default_rng(config.get("seed"))
 
     # ----- acting -----------------------------------------------------------------
@@ -144,22 +198,21 @@ class TorchPolicy(Policy):
                 index = order[start : start + minibatch_size]
                 minibatch = {key: value[index] for key, value in tensors.items()}
                 loss, stats = self.loss(minibatch)
-                self.optimizer.zero_grad(set_to_none=True)
+                self.optimizer.zero_grad()
                 loss.backward()
                 if grad_clip is not None:
-                    stats["grad_gnorm"] = torch.nn.utils.clip_grad_norm_(self.model.parameters(), grad_clip)
+                    stats["grad_gnorm"] = clip_grad_norm(self.optimizer.params, grad_clip)
                 self.optimizer.step()
                 epoch_stats.append({key: value.detach() for key, value in stats.items()})
         self.model.eval()
         mean_stats = {key: float(torch.stack([s[key] for s in epoch_stats]).float().mean()) for key in epoch_stats[0]}
-        mean_stats["cur_lr"] = self.optimizer.param_groups[0]["lr"]
+        mean_stats["cur_lr"] = self.optimizer.lr
         mean_stats.update(self.after_learn(mean_stats))
         return mean_stats
 
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.lr_schedule.value(global_timestep)
+        self.optimizer.lr = float(self.lr_schedule.value(global_timestep))
 
     # ----- weights and state ------------------------------------------------------
 
@@ -176,28 +229,26 @@ class TorchPolicy(Policy):
 
     def get_state(self) -> PolicyState:
         state = super().get_state()
-        optimizer_state = self.optimizer.state_dict()["state"]
-        for index, slots in optimizer_state.items():
-            for slot, value in slots.items():
-                state[f"optimizer/{index}/{slot}"] = torch.as_tensor(value).detach().cpu().numpy()
+        opt = self.optimizer
+        for i, (step, m, v) in enumerate(zip(opt.steps, opt.exp_avgs, opt.exp_avg_sqs)):
+            state[f"optimizer/{i}/step"] = step.cpu().numpy()
+            state[f"optimizer/{i}/exp_avg"] = m.cpu().numpy()
+            state[f"optimizer/{i}/exp_avg_sq"] = v.cpu().numpy()
         state["minibatch_rng"] = encode_json(self._rng.bit_generator.state)
         state["sampling_rng"] = self.sampling_generator.get_state().numpy()
         return state
 
     def set_state(self, state: PolicyState) -> None:
         super().set_state(state)
-        slots: dict[int, dict[str, torch.Tensor]] = {}
-        for key, value in state.items():
-            if key.startswith("optimizer/"):
-                _, index, slot = key.split("/")
-                tensor = torch.from_numpy(np.array(value))
-                slots.setdefault(int(index), {})[slot] = tensor if slot == "step" else tensor.to(self.device)
+        opt = self.optimizer
+        if "optimizer/0/step" in state:
+            with torch.no_grad():
+                for i, (step, m, v) in enumerate(zip(opt.steps, opt.exp_avgs, opt.exp_avg_sqs)):
+                    step.copy_(torch.from_numpy(np.array(state[f"optimizer/{i}/step"], dtype=np.float32)))
+                    m.copy_(torch.from_numpy(np.array(state[f"optimizer/{i}/exp_avg"], dtype=np.float32)))
+                    v.copy_(torch.from_numpy(np.array(state[f"optimizer/{i}/exp_avg_sq"], dtype=np.float32)))
         if "minibatch_rng" in state:
             self._rng.bit_generator.state = decode_json(state["minibatch_rng"])
         if "sampling_rng" in state:
             self.sampling_generator.set_state(torch.from_numpy(np.array(state["sampling_rng"], dtype=np.uint8)))
-        if slots:
-            current = self.optimizer.state_dict()
-            current["state"] = slots
-            self.optimizer.load_state_dict(current)
         self.on_global_var_update(self.global_timestep)

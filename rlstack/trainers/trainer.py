@@ -10,6 +10,7 @@ subclass supplies ``_name``, ``_default_config``, ``validate_config``,
 from __future__ import annotations
 
 import copy
+import importlib
 import logging
 import math
 import os
@@ -35,6 +36,7 @@ from rlstack.trainers.config import (
     merge_config,
     validate_common_config,
 )
+from rlstack.utils.framework import check_installed
 from rlstack.utils.seeding import seed_everything
 from rlstack.utils.timers import TimerStat
 
@@ -116,9 +118,18 @@ class Trainer(tune.Trainable):
     def validate_config(cls, config: dict[str, Any]) -> None:
         """Checks the algorithm's own keys (override in subclasses)."""
 
-    def get_default_policy_class(self, config: dict[str, Any]) -> type[Policy]:
-        """The policy class for ``config["framework"]``; imports that framework only."""
+    def get_policy_class_path(self, config: dict[str, Any]) -> str:
+        """``"module:Class"`` of the policy class for ``config["framework"]``.
+
+        A path rather than the class, so that rollout workers acting in numpy never import
+        the framework, and the driver imports it while the workers start.
+        """
         raise NotImplementedError
+
+    def get_default_policy_class(self, config: dict[str, Any]) -> type[Policy]:
+        """The policy class for ``config["framework"]`` (imports that framework only)."""
+        module_name, class_name = self.get_policy_class_path(config).split(":")
+        return getattr(importlib.import_module(module_name), class_name)
 
     def training_step(self) -> dict[str, Any]:
         """One round of sampling and learning; returns learner stats by policy id."""
@@ -135,12 +146,17 @@ class Trainer(tune.Trainable):
                 f"No env given to {self._name}: pass {type(self).__name__}(config, env='CartPole-v1') "
                 "or set config['env']."
             )
-        self.policy_class = self.get_default_policy_class(self.config)
+        check_installed(self.config["framework"])
+        policy_class_path = self.get_policy_class_path(self.config)
         seed_everything(self.config["seed"])
         if self.config["num_workers"] > 0 or self.config["evaluation_num_workers"] > 0:
             ensure_ray(self.config)
-        self.workers = WorkerSet(self.config["env"], self.policy_class, self.config, self.config["num_workers"],
+        # The worker set starts the remote workers first and then builds the driver's
+        # policy, so the framework import here overlaps the workers' start-up.
+        self.workers = WorkerSet(self.config["env"], policy_class_path, self.config, self.config["num_workers"],
                                  postprocess_fn=type(self).postprocess_fn)
+        self.policy_class = type(self.learner_policy)
+        seed_everything(self.config["seed"])  # the framework may have been imported just now
         self.evaluation_workers: WorkerSet | None = None
         self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "episodes_total": 0}
         self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])

@@ -7,6 +7,7 @@ framework never imports the other (DESIGN.md, "Framework isolation").
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from types import ModuleType
 
@@ -36,6 +37,25 @@ def check_framework(framework: str) -> str:
             "Set config['framework'] to one of them."
         )
     return framework
+
+
+def check_installed(framework: str) -> None:
+    """Raises an ImportError with the install command if ``framework`` is missing,
+    without importing it (so the check costs microseconds, not seconds).
+
+    Raises:
+        FrameworkNotInstalledError: If the framework's package cannot be found.
+    """
+    module = "torch" if framework == "torch" else "tensorflow"
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ValueError:  # a module set to None in sys.modules
+        found = False
+    if not found:
+        name = "PyTorch" if framework == "torch" else "TensorFlow"
+        raise FrameworkNotInstalledError(
+            f"framework={framework!r} needs {name}, which is not installed: {_INSTALL_HINT[framework]}"
+        )
 
 
 def import_torch() -> ModuleType:

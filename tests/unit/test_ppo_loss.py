@@ -242,7 +242,7 @@ def test_learn_on_batch_adapts_kl_coeff(framework):
 
 
 def _optimizer_lr(framework, policy):
-    return policy.optimizer.param_groups[0]["lr"] if framework == "torch" else float(policy.lr.numpy())
+    return policy.optimizer.lr if framework == "torch" else float(policy.lr.numpy())
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

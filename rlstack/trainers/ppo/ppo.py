@@ -12,12 +12,10 @@ from typing import Any
 
 from rlstack.errors import ConfigError
 from rlstack.evaluation.worker_set import synchronous_parallel_sample
-from rlstack.policies.policy import Policy
 from rlstack.policies.postprocessing import postprocess_advantages, standardize
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
-from rlstack.utils.framework import import_tf, import_torch
 
 # Classic RLlib 1.x PPO defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
@@ -108,16 +106,10 @@ class PPOTrainer(Trainer):
         if config["use_gae"] and not config["use_critic"]:
             raise ConfigError("use_gae=True needs use_critic=True (GAE uses the value function); set use_gae=False.")
 
-    def get_default_policy_class(self, config: dict[str, Any]) -> type[Policy]:
+    def get_policy_class_path(self, config: dict[str, Any]) -> str:
         if config["framework"] == "torch":
-            import_torch()  # a missing torch is an ImportError that says what to install
-            from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy
-
-            return PPOTorchPolicy
-        import_tf()
-        from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy
-
-        return PPOTFPolicy
+            return "rlstack.trainers.ppo.ppo_torch_policy:PPOTorchPolicy"
+        return "rlstack.trainers.ppo.ppo_tf_policy:PPOTFPolicy"
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
