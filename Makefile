@@ -31,8 +31,13 @@ test-unit: $(VENV)/.installed
 test-learning: $(VENV)/.installed
 	$(PY) -m pytest tests/learning -q -p no:cacheprovider
 
+# Each script prints one JSON line; BENCHMARKS.md records them with their commands.
 bench: $(VENV)/.installed-bench
-	$(PY) bench/ppo_cartpole.py
+	$(PY) bench/ppo_cartpole.py --compare --runs 3
+	$(PY) bench/sampling.py
+	$(PY) bench/learner.py
+	$(PY) bench/startup.py
+	$(PY) bench/scaling.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

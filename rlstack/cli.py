@@ -1,8 +1,10 @@
-"""The ``rlstack`` command line: ``rlstack train`` (and ``python -m rlstack train``).
+"""The ``rlstack`` command line (also ``python -m rlstack``).
 
-``rlstack train`` builds a trainer from flags or from a classic RLlib-style YAML file,
-trains until a stop criterion holds, prints one line per iteration and a summary table
-at the end, and saves a final checkpoint.
+* ``rlstack train``: run experiments on Ray Tune, from flags or a classic RLlib YAML file;
+  live progress from Tune, then a table of the trials.
+* ``rlstack rollout CHECKPOINT``: play episodes with a trained policy; optionally render,
+  record mp4 videos, or save the transitions as an ``.npz`` file.
+* ``rlstack ls``: the registered algorithms and the envs rlstack knows by name.
 """
 
 from __future__ import annotations
@@ -10,14 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
-import time
 from typing import Any
 
 from rlstack.errors import ConfigError, RLStackError
-
-# Keys of one experiment in a YAML file that `rlstack train` understands.
-EXPERIMENT_KEYS = ("env", "run", "stop", "config", "checkpoint_at_end")
 
 
 def _parse_json(text: str, flag: str) -> dict[str, Any]:
@@ -30,109 +29,132 @@ def _parse_json(text: str, flag: str) -> dict[str, Any]:
     return value
 
 
-def load_experiments(path: str) -> dict[str, dict[str, Any]]:
-    """Reads a YAML file of experiments (``name: {env, run, stop, config}``).
+def _init_ray(args: argparse.Namespace, experiments: dict[str, dict[str, Any]]) -> None:
+    import ray
 
-    Raises:
-        ConfigError: For an unreadable file or an unknown experiment key.
-    """
-    import yaml
-
-    try:
-        with open(path) as f:
-            experiments = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"Cannot read experiment file {path!r}: {exc}") from exc
-    if not isinstance(experiments, dict) or not experiments:
-        raise ConfigError(f"{path!r} must map experiment names to {{run, env, stop, config}}.")
-    for name, spec in experiments.items():
-        if not isinstance(spec, dict):
-            raise ConfigError(f"Experiment {name!r} in {path!r} must be a mapping, got {type(spec).__name__}.")
-        for key in spec:
-            if key not in EXPERIMENT_KEYS:
-                raise ConfigError(
-                    f"Experiment key {key!r} in {path!r} is not supported by `rlstack train` yet; "
-                    f"supported: {', '.join(EXPERIMENT_KEYS)}."
-                )
-    return experiments
-
-
-def stop_reached(result: dict[str, Any], stop: dict[str, Any]) -> bool:
-    """True when any ``stop`` criterion holds (Tune's semantics: result[key] >= value)."""
-    for key, bound in stop.items():
-        value = result.get(key)
-        if value is not None and not (isinstance(value, float) and math.isnan(value)) and value >= bound:
-            return True
-    return False
-
-
-def run_experiment(name: str, spec: dict[str, Any], framework: str | None = None, verbose: bool = True) -> dict[str, Any]:
-    """Trains one experiment until its stop criterion; returns a summary row.
-
-    Args:
-        name: Experiment name (for printing).
-        spec: ``{"run", "env", "stop", "config", "checkpoint_at_end"}``.
-        framework: Overrides ``config["framework"]`` when given.
-        verbose: Print a line per iteration.
-    """
+    from rlstack.experiments import needed_cpus
     from rlstack.trainers.registry import get_trainer_class
 
-    trainer_class = get_trainer_class(spec.get("run", "PPO"))
-    config = dict(spec.get("config") or {})
-    if framework:
-        config["framework"] = framework
-    stop = dict(spec.get("stop") or {"training_iteration": 10})
-    start = time.time()
-    trainer = trainer_class(config, spec.get("env") or config.get("env"))
-    result: dict[str, Any] = {}
-    try:
-        while True:
-            result = trainer.train()
-            if verbose:
-                print(
-                    f"[{name}] iter {result['training_iteration']:4d}  steps {result['timesteps_total']:8d}  "
-                    f"reward {result['episode_reward_mean']:8.2f}  len {result['episode_len_mean']:7.1f}  "
-                    f"time {result['time_total_s']:7.1f}s",
-                    flush=True,
-                )
-            if stop_reached(result, stop):
-                break
-        checkpoint = trainer.save() if spec.get("checkpoint_at_end", True) else None
-    finally:
-        trainer.stop()
-    return {
-        "experiment": name,
-        "algorithm": trainer_class._name,
-        "env": str(spec.get("env")),
-        "framework": trainer.config["framework"],
-        "iterations": result.get("training_iteration"),
-        "timesteps": result.get("timesteps_total"),
-        "reward_mean": round(float(result.get("episode_reward_mean", float("nan"))), 2),
-        "wall_s": round(time.time() - start, 1),
-        "checkpoint": checkpoint,
-    }
+    if ray.is_initialized():
+        return
+    address = args.ray_address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address)
+        return
+    # A trial asks for the driver's CPU plus one per worker; on a small machine that can
+    # exceed its cores, and the trial would wait forever. Rollout workers of small envs
+    # share cores well, so give the local Ray enough logical CPUs for one trial.
+    needed = max(needed_cpus(get_trainer_class(spec["run"]), {**(spec.get("config") or {})})
+                 for spec in experiments.values())
+    num_cpus = args.ray_num_cpus or max(os.cpu_count() or 1, math.ceil(needed))
+    ray.init(address="local", num_cpus=num_cpus, num_gpus=args.ray_num_gpus, include_dashboard=False)
 
 
 def _train(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
+    from rlstack.experiments import load_experiments, run_experiments, validate_experiments
+
     if args.config_file:
         experiments = load_experiments(args.config_file)
     else:
-        experiments = {
-            "default": {
-                "run": args.run,
-                "env": args.env,
-                "stop": _parse_json(args.stop, "--stop"),
-                "config": _parse_json(args.config, "--config"),
-            }
+        spec: dict[str, Any] = {
+            "run": args.run,
+            "env": args.env,
+            "stop": _parse_json(args.stop, "--stop"),
+            "config": _parse_json(args.config, "--config"),
         }
-    if args.num_workers is not None:
-        for spec in experiments.values():
-            spec.setdefault("config", {})["num_workers"] = args.num_workers
-    rows = [run_experiment(name, spec, framework=args.framework) for name, spec in experiments.items()]
+        experiments = {"default": spec}
+    for spec in experiments.values():
+        config = spec.setdefault("config", {})
+        if args.num_workers is not None:
+            config["num_workers"] = args.num_workers
+        for flag, key in (("num_samples", "num_samples"), ("checkpoint_freq", "checkpoint_freq"),
+                          ("keep_checkpoints_num", "keep_checkpoints_num"), ("restore", "restore")):
+            if getattr(args, flag) is not None:
+                spec[key] = getattr(args, flag)
+        if args.checkpoint_at_end:
+            spec["checkpoint_at_end"] = True
+        spec.setdefault("checkpoint_at_end", True)
+    validate_experiments(experiments, framework=args.framework)  # before Ray starts
+    _init_ray(args, experiments)
+    rows = run_experiments(experiments, framework=args.framework, verbose=1 + args.verbose,
+                           resume=args.resume, storage_path=args.storage_path or args.local_dir)
     print()
     print(tabulate(rows, headers="keys", tablefmt="github"))
+    return 1 if any(row["status"] == "ERROR" for row in rows) else 0
+
+
+def _rollout(args: argparse.Namespace) -> int:
+    import gymnasium as gym
+    import numpy as np
+
+    from rlstack.env.env_context import EnvContext
+    from rlstack.env.registry import make_env
+    from rlstack.trainers import checkpoint as ckpt
+    from rlstack.trainers.registry import get_trainer_class
+
+    metadata, _ = ckpt.read_checkpoint(args.checkpoint)
+    trainer_class = get_trainer_class(metadata["algorithm"])
+    env_name = args.env or metadata["config"].get("env")
+    trainer = trainer_class.from_checkpoint(
+        args.checkpoint, env=args.env,
+        config_overrides={"num_workers": 0, "evaluation_num_workers": 0, "evaluation_interval": None},
+    )
+    env_config = dict(metadata["config"].get("env_config") or {})
+    render_mode = "rgb_array" if args.video_dir else ("human" if args.render else None)
+    if isinstance(env_name, str) and env_name in gym.registry and render_mode:
+        env = gym.make(env_name, render_mode=render_mode, **env_config)
+    else:
+        env = make_env(env_name, EnvContext(env_config))
+    if args.video_dir:
+        try:
+            env = gym.wrappers.RecordVideo(env, args.video_dir, episode_trigger=lambda _: True, disable_logger=True)
+        except gym.error.DependencyNotInstalled as exc:
+            raise RLStackError(f"--video-dir needs moviepy to write mp4 files: pip install moviepy ({exc})") from exc
+    columns: dict[str, list] = {"obs": [], "actions": [], "rewards": [], "terminateds": [], "truncateds": []}
+    returns = []
+    steps = 0
+    episode = 0
+    try:
+        while episode < args.episodes and (args.steps is None or steps < args.steps):
+            obs, _ = env.reset(seed=None if args.seed is None else args.seed + episode)
+            total, done = 0.0, False
+            while not done and (args.steps is None or steps < args.steps):
+                action = trainer.compute_single_action(obs, explore=args.explore)
+                next_obs, reward, terminated, truncated, _ = env.step(action)
+                if args.out:
+                    for key, value in zip(columns, (obs, action, reward, terminated, truncated)):
+                        columns[key].append(value)
+                total += float(reward)
+                steps += 1
+                done = terminated or truncated
+                obs = next_obs
+            episode += 1
+            returns.append(total)
+            print(f"episode {episode}: return {total:.2f}", flush=True)
+    finally:
+        env.close()
+        trainer.stop()
+    if args.out:
+        np.savez(args.out, **{key: np.asarray(value) for key, value in columns.items()})
+        print(f"saved {steps} transitions to {args.out}")
+    if returns:
+        print(f"{len(returns)} episodes, {steps} steps, mean return {sum(returns) / len(returns):.2f}")
+    return 0
+
+
+def _ls(args: argparse.Namespace) -> int:
+    import gymnasium as gym
+
+    from rlstack.env.registry import registered_envs
+    from rlstack.trainers.registry import ALGORITHMS
+
+    print("algorithms: " + ", ".join(sorted(ALGORITHMS)))
+    custom = sorted(registered_envs())
+    print("registered envs: " + (", ".join(custom) if custom else "(none in this process; see rlstack.register_env)"))
+    ids = sorted(gym.registry)
+    print(f"gymnasium envs ({len(ids)}): " + ", ".join(ids))
     return 0
 
 
@@ -140,7 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``rlstack`` command."""
     parser = argparse.ArgumentParser(prog="rlstack", description="Train reinforcement-learning agents on Ray.")
     commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser("train", help="train an algorithm until a stop criterion holds")
+
+    train = commands.add_parser("train", help="train on Ray Tune until a stop criterion holds")
     train.add_argument("--run", default="PPO", help="algorithm name (default: PPO)")
     train.add_argument("--env", default="CartPole-v1", help="env id or registered name (default: CartPole-v1)")
     train.add_argument("--stop", default='{"episode_reward_mean": 150, "timesteps_total": 100000}',
@@ -149,7 +172,34 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("-f", "--config-file", help="YAML file of experiments (classic RLlib format)")
     train.add_argument("--framework", choices=["torch", "tf", "tf2"], help="override the config's framework")
     train.add_argument("--num-workers", type=int, help="override the config's num_workers")
+    train.add_argument("--num-samples", type=int, help="trials per experiment (samples of the search space)")
+    train.add_argument("--checkpoint-freq", type=int, help="checkpoint every N iterations")
+    train.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when a trial ends (default on)")
+    train.add_argument("--keep-checkpoints-num", type=int, help="keep only the N latest checkpoints per trial")
+    train.add_argument("--restore", help="start the trials from this checkpoint")
+    train.add_argument("--resume", action="store_true", help="resume an interrupted experiment of the same name")
+    train.add_argument("--storage-path", help="where results go (default ~/ray_results)")
+    train.add_argument("--local-dir", help="old name of --storage-path")
+    train.add_argument("--ray-address", help="connect to this Ray cluster (e.g. auto) instead of starting one")
+    train.add_argument("--ray-num-cpus", type=int, help="CPUs of the local Ray (default: enough for one trial)")
+    train.add_argument("--ray-num-gpus", type=int, help="GPUs of the local Ray")
+    train.add_argument("-v", "--verbose", action="count", default=0, help="-v: results as they come; -vv: more")
     train.set_defaults(func=_train)
+
+    rollout = commands.add_parser("rollout", help="play episodes with a trained policy")
+    rollout.add_argument("checkpoint", help="a checkpoint directory written by an rlstack trainer")
+    rollout.add_argument("--episodes", type=int, default=10, help="episodes to play (default 10)")
+    rollout.add_argument("--steps", type=int, help="stop after this many steps in total")
+    rollout.add_argument("--env", help="env to play in (default: the checkpoint's)")
+    rollout.add_argument("--render", action="store_true", help="render on screen (render_mode='human')")
+    rollout.add_argument("--video-dir", help="record an mp4 per episode into this directory")
+    rollout.add_argument("--out", help="save the transitions to this .npz file")
+    rollout.add_argument("--explore", action="store_true", help="sample actions instead of the greedy ones")
+    rollout.add_argument("--seed", type=int, help="seed of the first episode's reset (episode i: seed + i)")
+    rollout.set_defaults(func=_rollout)
+
+    ls = commands.add_parser("ls", help="list the algorithms and the envs known by name")
+    ls.set_defaults(func=_ls)
     return parser
 
 

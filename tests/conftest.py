@@ -23,8 +23,14 @@ def ray_local():
     ray.shutdown()
 
 
-@pytest.fixture
-def tmp_logdir(tmp_path, monkeypatch):
-    """Runs the test with Ray Tune's default results dir under tmp_path."""
-    monkeypatch.setenv("TUNE_RESULT_DIR", str(tmp_path / "ray_results"))
-    return tmp_path
+@pytest.fixture(autouse=True)
+def _results_in_tmp(tmp_path_factory, monkeypatch):
+    """Standalone trainers write their logs under a temporary directory, not ~/ray_results."""
+    monkeypatch.setenv("RLSTACK_RESULTS_DIR", str(tmp_path_factory.mktemp("ray_results")))
+
+
+@pytest.fixture(params=["torch", "tf"])
+def framework(request):
+    """Runs a test once per framework (skipping one that is not installed)."""
+    pytest.importorskip("torch" if request.param == "torch" else "tensorflow")
+    return request.param

@@ -8,6 +8,8 @@ from typing import Any, Union
 
 import gymnasium as gym
 
+import logging
+
 from rlstack.env.env_context import EnvContext
 from rlstack.env.legacy import LegacyEnvAdapter, is_legacy_env
 from rlstack.errors import EnvError, did_you_mean
@@ -16,6 +18,7 @@ EnvCreator = Callable[[EnvContext], Any]
 EnvSpec = Union[str, type, EnvCreator]
 
 _REGISTRY: dict[str, EnvCreator] = {}
+logger = logging.getLogger(__name__)
 
 
 def register_env(name: str, env_creator: EnvCreator) -> None:
@@ -25,8 +28,9 @@ def register_env(name: str, env_creator: EnvCreator) -> None:
     ``worker_index``, ``vector_index`` and ``num_workers``) and returns a gymnasium env
     (or an old gym-style env, which is adapted).
 
-    Registration is per process: rollout workers receive the registry with the trainer,
-    so register before building the trainer.
+    The creator is also registered with Ray Tune's global registry, which Ray makes
+    available to every process of the cluster, so Tune trials and rollout workers find it
+    too. Register before building the trainer or starting the Tune run.
 
     Args:
         name: The name to use in ``config["env"]``.
@@ -38,6 +42,31 @@ def register_env(name: str, env_creator: EnvCreator) -> None:
     if not callable(env_creator):
         raise TypeError(f"register_env({name!r}, ...) needs a callable creator, got {type(env_creator).__name__}.")
     _REGISTRY[name] = env_creator
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    try:
+        _global_registry.register(ENV_CREATOR, name, env_creator)
+    except Exception as exc:  # noqa: BLE001 - e.g. a creator that cannot be pickled
+        logger.warning("Env %r is registered in this process only (Tune trials will not find it): %s", name, exc)
+
+
+def _from_tune_registry(name: str) -> EnvCreator | None:
+    # Only consulted for names this process does not know: importing Tune is not free.
+    import sys
+
+    if "ray.tune" not in sys.modules:
+        import ray
+
+        if not ray.is_initialized():
+            return None
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    try:
+        if _global_registry.contains(ENV_CREATOR, name):
+            return _global_registry.get(ENV_CREATOR, name)
+    except Exception:  # noqa: BLE001 - no Ray / GCS reachable: treat as unknown
+        return None
+    return None
 
 
 def registered_envs() -> dict[str, EnvCreator]:
@@ -71,8 +100,9 @@ def make_env(spec: EnvSpec, context: EnvContext) -> gym.Env:
     if spec is None:
         raise EnvError("No env given: pass PPOTrainer(config, env='CartPole-v1') or set config['env'].")
     if isinstance(spec, str):
-        if spec in _REGISTRY:
-            env = _REGISTRY[spec](context)
+        creator = _REGISTRY.get(spec) or (None if spec in gym.registry else _from_tune_registry(spec))
+        if creator is not None:
+            env = creator(context)
         elif spec in gym.registry:
             try:
                 env = gym.make(spec, **dict(context))

@@ -147,6 +147,13 @@ class RolloutWorker:
         """Returns ``func(self, *args)`` (how ``WorkerSet.foreach_worker`` reaches actors)."""
         return func(self, *args)
 
+    def update_config(self, config: dict) -> None:
+        """Takes a new config with changed hyper-parameters (see Trainer.reset_config)."""
+        self.config = config
+        self.policy.update_config(config)
+        if self.sampling_policy is not self.policy:
+            self.sampling_policy.update_config(config)
+
     def get_spaces(self) -> tuple[gym.Space, gym.Space]:
         """The env's observation and action spaces."""
         return self.observation_space, self.action_space

@@ -25,6 +25,7 @@ Network shape (classic RLlib semantics):
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -335,6 +336,14 @@ class ModelCatalog:
             model_class: The model class.
         """
         cls._custom_models[name] = model_class
+        # Also into Ray Tune's global registry, which every process of the cluster sees.
+        from ray.tune.registry import RLLIB_MODEL, _global_registry
+
+        try:
+            _global_registry.register(RLLIB_MODEL, name, model_class)
+        except Exception as exc:  # noqa: BLE001 - e.g. a class that cannot be pickled
+            logging.getLogger(__name__).warning(
+                "Custom model %r is registered in this process only (Tune trials will not find it): %s", name, exc)
 
     @classmethod
     def registered_models(cls) -> dict[str, type]:
@@ -354,6 +363,10 @@ class ModelCatalog:
             ConfigError: If no model of that name was registered.
         """
         if name not in cls._custom_models:
+            found = _from_tune_registry(name)
+            if found is not None:
+                cls._custom_models[name] = found
+                return found
             raise ConfigError(
                 f"Unknown custom_model {name!r}{did_you_mean(name, cls._custom_models)} Register it "
                 "first with ModelCatalog.register_custom_model(name, cls) (registered: "
@@ -378,6 +391,22 @@ class ModelCatalog:
         value_out = LayerSpec("value_out", "dense", (value_in, 1), init_std=0.01)
         return ModelSpec(preprocessor.size, encoder, vf_encoder, logits, value_out,
                          bool(config["free_log_std"]), dist.action_dim, config)
+
+
+def _from_tune_registry(name: str) -> type | None:
+    import sys
+
+    if "ray.tune" not in sys.modules:
+        import ray
+
+        if not ray.is_initialized():
+            return None
+    from ray.tune.registry import RLLIB_MODEL, _global_registry
+
+    try:
+        return _global_registry.get(RLLIB_MODEL, name) if _global_registry.contains(RLLIB_MODEL, name) else None
+    except Exception:  # noqa: BLE001 - no Ray / GCS reachable: treat as unknown
+        return None
 
 
 def initial_weights(spec: ModelSpec, seed: int | None) -> dict[str, np.ndarray]:

@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlstack.models.catalog import action_dist_spec
+from rlstack.models.catalog import ModelCatalog, action_dist_spec
 from rlstack.models.preprocessors import Preprocessor
 from rlstack.sample_batch import SampleBatch
 
@@ -64,6 +64,16 @@ class Policy(ABC):
         self.dist_spec = action_dist_spec(action_space, config.get("model"))
         self.global_timestep = 0
 
+    def make_custom_model(self) -> Any:
+        """Builds ``config["model"]["custom_model"]`` per the custom-model contract
+        (see ``ModelCatalog.register_custom_model``), or returns None without one."""
+        model_config = self.config.get("model", {})
+        if not model_config.get("custom_model"):
+            return None
+        model_class = ModelCatalog.get_custom_model(model_config["custom_model"])
+        return model_class(self.observation_space, self.action_space, self.dist_spec.num_outputs, model_config,
+                           "model", **model_config.get("custom_model_config", {}))
+
     @abstractmethod
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Chooses actions for a batch of preprocessed observations.
@@ -102,6 +112,11 @@ class Policy(ABC):
     @abstractmethod
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads weights from :meth:`get_weights` (of either framework, for built-in models)."""
+
+    def update_config(self, config: dict) -> None:
+        """Takes a new config with changed learning hyper-parameters (Tune's PBT)."""
+        self.config = config
+        self.on_global_var_update(self.global_timestep)
 
     def on_global_var_update(self, global_timestep: int) -> None:
         """Moves schedules (learning rate, entropy coefficient) to ``global_timestep``."""

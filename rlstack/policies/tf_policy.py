@@ -96,12 +96,9 @@ class TFPolicy(Policy):
                 logger.warning("num_gpus=%s but TensorFlow sees no GPU; the policy runs on the CPU.", num_gpus)
         model_config = config.get("model", {})
         with tf.device(self.device):
-            if model_config.get("custom_model"):
-                model_class = ModelCatalog.get_custom_model(model_config["custom_model"])
-                self.model = model_class(
-                    observation_space, action_space, self.dist_spec.num_outputs, model_config, "model",
-                    **model_config.get("custom_model_config", {}),
-                )
+            custom = self.make_custom_model()
+            if custom is not None:
+                self.model = custom
                 self.builtin_model = False
                 # Keras-style models create their variables on the first call.
                 self.model(tf.zeros([1, self.preprocessor.size], tf.float32))
@@ -207,6 +204,11 @@ class TFPolicy(Policy):
         mean_stats["cur_lr"] = float(self.lr.numpy())
         mean_stats.update(self.after_learn(mean_stats))
         return mean_stats
+
+    def update_config(self, config: dict) -> None:
+        self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
+        self._train_fn = None  # constants such as clip_param are baked into the traced step
+        super().update_config(config)
 
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)

@@ -120,12 +120,9 @@ class TorchPolicy(Policy):
         else:
             self.sampling_generator.manual_seed(int(sampling_seed))
         model_config = config.get("model", {})
-        if model_config.get("custom_model"):
-            model_class = ModelCatalog.get_custom_model(model_config["custom_model"])
-            self.model = model_class(
-                observation_space, action_space, self.dist_spec.num_outputs, model_config, "model",
-                **model_config.get("custom_model_config", {}),
-            )
+        custom = self.make_custom_model()
+        if custom is not None:
+            self.model = custom
             self.builtin_model = False
         else:
             spec = ModelCatalog.get_model_spec(observation_space, action_space, model_config)
@@ -209,6 +206,10 @@ class TorchPolicy(Policy):
         mean_stats["cur_lr"] = self.optimizer.lr
         mean_stats.update(self.after_learn(mean_stats))
         return mean_stats
+
+    def update_config(self, config: dict) -> None:
+        self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
+        super().update_config(config)
 
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)

@@ -12,6 +12,12 @@ ALGORITHMS: dict[str, str] = {
 }
 
 
+def register_with_tune() -> None:
+    """Imports every trainer, which registers its name with Ray Tune (``tune.Tuner("PPO")``)."""
+    for name in ALGORITHMS:
+        get_trainer_class(name)
+
+
 def get_trainer_class(name: str) -> type:
     """Returns the trainer class registered under ``name`` (e.g. ``"PPO"``).
 

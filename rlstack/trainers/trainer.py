@@ -14,6 +14,7 @@ import importlib
 import logging
 import math
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from rlstack.evaluation.metrics import EpisodeWindow, summarize_episodes
 from rlstack.evaluation.worker_set import WorkerSet
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
+from rlstack.trainers.result_logger import ResultLogger
 from rlstack.trainers.config import (
     COMMON_CONFIG,
     evaluation_config_of,
@@ -95,6 +97,18 @@ class Trainer(tune.Trainable):
             config["env"] = env
         super().__init__(config=config, **kwargs)
 
+    def _setup_logdir(self) -> None:
+        """Outside Tune: ``~/ray_results/<ALGO>_<env>_<date>_<random>`` (classic RLlib's
+        layout; ``RLSTACK_RESULTS_DIR`` moves the root). Under Tune: the trial directory."""
+        if self._storage is not None:
+            super()._setup_logdir()
+            return
+        root = os.path.expanduser(os.environ.get("RLSTACK_RESULTS_DIR", "~/ray_results"))
+        os.makedirs(root, exist_ok=True)
+        env = "".join(c if c.isalnum() or c in "-_." else "_" for c in env_spec_name(self.config.get("env")))
+        prefix = f"{self._name}_{env}_{time.strftime('%Y-%m-%d_%H-%M-%S')}_"
+        self._logdir = tempfile.mkdtemp(prefix=prefix, dir=root)
+
     # ----- the algorithm's part -------------------------------------------------------
 
     @classmethod
@@ -138,6 +152,10 @@ class Trainer(tune.Trainable):
     # ----- set-up ---------------------------------------------------------------------
 
     def setup(self, config: dict[str, Any]) -> None:
+        if self._storage is not None and os.environ.get("TUNE_ORIG_WORKING_DIR"):
+            # Tune moves each trial into its own directory; relative paths in configs
+            # (env files, checkpoints to restore) are meant from where the user started.
+            os.chdir(os.environ["TUNE_ORIG_WORKING_DIR"])
         self.config = self.merge_and_validate(config)
         level = str(self.config["log_level"]).upper()
         logging.getLogger("rlstack").setLevel("WARNING" if level == "WARN" else level)
@@ -162,7 +180,76 @@ class Trainer(tune.Trainable):
         self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])
         self._timers = {name: TimerStat() for name in ("training_iteration", "sample", "learn", "synch_weights")}
         self._last_learner_stats: dict[str, Any] = {}
+        # Outside Tune nobody else writes progress.csv / result.json / TensorBoard files.
+        self._result_logger = ResultLogger(self.logdir, self.config) if self._storage is None else None
+        initial = getattr(type(self), "_initial_checkpoint", None)
+        if initial:
+            self.restore(initial)
 
+    def train(self) -> dict[str, Any]:
+        """Runs one training iteration and returns its result dict (classic keys plus
+        Tune's auto-filled ones); outside Tune it is also appended to the log files."""
+        result = super().train()
+        if self._result_logger is not None:
+            self._result_logger.log(result)
+        return result
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint: Any, env: Any = None, config_overrides: dict[str, Any] | None = None) -> "Trainer":
+        """Builds a trainer from a checkpoint's stored config and restores it.
+
+        Args:
+            checkpoint: A path from :meth:`save`, a ``tune.Checkpoint`` or a Tune result.
+            env: The env, needed when the checkpoint's env was an object rather than a
+                name (objects are stored only as their repr).
+            config_overrides: Config keys to change (e.g. ``{"num_workers": 0}``).
+
+        Raises:
+            CheckpointError: If the checkpoint cannot be read or is of another algorithm.
+        """
+        checkpoint = getattr(checkpoint, "checkpoint", checkpoint)
+        if isinstance(checkpoint, tune.Checkpoint):
+            with checkpoint.as_directory() as directory:
+                metadata, _ = ckpt.read_checkpoint(directory)
+        else:
+            metadata, _ = ckpt.read_checkpoint(checkpoint)
+        if metadata.get("algorithm") != cls._name:
+            raise CheckpointError(
+                f"Checkpoint was written by {metadata.get('algorithm')!r}; load it with "
+                f"{metadata.get('algorithm')}'s trainer, not {cls._name}'s."
+            )
+        config = {k: v for k, v in metadata["config"].items() if k in cls._default_config}
+        if env is not None:
+            config["env"] = env
+        elif isinstance(config.get("env"), dict):
+            raise CheckpointError(
+                f"The checkpoint's env was an object ({config['env'].get('__repr__')}); pass it again: "
+                f"{cls.__name__}.from_checkpoint(path, env=...)."
+            )
+        config.update(config_overrides or {})
+        trainer = cls(config)
+        trainer.restore(checkpoint)
+        return trainer
+
+    # Keys that take effect without rebuilding workers (used by Tune's PBT via reset_config).
+    _HOT_KEYS = ("lr", "lr_schedule", "entropy_coeff", "entropy_coeff_schedule", "clip_param", "vf_clip_param",
+                 "vf_loss_coeff", "kl_target", "num_sgd_iter", "sgd_minibatch_size", "grad_clip", "gamma",
+                 "lambda", "train_batch_size", "explore")
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        """Applies a new config in place when only learning hyper-parameters changed
+        (what Tune's PBT explores); returns False (Tune then rebuilds the trial) otherwise."""
+        try:
+            merged = self.merge_and_validate(new_config)
+        except ConfigError:
+            return False
+        changed = {k for k in merged if ckpt.to_jsonable(merged[k]) != ckpt.to_jsonable(self.config.get(k))}
+        if not changed <= set(self._HOT_KEYS):
+            return False
+        self.config = merged
+        self.learner_policy.update_config(merged)
+        self.workers.foreach_worker(lambda w, c=merged: w.update_config(c))
+        return True
     @property
     def learner_policy(self) -> Policy:
         """The policy that learns (the local worker's)."""
@@ -470,6 +557,8 @@ class Trainer(tune.Trainable):
         return PlacementGroupFactory(bundles, strategy=cfg["placement_strategy"])
 
     def cleanup(self) -> None:
+        if getattr(self, "_result_logger", None) is not None:
+            self._result_logger.close()
         for workers in (getattr(self, "workers", None), getattr(self, "evaluation_workers", None)):
             if workers is not None:
                 workers.stop()

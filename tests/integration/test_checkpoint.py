@@ -18,12 +18,6 @@ SMALL = {"num_workers": 0, "train_batch_size": 400, "sgd_minibatch_size": 100, "
          "model": {"fcnet_hiddens": [16, 16]}}
 
 
-@pytest.fixture(params=["torch", "tf"])
-def framework(request):
-    pytest.importorskip("torch" if request.param == "torch" else "tensorflow")
-    return request.param
-
-
 def test_restore_same_actions_and_counters(framework, tmp_path):
     config = {**SMALL, "framework": framework}
     trainer = PPOTrainer(config, "CartPole-v1")

@@ -13,12 +13,6 @@ SMALL = {"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 50, "n
          "rollout_fragment_length": 100, "seed": 0, "model": {"fcnet_hiddens": [16]}}
 
 
-@pytest.fixture(params=["torch", "tf"])
-def framework(request):
-    pytest.importorskip("torch" if request.param == "torch" else "tensorflow")
-    return request.param
-
-
 @pytest.mark.parametrize("env", [ImageEnv, DictObsEnv], ids=["image", "dict"])
 def test_two_iterations(framework, env):
     trainer = PPOTrainer({**SMALL, "framework": framework, "num_envs_per_worker": 2}, env)

@@ -13,12 +13,6 @@ SMALL = {"num_workers": 2, "train_batch_size": 400, "sgd_minibatch_size": 100, "
          "rollout_fragment_length": 100, "seed": 1, "model": {"fcnet_hiddens": [16]}}
 
 
-@pytest.fixture(params=["torch", "tf"])
-def framework(request):
-    pytest.importorskip("torch" if request.param == "torch" else "tensorflow")
-    return request.param
-
-
 def test_two_workers_two_iterations(ray_local, framework):
     trainer = PPOTrainer({**SMALL, "framework": framework, "observation_filter": "MeanStdFilter",
                           "num_envs_per_worker": 2}, "CartPole-v1")

@@ -1,0 +1,95 @@
+"""Sampling throughput: env steps/s of one RolloutWorker with the policy in the loop,
+against raw gymnasium stepping random actions (the ceiling for a Python env).
+
+    python bench/sampling.py [--repeats 5] [--steps 20000]
+
+Prints one JSON line. rlstack is measured with PPO's default model (256x256 tanh, separate
+value network) for num_envs_per_worker 1, 8, 32, acting in numpy (the default) and in
+torch; the raw figures use gymnasium's CartPole-v1 alone and in SyncVectorEnv(8 / 32).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import summarise  # noqa: E402
+
+
+def raw_single(steps: int) -> float:
+    env = gym.make("CartPole-v1")
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 2, steps)
+    start = time.perf_counter()
+    for action in actions:
+        _, _, terminated, truncated, _ = env.step(int(action))
+        if terminated or truncated:
+            env.reset()
+    return steps / (time.perf_counter() - start)
+
+
+def raw_sync_vector(num_envs: int, steps: int) -> float:
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(num_envs)])
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    rounds = max(1, steps // num_envs)
+    start = time.perf_counter()
+    for _ in range(rounds):
+        envs.step(rng.integers(0, 2, num_envs))
+    return rounds * num_envs / (time.perf_counter() - start)
+
+
+def rlstack_worker(num_envs: int, steps: int, inference: str) -> float:
+    from rlstack.evaluation.rollout_worker import RolloutWorker
+    from rlstack.trainers.config import merge_config
+    from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
+
+    fragment = max(1, 200 // num_envs) if num_envs > 1 else 200
+    config = merge_config(DEFAULT_CONFIG, {"num_envs_per_worker": num_envs, "rollout_fragment_length": fragment,
+                                           "rollout_inference": inference, "seed": 0}, "PPO")
+    # worker_index=1: a rollout worker as Ray would build it (one thread), in this process.
+    worker = RolloutWorker("CartPole-v1", "rlstack.trainers.ppo.ppo_torch_policy:PPOTorchPolicy", config,
+                           worker_index=1, num_workers=1, postprocess_fn=PPOTrainer.postprocess_fn)
+    worker.sample()  # warm-up
+    done = 0
+    start = time.perf_counter()
+    while done < steps:
+        done += worker.sample().count
+    return done / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20_000)
+    args = parser.parse_args()
+    cases = {
+        "gymnasium CartPole-v1, 1 env, random actions": lambda: raw_single(args.steps),
+        "gymnasium SyncVectorEnv 8 envs, random actions": lambda: raw_sync_vector(8, args.steps),
+        "gymnasium SyncVectorEnv 32 envs, random actions": lambda: raw_sync_vector(32, args.steps),
+    }
+    for n in (1, 8, 32):
+        cases[f"rlstack RolloutWorker {n} envs, numpy acting"] = lambda n=n: rlstack_worker(n, args.steps, "numpy")
+        cases[f"rlstack RolloutWorker {n} envs, torch acting"] = lambda n=n: rlstack_worker(n, args.steps, "framework")
+    results: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(args.repeats):  # interleaved, so noise hits every case alike
+        for name, case in cases.items():
+            results[name].append(case())
+    summary = {name: summarise(values) for name, values in results.items()}
+    ratio = [a / b for a, b in zip(results["rlstack RolloutWorker 32 envs, numpy acting"],
+                                   results["gymnasium SyncVectorEnv 32 envs, random actions"])]
+    print(json.dumps({"benchmark": "sampling", "unit": "env steps/s", "summary": summary,
+                      "rlstack_32_over_sync_vector_32": summarise(ratio)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Start-up: ``import rlstack`` time, and process start to the first ``train()`` call
+with ``num_workers=2`` (Ray started, workers built and ready), rlstack and RLlib 2.60
+interleaved.
+
+    python bench/startup.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import run_child, seconds_since_process_start, summarise  # noqa: E402
+
+
+def child(system: str) -> None:
+    if system == "import":
+        import time
+
+        start = time.perf_counter()
+        import rlstack  # noqa: F401
+        from rlstack.trainers.ppo import PPOTrainer  # noqa: F401
+
+        print(json.dumps({"import_rlstack_s": round(time.perf_counter() - start, 3),
+                          "wall_s": round(seconds_since_process_start(), 3)}))
+        return
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    if system == "rlstack":
+        from rlstack.trainers.ppo import PPOTrainer
+
+        trainer = PPOTrainer({"num_workers": 2}, "CartPole-v1")
+    else:
+        from ray.rllib.algorithms.ppo import PPOConfig
+
+        trainer = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2).build_algo()
+    print(json.dumps({"wall_s": round(seconds_since_process_start(), 3)}))
+    trainer.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--child", choices=["import", "rlstack", "rllib"])
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
+        return
+    results: dict[str, list[float]] = {"import rlstack + PPOTrainer": [], "rlstack start to first train()": [],
+                                       "rllib start to first train()": []}
+    for _ in range(args.runs):
+        record = run_child([os.path.abspath(__file__), "--child", "import"])
+        results["import rlstack + PPOTrainer"].append(record["import_rlstack_s"])
+        results["rlstack start to first train()"].append(run_child([os.path.abspath(__file__), "--child", "rlstack"])["wall_s"])
+        results["rllib start to first train()"].append(run_child([os.path.abspath(__file__), "--child", "rllib"])["wall_s"])
+    ratio = [a / b for a, b in zip(results["rlstack start to first train()"], results["rllib start to first train()"])]
+    print(json.dumps({"benchmark": "startup", "unit": "s", "summary": {k: summarise(v) for k, v in results.items()},
+                      "rlstack_over_rllib": summarise(ratio)}))
+
+
+if __name__ == "__main__":
+    main()

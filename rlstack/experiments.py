@@ -1,0 +1,232 @@
+"""Experiments: classic RLlib YAML files (and ``rlstack train`` flags) run on Ray Tune.
+
+A file maps experiment names to specs::
+
+    cartpole-ppo:
+        run: PPO
+        env: CartPole-v1
+        stop: {episode_reward_mean: 150, timesteps_total: 100000}
+        checkpoint_freq: 5
+        checkpoint_at_end: true
+        num_samples: 1
+        config:
+            lr: {grid_search: [0.001, 0.0003]}
+
+Search spaces are written as one-key mappings: ``grid_search: [...]``, ``choice: [...]``,
+``uniform: [low, high]``, ``loguniform: [low, high]``, ``randint: [low, high]``,
+``quniform: [low, high, q]``. A key rlstack does not implement is an error naming it.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+from rlstack.errors import ConfigError, did_you_mean
+
+# Experiment keys: the classic RLlib / tune.run_experiments ones rlstack implements.
+EXPERIMENT_KEYS = (
+    "run", "env", "stop", "config", "checkpoint_freq", "checkpoint_at_end", "keep_checkpoints_num",
+    "num_samples", "local_dir", "storage_path", "restore", "name",
+)
+
+SEARCH_SPACES = ("grid_search", "choice", "uniform", "loguniform", "randint", "quniform")
+
+
+def load_experiments(path: str) -> dict[str, dict[str, Any]]:
+    """Reads and checks a YAML file of experiments.
+
+    Raises:
+        ConfigError: For an unreadable file, a wrong type, or an unknown key.
+    """
+    import yaml
+
+    try:
+        with open(path) as f:
+            experiments = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"Cannot read experiment file {path!r}: {exc}") from exc
+    if not isinstance(experiments, dict) or not experiments:
+        raise ConfigError(f"{path!r} must map experiment names to {{run, env, stop, config}}.")
+    for name, spec in experiments.items():
+        check_experiment(name, spec, path)
+    return experiments
+
+
+def check_experiment(name: str, spec: Any, where: str = "the command line") -> None:
+    """Validates one experiment spec.
+
+    Raises:
+        ConfigError: Naming the experiment, the key and the fix.
+    """
+    if not isinstance(spec, dict):
+        raise ConfigError(f"Experiment {name!r} in {where} must be a mapping, got {type(spec).__name__}.")
+    for key in spec:
+        if key not in EXPERIMENT_KEYS:
+            raise ConfigError(
+                f"Experiment key {key!r} (experiment {name!r} in {where}) is not supported by rlstack"
+                f"{did_you_mean(key, EXPERIMENT_KEYS)} Supported: {', '.join(EXPERIMENT_KEYS)}."
+            )
+    if "run" not in spec:
+        raise ConfigError(f"Experiment {name!r} in {where} has no 'run' (the algorithm, e.g. run: PPO).")
+    types = {"stop": dict, "config": dict, "checkpoint_freq": int, "keep_checkpoints_num": int, "num_samples": int,
+             "checkpoint_at_end": bool}
+    for key, expected in types.items():
+        if key in spec and spec[key] is not None and not isinstance(spec[key], expected):
+            raise ConfigError(
+                f"Experiment {name!r} in {where}: {key} must be a {expected.__name__}, "
+                f"got {type(spec[key]).__name__} ({spec[key]!r})."
+            )
+
+
+def to_search_space(value: Any) -> Any:
+    """Turns YAML search-space mappings inside a config into Tune search spaces.
+
+    Raises:
+        ConfigError: For a malformed search space.
+    """
+    from ray import tune
+
+    if isinstance(value, list):
+        return [to_search_space(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        (kind, args), = value.items()
+        if kind in SEARCH_SPACES:
+            if not isinstance(args, list):
+                raise ConfigError(f"{kind} needs a list, e.g. {{{kind}: [0.001, 0.0003]}}; got {args!r}.")
+            try:
+                return {
+                    "grid_search": lambda: tune.grid_search(args),
+                    "choice": lambda: tune.choice(args),
+                    "uniform": lambda: tune.uniform(*args),
+                    "loguniform": lambda: tune.loguniform(*args),
+                    "randint": lambda: tune.randint(*args),
+                    "quniform": lambda: tune.quniform(*args),
+                }[kind]()
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"Bad arguments for {kind}: {args!r} ({exc}).") from exc
+    return {k: to_search_space(v) for k, v in value.items()}
+
+
+def validate_experiments(experiments: dict[str, dict[str, Any]], framework: str | None = None) -> None:
+    """Checks every experiment (keys, algorithm, search spaces, config) before Ray starts.
+
+    Raises:
+        ConfigError: Naming the experiment and what is wrong.
+    """
+    from rlstack.trainers.registry import get_trainer_class
+
+    for name, spec in experiments.items():
+        check_experiment(name, spec)
+        trainer_class = get_trainer_class(spec["run"])
+        config = _experiment_config(spec, framework)
+        to_search_space(config)  # malformed search spaces fail here, with their own message
+        # The config with every search space replaced by one of its values.
+        trainer_class.merge_and_validate(_first_values(config))
+
+
+def _experiment_config(spec: dict[str, Any], framework: str | None) -> dict[str, Any]:
+    config = copy.deepcopy(spec.get("config") or {})
+    if spec.get("env") is not None:
+        config["env"] = spec["env"]
+    if framework:
+        config["framework"] = framework
+    return config
+
+
+def needed_cpus(trainer_class: type, config: dict[str, Any]) -> float:
+    """CPUs one trial of ``config`` asks for (driver + workers), search spaces ignored."""
+    plain = {k: v for k, v in config.items() if not (isinstance(v, dict) and set(v) & set(SEARCH_SPACES))}
+    factory = trainer_class.default_resource_request(plain)
+    return sum(bundle.get("CPU", 0) for bundle in factory.bundles)
+
+
+def run_experiments(
+    experiments: dict[str, dict[str, Any]],
+    framework: str | None = None,
+    verbose: int = 1,
+    resume: bool = False,
+    storage_path: str | None = None,
+) -> list[dict[str, Any]]:
+    """Runs experiments on Tune, one after the other; returns one summary row per trial.
+
+    Args:
+        experiments: ``{name: spec}`` as from :func:`load_experiments`.
+        framework: Overrides every experiment's ``config["framework"]``.
+        verbose: Tune's verbosity (0 silent, 1 progress, 2 per-result).
+        resume: Resume unfinished trials of an experiment of the same name and storage.
+        storage_path: Where results go when the experiment names none (default
+            ``~/ray_results``).
+
+    Raises:
+        ConfigError: For an unknown algorithm or bad experiment keys.
+    """
+    from ray import tune
+
+    from rlstack.trainers.registry import get_trainer_class
+
+    validate_experiments(experiments, framework)
+    rows = []
+    for name, spec in experiments.items():
+        trainer_class = get_trainer_class(spec["run"])
+        config = _experiment_config(spec, framework)
+        trainable = trainer_class
+        if spec.get("restore"):
+            restore_path = os.path.abspath(os.path.expanduser(spec["restore"]))
+            trainable = type(trainer_class.__name__, (trainer_class,), {"_initial_checkpoint": restore_path})
+        storage = spec.get("storage_path") or spec.get("local_dir") or storage_path
+        storage = os.path.abspath(os.path.expanduser(storage)) if storage else None
+        run_config = tune.RunConfig(
+            name=spec.get("name") or name,
+            storage_path=storage,
+            stop=spec.get("stop") or None,
+            verbose=verbose,
+            checkpoint_config=tune.CheckpointConfig(
+                checkpoint_frequency=spec.get("checkpoint_freq") or 0,
+                checkpoint_at_end=bool(spec.get("checkpoint_at_end", False)),
+                num_to_keep=spec.get("keep_checkpoints_num"),
+            ),
+        )
+        experiment_dir = os.path.join(storage or os.path.expanduser("~/ray_results"), run_config.name)
+        if resume and tune.Tuner.can_restore(experiment_dir):
+            tuner = tune.Tuner.restore(experiment_dir, trainable=trainable, resume_unfinished=True, resume_errored=True)
+        else:
+            tuner = tune.Tuner(
+                trainable,
+                param_space=to_search_space(config),
+                tune_config=tune.TuneConfig(num_samples=spec.get("num_samples", 1)),
+                run_config=run_config,
+            )
+        results = tuner.fit()
+        for result in results:
+            metrics = result.metrics or {}
+            rows.append({
+                "experiment": name,
+                "trial": os.path.basename(result.path) if result.path else "",
+                "status": "ERROR" if result.error else "TERMINATED",
+                "iterations": metrics.get("training_iteration"),
+                "timesteps": metrics.get("timesteps_total"),
+                "reward_mean": _round(metrics.get("episode_reward_mean")),
+                "time_s": _round(metrics.get("time_total_s")),
+                "checkpoint": result.checkpoint.path if result.checkpoint else None,
+                "error": str(result.error).splitlines()[0][:200] if result.error else "",
+            })
+    return rows
+
+
+def _first_values(config: Any) -> Any:
+    if isinstance(config, dict):
+        if len(config) == 1:
+            (kind, args), = config.items()
+            if kind in SEARCH_SPACES and isinstance(args, list) and args:
+                # A member for grid_search / choice, the lower bound for ranges.
+                return args[0]
+        return {k: _first_values(v) for k, v in config.items()}
+    return config
+
+
+def _round(value: Any) -> Any:
+    return round(value, 2) if isinstance(value, float) else value

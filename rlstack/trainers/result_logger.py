@@ -1,0 +1,120 @@
+"""Writes a standalone trainer's results where Tune would: ``params.json``,
+``result.json`` (one JSON object per line), ``progress.csv`` and TensorBoard events.
+
+Under Tune, Tune's own logger callbacks write these files in the trial directory, and
+this logger stays off.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import sys
+import math
+import numbers
+import os
+from typing import Any
+
+from rlstack.trainers.checkpoint import to_jsonable
+
+logger = logging.getLogger(__name__)
+
+# Result entries that are not metrics (the config is in params.json).
+_SKIP = ("config",)
+
+
+def flatten(result: dict[str, Any], prefix: str = "", sep: str = "/") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a/b": 1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in result.items():
+        if not prefix and key in _SKIP:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}{sep}", sep))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _summary_writer_class() -> Any:
+    """tensorboardX's SummaryWriter, imported without importing torch.
+
+    tensorboardX imports torch whenever it is installed (only to accept torch tensors, which
+    we never pass); in a TF run that would break framework isolation and cost seconds and
+    hundreds of MiB. tensorboardX falls back cleanly when ``import torch`` fails, so torch
+    is blocked while it loads, unless this process already has torch.
+    """
+    block = "torch" not in sys.modules
+    if block:
+        sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        from tensorboardX import SummaryWriter
+
+        return SummaryWriter
+    except ImportError as exc:  # TensorBoard files are optional; the JSON and CSV are not.
+        logger.warning("No TensorBoard event files: tensorboardX could not be imported (%s).", exc)
+        return None
+    finally:
+        if block and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+
+
+class ResultLogger:
+    """Appends every result of a trainer to files in ``logdir``.
+
+    Args:
+        logdir: The trainer's log directory.
+        config: The merged config, written once to ``params.json``.
+    """
+
+    def __init__(self, logdir: str, config: dict[str, Any]) -> None:
+        self.logdir = logdir
+        os.makedirs(logdir, exist_ok=True)
+        with open(os.path.join(logdir, "params.json"), "w") as f:
+            json.dump(to_jsonable(config), f, indent=2, sort_keys=True)
+        self._json = open(os.path.join(logdir, "result.json"), "a")
+        self._csv_path = os.path.join(logdir, "progress.csv")
+        self._csv_columns: list[str] | None = None
+        self._rows: list[dict[str, Any]] = []
+        self._tb = None
+        writer_class = _summary_writer_class()
+        if writer_class is not None:
+            self._tb = writer_class(logdir, flush_secs=30)
+
+    def log(self, result: dict[str, Any]) -> None:
+        """Writes one result (as returned by ``train()``)."""
+        flat = flatten(result)
+        self._json.write(json.dumps(to_jsonable({k: v for k, v in result.items() if k not in _SKIP}),
+                                    allow_nan=True) + "\n")
+        self._json.flush()
+        self._write_csv(flat)
+        if self._tb is not None:
+            step = int(result.get("timesteps_total") or result.get("training_iteration") or 0)
+            for key, value in flat.items():
+                if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+                    self._tb.add_scalar(f"ray/tune/{key}", value, global_step=step)
+            self._tb.flush()
+
+    def _write_csv(self, flat: dict[str, Any]) -> None:
+        row = {k: v for k, v in flat.items() if not isinstance(v, (list, tuple))}
+        self._rows.append(row)
+        if self._csv_columns is None or not set(row) <= set(self._csv_columns):
+            # A new column appeared: rewrite the file with the union of columns.
+            columns = list(self._csv_columns or [])
+            columns += [k for k in row if k not in columns]
+            self._csv_columns = columns
+            with open(self._csv_path, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=columns)
+                writer.writeheader()
+                writer.writerows(self._rows)
+            return
+        with open(self._csv_path, "a", newline="") as f:
+            csv.DictWriter(f, fieldnames=self._csv_columns).writerow(row)
+
+    def close(self) -> None:
+        """Flushes and closes the files."""
+        self._json.close()
+        if self._tb is not None:
+            self._tb.close()

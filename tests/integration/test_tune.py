@@ -1,0 +1,95 @@
+"""Trainers as Ray Tune trainables: sweeps, checkpoints, names, PBT resets, logs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ray import tune
+
+import rlstack.analysis
+from rlstack.env import register_env
+from rlstack.trainers.ppo import PPOTrainer
+
+SMALL = {"train_batch_size": 400, "sgd_minibatch_size": 100, "num_sgd_iter": 2, "rollout_fragment_length": 200,
+         "model": {"fcnet_hiddens": [16]}}
+
+
+def test_tuner_grid_search_checkpoints_and_best_checkpoint_restores(ray_local, tmp_path):
+    tuner = tune.Tuner(
+        PPOTrainer,
+        param_space={**SMALL, "env": "CartPole-v1", "num_workers": 1, "framework": "torch",
+                     "lr": tune.grid_search([1e-3, 3e-4])},
+        run_config=tune.RunConfig(stop={"training_iteration": 2}, storage_path=str(tmp_path), name="sweep",
+                                  checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True), verbose=0),
+    )
+    results = tuner.fit()
+    assert len(results) == 2 and not results.errors
+    assert sorted(r.config["lr"] for r in results) == [3e-4, 1e-3]
+    for result in results:
+        assert result.metrics["training_iteration"] == 2
+        assert result.metrics["timesteps_total"] == 800
+        files = sorted(os.listdir(result.checkpoint.path))
+        assert "rlstack_checkpoint.json" in files and not any(f.endswith(".pkl") for f in files)
+    best = results.get_best_result("episode_reward_mean", "max")
+    trainer = PPOTrainer.from_checkpoint(best.checkpoint, config_overrides={"num_workers": 0})
+    assert trainer.iteration == 2
+    assert trainer.compute_action(np.zeros(4, np.float32), explore=False) in (0, 1)
+    trainer.stop()
+
+
+def test_registered_name_and_relative_paths_under_tune(ray_local, tmp_path):
+    """tune.Tuner("PPO") finds the trainer; a registered env reaches the trial actor; a
+    relative path in env_config resolves from where the run was started."""
+    def creator(ctx):
+        import gymnasium as gym
+
+        assert os.path.exists(ctx["must_exist"]), f"{ctx['must_exist']} not found from {os.getcwd()}"
+        return gym.make("CartPole-v1")
+
+    register_env("cartpole_checked", creator)
+    relative = os.path.relpath(__file__)
+    tuner = tune.Tuner(
+        "PPO",
+        param_space={**SMALL, "env": "cartpole_checked", "num_workers": 0, "env_config": {"must_exist": relative}},
+        run_config=tune.RunConfig(stop={"training_iteration": 1}, storage_path=str(tmp_path), name="named",
+                                  verbose=0),
+    )
+    results = tuner.fit()
+    assert not results.errors, results.errors
+    assert results[0].metrics["timesteps_total"] == 400
+
+
+def test_reset_config_applies_learning_hyperparameters_only():
+    trainer = PPOTrainer({**SMALL, "num_workers": 0, "lr": 1e-3}, "CartPole-v1")
+    assert trainer.reset_config({**SMALL, "num_workers": 0, "lr": 5e-4, "entropy_coeff": 0.01, "env": "CartPole-v1"})
+    policy = trainer.get_policy()
+    assert policy.optimizer.lr == pytest.approx(5e-4)
+    assert policy.entropy_coeff == pytest.approx(0.01)
+    assert trainer.workers.local_worker().config["lr"] == 5e-4
+    # A change that needs new workers or a new model is refused; Tune then restarts the trial.
+    assert not trainer.reset_config({**SMALL, "num_workers": 0, "model": {"fcnet_hiddens": [8]}, "env": "CartPole-v1"})
+    trainer.stop()
+
+
+def test_standalone_trainer_writes_logs_that_analysis_loads():
+    trainer = PPOTrainer({**SMALL, "num_workers": 0}, "CartPole-v1")
+    trainer.train()
+    trainer.train()
+    trainer.stop()
+    logdir = Path(trainer.logdir)
+    names = os.listdir(logdir)
+    assert {"progress.csv", "result.json", "params.json"} <= set(names)
+    assert any(name.startswith("events.out.tfevents") for name in names)
+    assert len((logdir / "progress.csv").read_text().strip().splitlines()) == 3  # header + 2 rows
+    frame = rlstack.analysis.load(logdir)
+    assert list(frame["training_iteration"]) == [1, 2]
+    assert list(frame["timesteps_total"]) == [400, 800]
+    assert "info/learner/default_policy/learner_stats/total_loss" in frame.columns
+
+
+def test_analysis_load_of_an_empty_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No result.json under"):
+        rlstack.analysis.load(tmp_path)
