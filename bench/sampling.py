@@ -10,6 +10,13 @@ torch; the raw figures use gymnasium's CartPole-v1 alone and in SyncVectorEnv(8 
 
 from __future__ import annotations
 
+import os
+
+# A Ray rollout worker with num_cpus=1 runs with OMP_NUM_THREADS=1 (Ray sets it), so its
+# numpy BLAS is single-threaded; measure the in-process worker under the same condition.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import json
 import os
@@ -53,7 +60,7 @@ def rlstack_worker(num_envs: int, steps: int, inference: str) -> float:
     from rlstack.trainers.config import merge_config
     from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
 
-    fragment = max(1, 200 // num_envs) if num_envs > 1 else 200
+    fragment = 128  # steps per sub-env per sample() call
     config = merge_config(DEFAULT_CONFIG, {"num_envs_per_worker": num_envs, "rollout_fragment_length": fragment,
                                            "rollout_inference": inference, "seed": 0}, "PPO")
     # worker_index=1: a rollout worker as Ray would build it (one thread), in this process.

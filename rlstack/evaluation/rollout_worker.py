@@ -147,12 +147,23 @@ class RolloutWorker:
         """Returns ``func(self, *args)`` (how ``WorkerSet.foreach_worker`` reaches actors)."""
         return func(self, *args)
 
-    def update_config(self, config: dict) -> None:
-        """Takes a new config with changed hyper-parameters (see Trainer.reset_config)."""
+    def reset(self, config: dict) -> None:
+        """Starts learning over with ``config`` (changed hyper-parameters only): a new
+        policy from its initial weights, a new observation filter; envs are kept."""
         self.config = config
-        self.policy.update_config(config)
-        if self.sampling_policy is not self.policy:
-            self.sampling_policy.update_config(config)
+        sampling_seed = None if config.get("seed") is None else config["seed"] + self.worker_index
+        kwargs = {"postprocess_fn": self.policy.postprocess_fn} if isinstance(self.policy, NumpyPolicy) else {}
+        self.policy = type(self.policy)(self.observation_space, self.action_space, config,
+                                        num_gpus=self.policy.num_gpus, sampling_seed=sampling_seed, **kwargs)
+        if isinstance(self.sampling_policy, NumpyPolicy) and self.sampling_policy is not self.policy:
+            self.sampling_policy = NumpyPolicy(self.observation_space, self.action_space, config,
+                                               sampling_seed=sampling_seed,
+                                               postprocess_fn=self.sampling_policy.postprocess_fn)
+            self.sampling_policy.set_weights(self.policy.get_weights())
+        else:
+            self.sampling_policy = self.policy
+        self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
+        self._episodes = []
 
     def get_spaces(self) -> tuple[gym.Space, gym.Space]:
         """The env's observation and action spaces."""

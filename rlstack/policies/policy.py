@@ -113,11 +113,6 @@ class Policy(ABC):
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads weights from :meth:`get_weights` (of either framework, for built-in models)."""
 
-    def update_config(self, config: dict) -> None:
-        """Takes a new config with changed learning hyper-parameters (Tune's PBT)."""
-        self.config = config
-        self.on_global_var_update(self.global_timestep)
-
     def on_global_var_update(self, global_timestep: int) -> None:
         """Moves schedules (learning rate, entropy coefficient) to ``global_timestep``."""
         self.global_timestep = int(global_timestep)
@@ -146,9 +141,11 @@ class Policy(ABC):
         actions are clipped to the bounds. Other spaces pass through.
         """
         space = self.action_space
-        # Distributions index categories from 0; spaces may start elsewhere.
+        # Distributions index categories from 0; spaces may start elsewhere. Discrete
+        # actions go to envs as Python ints, which gymnasium checks several times faster
+        # than numpy scalars.
         if isinstance(space, gym.spaces.Discrete):
-            return actions + int(space.start) if int(space.start) else actions
+            return (actions + int(space.start) if int(space.start) else actions).tolist()
         if isinstance(space, gym.spaces.MultiDiscrete):
             return actions.reshape((-1, *space.shape)) + np.asarray(space.start)
         if not isinstance(space, gym.spaces.Box):

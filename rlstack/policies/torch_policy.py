@@ -207,10 +207,6 @@ class TorchPolicy(Policy):
         mean_stats.update(self.after_learn(mean_stats))
         return mean_stats
 
-    def update_config(self, config: dict) -> None:
-        self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
-        super().update_config(config)
-
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)
         self.optimizer.lr = float(self.lr_schedule.value(global_timestep))

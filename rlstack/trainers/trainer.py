@@ -157,6 +157,9 @@ class Trainer(tune.Trainable):
             # (env files, checkpoints to restore) are meant from where the user started.
             os.chdir(os.environ["TUNE_ORIG_WORKING_DIR"])
         self.config = self.merge_and_validate(config)
+        # Tune's reset() replaces self.config with the raw new config before calling
+        # reset_config(); this copy is what the workers actually run with.
+        self._active_config = self.config
         level = str(self.config["log_level"]).upper()
         logging.getLogger("rlstack").setLevel("WARNING" if level == "WARN" else level)
         if self.config["env"] is None:
@@ -237,18 +240,31 @@ class Trainer(tune.Trainable):
                  "lambda", "train_batch_size", "explore")
 
     def reset_config(self, new_config: dict[str, Any]) -> bool:
-        """Applies a new config in place when only learning hyper-parameters changed
-        (what Tune's PBT explores); returns False (Tune then rebuilds the trial) otherwise."""
+        """Turns this trainer into a fresh trial of ``new_config`` without new actors.
+
+        Tune calls this when it reuses the actor for another trial (``reuse_actors``, and
+        PBT, which then restores the better trial's checkpoint over it). The policy is
+        rebuilt from its initial weights, optimizer, counters, filters and metrics start
+        over; rollout workers and envs are kept. Only learning hyper-parameters may
+        change; otherwise this returns False and Tune builds a new actor."""
         try:
             merged = self.merge_and_validate(new_config)
-        except ConfigError:
+        except ConfigError as exc:
+            logger.warning("reset_config: the new config is invalid (%s); the trial will be rebuilt.", exc)
             return False
-        changed = {k for k in merged if ckpt.to_jsonable(merged[k]) != ckpt.to_jsonable(self.config.get(k))}
+        active = self._active_config
+        changed = {k for k in merged if ckpt.to_jsonable(merged[k]) != ckpt.to_jsonable(active.get(k))}
         if not changed <= set(self._HOT_KEYS):
+            logger.info("reset_config: %s changed, which needs new workers; the trial will be rebuilt.",
+                        sorted(changed - set(self._HOT_KEYS)))
+            self.config = active
             return False
-        self.config = merged
-        self.learner_policy.update_config(merged)
-        self.workers.foreach_worker(lambda w, c=merged: w.update_config(c))
+        self.config = self._active_config = merged
+        self.workers.foreach_worker(lambda w, c=merged: w.reset(c))
+        self.workers.collect_episodes()  # drop the previous trial's unreported episodes
+        self._counters = dict.fromkeys(self._counters, 0)
+        self._episode_window = EpisodeWindow(merged["metrics_smoothing_episodes"])
+        self.workers.sync_weights(0)
         return True
     @property
     def learner_policy(self) -> Policy:
@@ -382,7 +398,7 @@ class Trainer(tune.Trainable):
             return dict(zip(keys, actions))
         obs = self._prepare_observations(list(observations), policy)
         actions, _ = policy.compute_actions(obs, explore=explore)
-        return policy.unsquash_actions(actions) if unsquash_actions else actions
+        return np.asarray(policy.unsquash_actions(actions)) if unsquash_actions else actions
 
     def _prepare_observations(self, observations: list[Any], policy: Policy) -> np.ndarray:
         space = policy.observation_space

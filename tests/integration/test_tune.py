@@ -62,16 +62,26 @@ def test_registered_name_and_relative_paths_under_tune(ray_local, tmp_path):
     assert results[0].metrics["timesteps_total"] == 400
 
 
-def test_reset_config_applies_learning_hyperparameters_only():
-    trainer = PPOTrainer({**SMALL, "num_workers": 0, "lr": 1e-3}, "CartPole-v1")
-    assert trainer.reset_config({**SMALL, "num_workers": 0, "lr": 5e-4, "entropy_coeff": 0.01, "env": "CartPole-v1"})
+def test_reset_config_gives_a_fresh_trial_with_the_new_hyperparameters():
+    """What Tune relies on when it reuses an actor: after reset_config the trainer behaves
+    like a new one built with the new config (weights, optimizer, counters)."""
+    base = {**SMALL, "num_workers": 0, "seed": 3, "env": "CartPole-v1"}
+    trainer = PPOTrainer({**base, "lr": 1e-3})
+    trainer.train()
+    assert trainer.reset({**base, "lr": 5e-4, "entropy_coeff": 0.01})  # Tune's entry point
+    fresh = PPOTrainer({**base, "lr": 5e-4, "entropy_coeff": 0.01})
+    for name, value in fresh.get_weights()["default_policy"].items():
+        np.testing.assert_array_equal(trainer.get_weights()["default_policy"][name], value, err_msg=name)
     policy = trainer.get_policy()
-    assert policy.optimizer.lr == pytest.approx(5e-4)
-    assert policy.entropy_coeff == pytest.approx(0.01)
-    assert trainer.workers.local_worker().config["lr"] == 5e-4
-    # A change that needs new workers or a new model is refused; Tune then restarts the trial.
-    assert not trainer.reset_config({**SMALL, "num_workers": 0, "model": {"fcnet_hiddens": [8]}, "env": "CartPole-v1"})
+    assert policy.optimizer.lr == pytest.approx(5e-4) and policy.entropy_coeff == pytest.approx(0.01)
+    assert float(policy.get_state()["optimizer/0/step"]) == 0.0
+    result = trainer.train()
+    assert result["timesteps_total"] == 400 and result["training_iteration"] == 1
+    # A change that needs new workers or a new model is refused; Tune then builds a new actor.
+    assert not trainer.reset({**base, "model": {"fcnet_hiddens": [8]}})
+    assert trainer.config["lr"] == 5e-4  # and the running config is untouched
     trainer.stop()
+    fresh.stop()
 
 
 def test_standalone_trainer_writes_logs_that_analysis_loads():
@@ -93,3 +103,31 @@ def test_standalone_trainer_writes_logs_that_analysis_loads():
 def test_analysis_load_of_an_empty_directory_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="No result.json under"):
         rlstack.analysis.load(tmp_path)
+
+
+def test_population_based_training_exploits_and_explores(ray_local, tmp_path):
+    """PBT clones the better trial's checkpoint into the worse one and perturbs lr; with
+    reuse_actors Tune calls reset_config, which rlstack applies in place."""
+    from ray.tune.schedulers import PopulationBasedTraining
+
+    pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=1,
+                                  hyperparam_mutations={"lr": [1e-2, 1e-3, 1e-4]}, quantile_fraction=0.5)
+    tuner = tune.Tuner(
+        PPOTrainer,
+        param_space={**SMALL, "env": "CartPole-v1", "num_workers": 0, "lr": tune.grid_search([1e-2, 1e-4])},
+        tune_config=tune.TuneConfig(scheduler=pbt, metric="episode_reward_mean", mode="max", reuse_actors=True),
+        run_config=tune.RunConfig(stop={"training_iteration": 4}, storage_path=str(tmp_path), name="pbt",
+                                  checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=1), verbose=0),
+    )
+    results = tuner.fit()
+    assert not results.errors, results.errors
+    assert all(r.metrics["training_iteration"] == 4 for r in results)
+    # Exploitation restores a checkpoint of the other trial: the counters carry on, so
+    # every trial ends with 4 iterations' worth of steps.
+    assert [r.metrics["timesteps_total"] for r in results] == [1600, 1600]
+
+
+def test_legacy_tune_run_entry_point(ray_local, tmp_path):
+    analysis = tune.run(PPOTrainer, config={**SMALL, "env": "CartPole-v1", "num_workers": 0},
+                        stop={"training_iteration": 1}, storage_path=str(tmp_path), verbose=0)
+    assert analysis.trials[0].last_result["timesteps_total"] == 400

@@ -76,12 +76,6 @@ class PPOTFPolicy(TFPolicy):
         self.kl_coeff.assign(adapt_kl_coeff(float(self.kl_coeff.numpy()), stats["kl"], self.config["kl_target"]))
         return {"kl_coeff": float(self.kl_coeff.numpy()), "entropy_coeff": float(self.entropy_coeff.numpy())}
 
-    def update_config(self, config: dict) -> None:
-        self.entropy_coeff_schedule = make_schedule(
-            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule"
-        )
-        super().update_config(config)
-
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)
         self.entropy_coeff.assign(self.entropy_coeff_schedule.value(global_timestep))

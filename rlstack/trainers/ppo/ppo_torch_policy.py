@@ -73,12 +73,6 @@ class PPOTorchPolicy(TorchPolicy):
         self.kl_coeff = adapt_kl_coeff(self.kl_coeff, stats["kl"], self.config["kl_target"])
         return {"kl_coeff": self.kl_coeff, "entropy_coeff": self.entropy_coeff}
 
-    def update_config(self, config: dict) -> None:
-        self.entropy_coeff_schedule = make_schedule(
-            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule"
-        )
-        super().update_config(config)
-
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)
         self.entropy_coeff = self.entropy_coeff_schedule.value(global_timestep)
