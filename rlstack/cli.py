@@ -111,7 +111,7 @@ def _rollout(args: argparse.Namespace) -> int:
         try:
             env = gym.wrappers.RecordVideo(env, args.video_dir, episode_trigger=lambda _: True, disable_logger=True)
         except gym.error.DependencyNotInstalled as exc:
-            raise RLStackError(f"--video-dir needs moviepy to write mp4 files: pip install moviepy ({exc})") from exc
+            raise RLStackError(f"--video-dir needs moviepy to write mp4 files: pip install 'rlstack[video]' ({exc})") from exc
     columns: dict[str, list] = {"obs": [], "actions": [], "rewards": [], "terminateds": [], "truncateds": []}
     returns = []
     steps = 0
@@ -133,6 +133,11 @@ def _rollout(args: argparse.Namespace) -> int:
             episode += 1
             returns.append(total)
             print(f"episode {episode}: return {total:.2f}", flush=True)
+    except gym.error.DependencyNotInstalled as exc:
+        raise RLStackError(
+            f"Rendering {env_name!r} needs a package that is not installed: {exc}. For every rendering and "
+            "video dependency: pip install 'rlstack[video]'."
+        ) from exc
     finally:
         env.close()
         trainer.stop()

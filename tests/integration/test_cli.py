@@ -48,6 +48,12 @@ def test_train_grid_search_from_yaml_then_rollout(tmp_path):
         assert len(checkpoints) == 1  # keep_checkpoints_num: 1
     checkpoint = sorted(trials[0].glob("checkpoint_*"))[0]
 
+    proc = _rlstack("rollout", str(checkpoint), "--episodes", "2", "--video-dir", "videos", "--steps", "300",
+                    cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    videos = sorted((tmp_path / "videos").glob("*.mp4"))
+    assert len(videos) == 2 and all(v.stat().st_size > 1000 for v in videos)
+
     out = tmp_path / "transitions.npz"
     proc = _rlstack("rollout", str(checkpoint), "--episodes", "2", "--out", str(out), "--seed", "0", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
