@@ -131,3 +131,19 @@ def test_legacy_tune_run_entry_point(ray_local, tmp_path):
     analysis = tune.run(PPOTrainer, config={**SMALL, "env": "CartPole-v1", "num_workers": 0},
                         stop={"training_iteration": 1}, storage_path=str(tmp_path), verbose=0)
     assert analysis.trials[0].last_result["timesteps_total"] == 400
+
+
+def test_experiment_restore_starts_trials_from_a_checkpoint(ray_local, tmp_path):
+    from rlstack.experiments import run_experiments
+
+    trainer = PPOTrainer({**SMALL, "num_workers": 0}, "CartPole-v1")
+    trainer.train()
+    checkpoint = trainer.save(str(tmp_path / "start"))
+    trainer.stop()
+    rows = run_experiments({"resumed": {"run": "PPO", "env": "CartPole-v1", "restore": checkpoint,
+                                        "stop": {"training_iteration": 2},
+                                        "config": {**SMALL, "num_workers": 0}}},
+                           verbose=0, storage_path=str(tmp_path / "results"))
+    assert len(rows) == 1 and rows[0]["status"] == "TERMINATED"
+    # One iteration restored from the checkpoint, one trained in the trial.
+    assert rows[0]["iterations"] == 2 and rows[0]["timesteps"] == 800
