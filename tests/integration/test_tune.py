@@ -147,3 +147,19 @@ def test_experiment_restore_starts_trials_from_a_checkpoint(ray_local, tmp_path)
     assert len(rows) == 1 and rows[0]["status"] == "TERMINATED"
     # One iteration restored from the checkpoint, one trained in the trial.
     assert rows[0]["iterations"] == 2 and rows[0]["timesteps"] == 800
+
+
+def test_tensorboard_events_hold_every_scalar():
+    tf = pytest.importorskip("tensorflow")
+    trainer = PPOTrainer({**SMALL, "num_workers": 0}, "CartPole-v1")
+    trainer.train()
+    trainer.train()
+    trainer.stop()
+    (events,) = Path(trainer.logdir).glob("events.out.tfevents*")
+    scalars = {}
+    for event in tf.compat.v1.train.summary_iterator(str(events)):
+        for value in event.summary.value:
+            scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    assert [step for step, _ in scalars["ray/tune/timesteps_total"]] == [400, 800]
+    assert "ray/tune/info/learner/default_policy/learner_stats/total_loss" in scalars
+    assert len(scalars["ray/tune/episode_reward_mean"]) == 2
