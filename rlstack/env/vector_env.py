@@ -72,6 +72,10 @@ class VectorEnv:
             their index to the observation that ended it.
         """
         n = self.num_envs
+        if isinstance(actions, np.ndarray) and actions.ndim == 1 and actions.dtype.kind in "iu":
+            # Discrete actions as Python ints: gymnasium's Discrete.contains (which envs
+            # call every step) checks them several times faster than numpy scalars.
+            actions = actions.tolist()
         observations: list[Any] = [None] * n
         rewards = np.empty(n, dtype=np.float32)
         terminateds = np.zeros(n, dtype=bool)

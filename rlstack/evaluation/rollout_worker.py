@@ -178,12 +178,13 @@ class RolloutWorker:
         self.policy.set_weights(weights)
         if global_timestep is not None:
             self.policy.on_global_var_update(global_timestep)
-        self.refresh_sampling_policy()
+        self.refresh_sampling_policy(weights)
 
-    def refresh_sampling_policy(self) -> None:
-        """Copies the policy's weights into the separate acting copy, if there is one."""
+    def refresh_sampling_policy(self, weights: dict[str, np.ndarray] | None = None) -> None:
+        """Copies the policy's weights (or ``weights``, when the caller has them already)
+        into the separate acting copy, if there is one."""
         if self.sampling_policy is not self.policy:
-            self.sampling_policy.set_weights(self.policy.get_weights())
+            self.sampling_policy.set_weights(self.policy.get_weights() if weights is None else weights)
             self.sampling_policy.on_global_var_update(self.policy.global_timestep)
 
     def get_filter_state(self) -> dict[str, np.ndarray]:

@@ -105,10 +105,11 @@ class WorkerSet:
         the call returns without waiting (each worker applies them before its next
         ``sample``, since an actor runs its calls in order).
         """
-        self._local_worker.refresh_sampling_policy()
+        weights = self._local_worker.get_weights()
+        self._local_worker.refresh_sampling_policy(weights)
         if not self._remote_workers:
             return
-        weights_ref = ray.put(self._local_worker.get_weights())
+        weights_ref = ray.put(weights)
         for worker in self._remote_workers:
             worker.set_weights.remote(weights_ref, global_timestep)
 

@@ -141,11 +141,9 @@ class Policy(ABC):
         actions are clipped to the bounds. Other spaces pass through.
         """
         space = self.action_space
-        # Distributions index categories from 0; spaces may start elsewhere. Discrete
-        # actions go to envs as Python ints, which gymnasium checks several times faster
-        # than numpy scalars.
+        # Distributions index categories from 0; spaces may start elsewhere.
         if isinstance(space, gym.spaces.Discrete):
-            return (actions + int(space.start) if int(space.start) else actions).tolist()
+            return actions + int(space.start) if int(space.start) else actions
         if isinstance(space, gym.spaces.MultiDiscrete):
             return actions.reshape((-1, *space.shape)) + np.asarray(space.start)
         if not isinstance(space, gym.spaces.Box):

@@ -161,13 +161,18 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
                 f"Unknown config key {key!r} for {algorithm}{did_you_mean(key, defaults)} "
                 f"(see {algorithm}'s DEFAULT_CONFIG for every valid key)."
             )
-        if key in DEEP_MERGE_KEYS and isinstance(value, dict) and isinstance(config[key], dict):
-            if key == "evaluation_config":
-                _check_keys(value, defaults, f"evaluation_config of {algorithm}")
-            config[key] = {**config[key], **copy.deepcopy(value)}
-        else:
-            config[key] = copy.deepcopy(value)
+        if key == "evaluation_config" and isinstance(value, dict):
+            _check_keys(value, defaults, f"evaluation_config of {algorithm}")
+        _set(config, key, value)
     return config
+
+
+def _set(config: dict[str, Any], key: str, value: Any) -> None:
+    # DEEP_MERGE_KEYS merge key by key; every other key replaces.
+    if key in DEEP_MERGE_KEYS and isinstance(value, dict) and isinstance(config[key], dict):
+        config[key] = {**config[key], **copy.deepcopy(value)}
+    else:
+        config[key] = copy.deepcopy(value)
 
 
 def _check_keys(section: dict[str, Any], valid: dict[str, Any], where: str) -> None:
@@ -253,11 +258,7 @@ def evaluation_config_of(config: dict[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(config)
     overrides = config["evaluation_config"]
     for key, value in overrides.items():
-        key = RENAMED_KEYS.get(key, key)
-        if key in DEEP_MERGE_KEYS and isinstance(value, dict):
-            merged[key] = {**merged[key], **value}
-        else:
-            merged[key] = value
+        _set(merged, RENAMED_KEYS.get(key, key), value)
     if "seed" not in overrides and merged["seed"] is not None:
         merged["seed"] = merged["seed"] + EVALUATION_SEED_OFFSET
     try:

@@ -398,7 +398,7 @@ class Trainer(tune.Trainable):
             return dict(zip(keys, actions))
         obs = self._prepare_observations(list(observations), policy)
         actions, _ = policy.compute_actions(obs, explore=explore)
-        return np.asarray(policy.unsquash_actions(actions)) if unsquash_actions else actions
+        return policy.unsquash_actions(actions) if unsquash_actions else actions
 
     def _prepare_observations(self, observations: list[Any], policy: Policy) -> np.ndarray:
         space = policy.observation_space

@@ -6,10 +6,7 @@ framework never imports the other (DESIGN.md, "Framework isolation").
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
-import os
-from types import ModuleType
 
 from rlstack.errors import ConfigError, FrameworkNotInstalledError
 
@@ -56,24 +53,3 @@ def check_installed(framework: str) -> None:
         raise FrameworkNotInstalledError(
             f"framework={framework!r} needs {name}, which is not installed: {_INSTALL_HINT[framework]}"
         )
-
-
-def import_torch() -> ModuleType:
-    """Imports torch, or raises an ImportError that says how to install it."""
-    try:
-        return importlib.import_module("torch")
-    except ImportError as exc:
-        raise FrameworkNotInstalledError(
-            f"framework='torch' needs PyTorch, which is not installed: {_INSTALL_HINT['torch']}"
-        ) from exc
-
-
-def import_tf() -> ModuleType:
-    """Imports TensorFlow quietly, or raises an ImportError that says how to install it."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    try:
-        return importlib.import_module("tensorflow")
-    except ImportError as exc:
-        raise FrameworkNotInstalledError(
-            f"framework='tf' needs TensorFlow, which is not installed: {_INSTALL_HINT['tf']}"
-        ) from exc

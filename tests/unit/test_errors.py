@@ -75,11 +75,8 @@ def _missing_checkpoint(tmp_path, monkeypatch):
 def _torch_not_installed(tmp_path, monkeypatch):
     from rlstack.utils import framework
 
-    def fail(name):
-        raise ImportError(f"No module named {name!r}")
-
-    monkeypatch.setattr(framework.importlib, "import_module", fail)
-    framework.import_torch()
+    monkeypatch.setattr(framework.importlib.util, "find_spec", lambda name: None)
+    framework.check_installed("torch")
 
 
 @pytest.mark.parametrize(
