@@ -17,8 +17,10 @@ from rlstack.sample_batch import SampleBatch, concat_samples
 from rlstack.trainers.registry import get_trainer_class
 
 __all__ = [
+    "ApeXTrainer",
     "CheckpointError",
     "ConfigError",
+    "DQNTrainer",
     "EnvContext",
     "EnvError",
     "FrameworkNotInstalledError",
@@ -38,4 +40,8 @@ def __getattr__(name: str) -> Any:
         from rlstack.trainers.ppo import PPOTrainer
 
         return PPOTrainer
+    if name in ("DQNTrainer", "ApeXTrainer"):
+        from rlstack.trainers import dqn
+
+        return getattr(dqn, name)
     raise AttributeError(f"module 'rlstack' has no attribute {name!r}")

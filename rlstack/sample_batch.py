@@ -44,6 +44,17 @@ class SampleBatch(dict):
     BOOTSTRAP_VALUE = "bootstrap_value"
     ADVANTAGES = "advantages"
     VALUE_TARGETS = "value_targets"
+    # Off-policy columns (DQN family). NEXT_OBS is the observation after the step (the
+    # final observation at an episode end); after n-step postprocessing REWARDS holds the
+    # n-step return, NEXT_OBS the observation n steps later and DISCOUNTS gamma ** k for
+    # the k steps actually summed (fewer than n where the trajectory piece ends).
+    NEXT_OBS = "new_obs"
+    DISCOUNTS = "discounts"
+    # Initial replay priorities computed on the workers (ApeX), the importance weights of
+    # a prioritized sample, and the buffer slots a replayed row came from.
+    PRIORITIES = "priorities"
+    WEIGHTS = "weights"
+    BATCH_INDEXES = "batch_indexes"
 
     def __init__(self, columns: Mapping[str, object] | None = None, **kwargs: object) -> None:
         super().__init__()

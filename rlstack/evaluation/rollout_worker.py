@@ -63,6 +63,8 @@ class RolloutWorker:
         num_gpus: GPUs for this worker's policy.
         postprocess_fn: The algorithm's framework-free postprocessing, for workers that
             act with a :class:`NumpyPolicy`.
+        numpy_policy_class: The algorithm's numpy acting policy (or its import path);
+            None: :class:`NumpyPolicy`.
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class RolloutWorker:
         spaces: tuple[gym.Space, gym.Space] | None = None,
         num_gpus: float = 0,
         postprocess_fn: PostprocessFn | None = None,
+        numpy_policy_class: type[Policy] | str | None = None,
     ) -> None:
         if env_registry:
             restore_registry(env_registry)
@@ -106,9 +109,10 @@ class RolloutWorker:
         # Numpy acting is opt-in: the algorithm supplies its framework-free postprocessing.
         numpy_acting = postprocess_fn is not None and numpy_inference_applies(
             self.observation_space, self.action_space, config, num_gpus)
+        numpy_class = _resolve(numpy_policy_class) if numpy_policy_class is not None else NumpyPolicy
         if worker_index > 0 and numpy_acting:
             # A remote worker that acts in numpy never imports torch or TensorFlow.
-            self.policy: Policy = NumpyPolicy(self.observation_space, self.action_space, config,
+            self.policy: Policy = numpy_class(self.observation_space, self.action_space, config,
                                               sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
         else:
             policy_class = _resolve(policy_class)
@@ -121,9 +125,10 @@ class RolloutWorker:
         # policy for learning but can act through a numpy copy of it.
         self.sampling_policy: Policy = self.policy
         if worker_index == 0 and numpy_acting and self.env is not None and getattr(self.policy, "builtin_model", False):
-            self.sampling_policy = NumpyPolicy(self.observation_space, self.action_space, config,
+            self.sampling_policy = numpy_class(self.observation_space, self.action_space, config,
                                                sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
             self.sampling_policy.set_weights(self.policy.get_weights())
+        self._bind_policies()
         self.preprocessor = self.policy.preprocessor
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._obs: np.ndarray | None = None
@@ -156,14 +161,20 @@ class RolloutWorker:
         self.policy = type(self.policy)(self.observation_space, self.action_space, config,
                                         num_gpus=self.policy.num_gpus, sampling_seed=sampling_seed, **kwargs)
         if isinstance(self.sampling_policy, NumpyPolicy) and self.sampling_policy is not self.policy:
-            self.sampling_policy = NumpyPolicy(self.observation_space, self.action_space, config,
-                                               sampling_seed=sampling_seed,
-                                               postprocess_fn=self.sampling_policy.postprocess_fn)
+            self.sampling_policy = type(self.sampling_policy)(self.observation_space, self.action_space, config,
+                                                              sampling_seed=sampling_seed,
+                                                              postprocess_fn=self.sampling_policy.postprocess_fn)
             self.sampling_policy.set_weights(self.policy.get_weights())
         else:
             self.sampling_policy = self.policy
+        self._bind_policies()
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._episodes = []
+
+    def _bind_policies(self) -> None:
+        self.policy.bind_worker(self.worker_index, self.num_workers)
+        if self.sampling_policy is not self.policy:
+            self.sampling_policy.bind_worker(self.worker_index, self.num_workers)
 
     def get_spaces(self) -> tuple[gym.Space, gym.Space]:
         """The env's observation and action spaces."""
@@ -263,6 +274,12 @@ class RolloutWorker:
                 break
         return concat_samples(pieces)
 
+    def sample_with_count(self) -> tuple[SampleBatch, int]:
+        """:meth:`sample` and its row count, as two results: asynchronous trainers call it
+        with ``num_returns=2`` and read the small count without fetching the batch."""
+        batch = self.sample()
+        return batch, batch.count
+
     def _run_fragment(self, bootstrap_cut: bool) -> list[tuple[int, SampleBatch, bool]]:
         """Steps every sub-env ``rollout_fragment_length`` times.
 
@@ -285,6 +302,12 @@ class RolloutWorker:
             _B.EPS_ID: np.empty((T, N), dtype=np.int64),
             _B.BOOTSTRAP_VALUE: np.zeros((T, N), dtype=np.float32),
         }
+        # Q-learning stores each step's next observation; policy gradients bootstrap
+        # cut pieces from V(s) instead.
+        record_next_obs = policy.needs_next_obs
+        bootstrap = policy.needs_bootstrap_value
+        if record_next_obs:
+            buf[_B.NEXT_OBS] = np.empty_like(buf[_B.OBS])
         for t in range(T):
             t0 = time.perf_counter()
             actions, extras = policy.compute_actions(obs)
@@ -308,7 +331,7 @@ class RolloutWorker:
             self._returns += rewards
             self._lengths += 1
             if final_obs:
-                truncated_envs = [i for i in final_obs if truncateds[i]]
+                truncated_envs = [i for i in final_obs if truncateds[i]] if bootstrap else []
                 if truncated_envs:
                     # A time limit is not the end of the MDP: bootstrap from V(final obs).
                     last = self._process_obs([final_obs[i] for i in truncated_envs], update=False)
@@ -320,6 +343,13 @@ class RolloutWorker:
                     self._eps_ids[i] = self._next_eps_id
                     self._next_eps_id += 1
             obs = self._process_obs(raw_obs)
+            if record_next_obs:
+                buf[_B.NEXT_OBS][t] = obs
+                if final_obs:
+                    # obs holds the reset observation of a finished sub-env; the step
+                    # led to its final observation.
+                    done_envs = list(final_obs)
+                    buf[_B.NEXT_OBS][t, done_envs] = self._process_obs([final_obs[i] for i in done_envs], update=False)
             t4 = time.perf_counter()
             perf["inference"] += t1 - t0
             perf["action_processing"] += t2 - t1
@@ -328,7 +358,7 @@ class RolloutWorker:
         self._perf_steps += T * N
         self._obs = obs
         done = buf[_B.TERMINATEDS] | buf[_B.TRUNCATEDS]
-        if bootstrap_cut:
+        if bootstrap_cut and bootstrap:
             open_envs = np.flatnonzero(~done[-1])
             if len(open_envs):
                 buf[_B.BOOTSTRAP_VALUE][-1, open_envs] = policy.compute_values(obs[open_envs])

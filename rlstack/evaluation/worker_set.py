@@ -34,6 +34,8 @@ class WorkerSet:
         name: What the workers are for, in logs and errors ("rollout", "evaluation").
         postprocess_fn: The algorithm's framework-free trajectory postprocessing, for
             workers that act in numpy.
+        numpy_policy_class: Import path of the algorithm's numpy acting policy (None:
+            ``NumpyPolicy``).
     """
 
     def __init__(
@@ -45,6 +47,7 @@ class WorkerSet:
         local_env: bool = False,
         name: str = "rollout",
         postprocess_fn: Any = None,
+        numpy_policy_class: str | None = None,
     ) -> None:
         self.config = config
         self.name = name
@@ -62,7 +65,7 @@ class WorkerSet:
                 remote_cls.remote(
                     env_spec, policy_class if isinstance(policy_class, str) else class_path(policy_class), config, worker_index=i, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
-                    postprocess_fn=postprocess_fn,
+                    postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
                 )
                 for i in range(1, num_workers + 1)
             ]
@@ -74,7 +77,7 @@ class WorkerSet:
         self._local_worker = RolloutWorker(
             env_spec, policy_class, config, worker_index=0, num_workers=num_workers,
             spaces=spaces, num_gpus=config.get("num_gpus", 0) if name == "rollout" else 0,
-            postprocess_fn=postprocess_fn,
+            postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
         )
         if self._remote_workers:
             ray.get([w.ping.remote() for w in self._remote_workers])

@@ -192,6 +192,39 @@ class ModelSpec:
         return [*self.encoder.layers, *vf, self.logits, self.value_out]
 
 
+@dataclass(frozen=True)
+class QModelSpec:
+    """A Q-network for Discrete actions (DQN family): the encoder, then an advantage
+    stream of ``hiddens`` into one output per action and, when dueling (Wang et al.
+    2016), a state-value stream of the same shape into one output;
+    ``Q = V + A - mean(A)``.
+    """
+
+    obs_size: int
+    encoder: EncoderSpec
+    advantage_hiddens: tuple[LayerSpec, ...]
+    advantage_out: LayerSpec
+    value_hiddens: tuple[LayerSpec, ...]
+    value_out: LayerSpec | None
+    num_actions: int
+    model_config: dict = field(default_factory=dict, compare=False)
+    # The policy-gradient spec's fields that generic model code reads.
+    vf_encoder: None = None
+    free_log_std: bool = False
+    action_dim: int = 0
+
+    @property
+    def dueling(self) -> bool:
+        """Whether the network has a separate state-value stream."""
+        return self.value_out is not None
+
+    @property
+    def layers(self) -> list[LayerSpec]:
+        """Every layer of the model, in build order."""
+        value = [*self.value_hiddens, self.value_out] if self.value_out is not None else []
+        return [*self.encoder.layers, *self.advantage_hiddens, self.advantage_out, *value]
+
+
 def _conv_out(size: int, kernel: int, stride: int, padding: str) -> int:
     if padding == "same":
         return math.ceil(size / stride)
@@ -393,6 +426,39 @@ class ModelCatalog:
                          bool(config["free_log_std"]), dist.action_dim, config)
 
 
+    @staticmethod
+    def get_q_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict,
+                         hiddens: list[int], dueling: bool) -> QModelSpec:
+        """Returns the built-in Q-network for these spaces (DQN's ``hiddens`` and
+        ``dueling`` keys shape the heads).
+
+        Raises:
+            ConfigError: If the action space is not Discrete.
+        """
+        if not isinstance(action_space, gym.spaces.Discrete):
+            raise ConfigError(
+                f"Q-learning (DQN, ApeX) needs a Discrete action space, got {action_space}. Use PPO (any "
+                "action space), or discretise the actions with a gymnasium ActionWrapper."
+            )
+        config = copy.deepcopy(MODEL_DEFAULTS)
+        config.update(model_config or {})
+        validate_model_config(config)
+        if not isinstance(hiddens, (list, tuple)) or not all(isinstance(v, int) and v > 0 for v in hiddens):
+            raise ConfigError(f"hiddens must be a list of positive layer sizes, e.g. [256]; got {hiddens!r}.")
+        preprocessor = Preprocessor(obs_space)
+        encoder = _encoder(preprocessor.layout, config, "")
+        num_actions = int(action_space.n)
+        advantage_hiddens, size = _dense_stack("q_hidden", encoder.out_size, list(hiddens), "relu")
+        advantage_out = LayerSpec("q_out", "dense", (size, num_actions), init_std=0.01)
+        value_hiddens: tuple[LayerSpec, ...] = ()
+        value_out = None
+        if dueling:
+            value_hiddens, size = _dense_stack("v_hidden", encoder.out_size, list(hiddens), "relu")
+            value_out = LayerSpec("v_out", "dense", (size, 1), init_std=0.01)
+        return QModelSpec(preprocessor.size, encoder, advantage_hiddens, advantage_out, value_hiddens, value_out,
+                          num_actions, config)
+
+
 def _from_tune_registry(name: str) -> type | None:
     import sys
 
@@ -409,7 +475,7 @@ def _from_tune_registry(name: str) -> type | None:
         return None
 
 
-def initial_weights(spec: ModelSpec, seed: int | None) -> dict[str, np.ndarray]:
+def initial_weights(spec: ModelSpec | QModelSpec, seed: int | None) -> dict[str, np.ndarray]:
     """Draws the initial weights of ``spec`` in the canonical layout.
 
     Dense kernels use classic RLlib's normalised-columns init (each output column scaled

@@ -56,14 +56,16 @@ class NumpyPolicy(Policy):
     """
 
     framework = "numpy"
+    # The numpy network built from model_spec().
+    model_class: type[NumpyModel] = NumpyModel
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
         sampling_seed: int | None = None, postprocess_fn: PostprocessFn | None = None,
     ) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
-        spec = ModelCatalog.get_model_spec(observation_space, action_space, config.get("model", {}))
-        self.model = NumpyModel(spec)
+        spec = self.model_spec()
+        self.model = self.model_class(spec)
         self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
         self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
         self.sampling_rng = np.random.default_rng(sampling_seed)

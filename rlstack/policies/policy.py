@@ -46,6 +46,10 @@ class Policy(ABC):
     """
 
     framework: str = ""
+    # What rollout workers record for this policy: the next observation of every step
+    # (Q-learning), and V(s) where a piece is cut or truncated (policy gradients).
+    needs_next_obs: bool = False
+    needs_bootstrap_value: bool = True
 
     @staticmethod
     def pin_threads(num_threads: int) -> None:
@@ -63,6 +67,17 @@ class Policy(ABC):
         self.preprocessor = Preprocessor(observation_space)
         self.dist_spec = action_dist_spec(action_space, config.get("model"))
         self.global_timestep = 0
+        self.worker_index, self.num_workers = 0, 0
+
+    def model_spec(self) -> Any:
+        """The built-in network for this policy's spaces and model config (the catalog's
+        policy-and-value network; Q-learning policies return a Q-network spec)."""
+        return ModelCatalog.get_model_spec(self.observation_space, self.action_space, self.config.get("model", {}))
+
+    def bind_worker(self, worker_index: int, num_workers: int) -> None:
+        """Tells the policy which rollout worker holds it (index 0: the driver's copy);
+        per-worker exploration (ApeX) depends on it."""
+        self.worker_index, self.num_workers = worker_index, num_workers
 
     def make_custom_model(self) -> Any:
         """Builds ``config["model"]["custom_model"]`` per the custom-model contract

@@ -111,3 +111,41 @@ def standardize(batch: SampleBatch, column: str) -> SampleBatch:
     values = batch[column]
     batch[column] = ((values - values.mean()) / max(1e-4, float(values.std()))).astype(np.float32)
     return batch
+
+
+def compute_n_step(batch: SampleBatch, n_step: int, gamma: float) -> SampleBatch:
+    """n-step returns for Q-learning on one trajectory piece (Sutton & Barto 2018, 7.1).
+
+    Row ``t`` becomes ``R_t = sum_{j<k} gamma^j r_{t+j}`` with ``k = min(n_step, T - t)``,
+    its ``new_obs`` the observation after step ``t + k - 1`` and its ``terminateds`` that
+    step's flag; ``discounts`` holds ``gamma ** k``, so the TD target
+    ``R_t + discounts_t * (1 - terminated_t) * max_a Q(new_obs_t, a)`` stays exact where the
+    piece ends before ``n_step`` more steps (episode end or fragment cut).
+
+    Args:
+        batch: One piece with ``rewards``, ``new_obs`` and ``terminateds``.
+        n_step: Steps to look ahead (1: plain one-step TD).
+        gamma: Discount factor.
+
+    Returns:
+        The batch with the three columns replaced and ``discounts`` added.
+    """
+    T = batch.count
+    rewards = batch[SampleBatch.REWARDS].astype(np.float64)
+    k = np.minimum(n_step, T - np.arange(T))
+    returns = np.zeros(T, dtype=np.float64)
+    for j in range(min(n_step, T)):
+        # Row t adds gamma^j r_{t+j} while j < k_t, i.e. for t < T - j.
+        returns[: T - j] += gamma**j * rewards[j:]
+    last = np.arange(T) + k - 1
+    batch[SampleBatch.REWARDS] = returns.astype(np.float32)
+    batch[SampleBatch.NEXT_OBS] = batch[SampleBatch.NEXT_OBS][last]
+    batch[SampleBatch.TERMINATEDS] = batch[SampleBatch.TERMINATEDS][last]
+    batch[SampleBatch.DISCOUNTS] = np.power(gamma, k).astype(np.float32)
+    return batch
+
+
+def postprocess_n_step(batch: SampleBatch, config: dict) -> SampleBatch:
+    """Q-learning postprocessing from a config (``n_step``, ``gamma``): the function the
+    DQN family's torch, TF and numpy policies share."""
+    return compute_n_step(batch, int(config["n_step"]), float(config["gamma"]))

@@ -71,6 +71,9 @@ class TFPolicy(Policy):
 
     framework = "tf"
 
+    # The module class built from model_spec() for built-in models.
+    model_class: type[tf.Module] = TFModel
+
     # Batch columns the loss reads.
     loss_columns: tuple[str, ...] = ()
 
@@ -109,8 +112,8 @@ class TFPolicy(Policy):
                         "call; create its tf.Variables (or Keras layers) in __init__ or on the first call."
                     )
             else:
-                spec = ModelCatalog.get_model_spec(observation_space, action_space, model_config)
-                self.model = TFModel(spec)
+                spec = self.model_spec()
+                self.model = self.model_class(spec)
                 self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
                 self.builtin_model = True
                 self.train_variables = self.model.variables_list

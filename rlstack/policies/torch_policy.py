@@ -79,6 +79,13 @@ def clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> torch.T
     return norm
 
 
+def _writable(array: np.ndarray) -> np.ndarray:
+    # Arrays fetched from Ray's object store are read-only views; torch wants to own
+    # writable memory.
+    array = np.ascontiguousarray(array)
+    return array if array.flags.writeable else array.copy()
+
+
 def pick_device(num_gpus: float) -> torch.device:
     """``cuda:0`` when GPUs are asked for and visible, else the CPU (with a warning)."""
     if num_gpus and num_gpus > 0:
@@ -105,6 +112,9 @@ class TorchPolicy(Policy):
         """Limits torch's intra-op thread pool (rollout workers use one thread each)."""
         torch.set_num_threads(num_threads)
 
+    # The module class built from model_spec() for built-in models.
+    model_class: type[torch.nn.Module] = TorchModel
+
     # Batch columns the loss reads; only these are moved to the device.
     loss_columns: tuple[str, ...] = ()
 
@@ -125,8 +135,8 @@ class TorchPolicy(Policy):
             self.model = custom
             self.builtin_model = False
         else:
-            spec = ModelCatalog.get_model_spec(observation_space, action_space, model_config)
-            self.model = TorchModel(spec)
+            spec = self.model_spec()
+            self.model = self.model_class(spec)
             self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
             self.builtin_model = True
         self.model.to(self.device)
@@ -173,7 +183,7 @@ class TorchPolicy(Policy):
 
     def _to_tensors(self, batch: SampleBatch) -> dict[str, torch.Tensor]:
         columns = self.loss_columns or tuple(batch.keys())
-        return {key: torch.from_numpy(np.ascontiguousarray(batch[key])).to(self.device) for key in columns}
+        return {key: torch.from_numpy(_writable(batch[key])).to(self.device) for key in columns}
 
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
         """Runs ``num_sgd_iter`` epochs of minibatch SGD (one full-batch step by default).

@@ -231,10 +231,6 @@ def validate_common_config(config: dict[str, Any]) -> None:
     _require(_is_int(config["evaluation_duration"]) and config["evaluation_duration"] >= 1,
              f"evaluation_duration must be an integer >= 1 (episodes or timesteps, per evaluation_duration_unit); "
              f"got {config['evaluation_duration']!r} ('auto' is not supported).")
-    exploration = config["exploration_config"]
-    _require(exploration.get("type") == "StochasticSampling" and set(exploration) == {"type"},
-             f"exploration_config {exploration!r} is not supported by this algorithm; policy-gradient algorithms "
-             "explore by sampling from their action distribution: remove exploration_config.")
     _require(not config["optimizer"],
              f"optimizer {config['optimizer']!r} is not supported; Adam is configured with lr, lr_schedule, "
              "adam_epsilon and grad_clip: remove the optimizer key.")
@@ -243,6 +239,18 @@ def validate_common_config(config: dict[str, Any]) -> None:
         _require(value is None or (isinstance(value, numbers.Real) and value >= 0),
                  f"{key} must be None or >= 0, got {value!r}.")
     validate_model_config(config["model"])
+
+
+def require_stochastic_sampling(config: dict[str, Any]) -> None:
+    """For policy-gradient algorithms, which explore by sampling their action distribution.
+
+    Raises:
+        ConfigError: If ``exploration_config`` asks for anything else.
+    """
+    exploration = config["exploration_config"]
+    _require(exploration.get("type") == "StochasticSampling" and set(exploration) == {"type"},
+             f"exploration_config {exploration!r} is not supported by this algorithm; policy-gradient algorithms "
+             "explore by sampling from their action distribution: remove exploration_config.")
 
 
 # Evaluation envs are seeded apart from the training envs (which use seed + 1000 * i + j).

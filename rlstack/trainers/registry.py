@@ -8,6 +8,8 @@ from rlstack.errors import ConfigError, did_you_mean
 
 # name -> "module:Class"; importing a trainer imports no deep-learning framework.
 ALGORITHMS: dict[str, str] = {
+    "APEX": "rlstack.trainers.dqn:ApeXTrainer",
+    "DQN": "rlstack.trainers.dqn:DQNTrainer",
     "PPO": "rlstack.trainers.ppo:PPOTrainer",
 }
 

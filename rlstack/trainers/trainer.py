@@ -90,6 +90,8 @@ class Trainer(tune.Trainable):
     # The algorithm's framework-free trajectory postprocessing, ``fn(batch, config)``,
     # for rollout workers that act in numpy (None: such workers return raw batches).
     postprocess_fn: Any = None
+    # Import path of the algorithm's numpy acting policy (None: NumpyPolicy).
+    numpy_policy_class: str | None = None
 
     def __init__(self, config: dict[str, Any] | None = None, env: Any = None, **kwargs: Any) -> None:
         config = dict(config or {})
@@ -175,7 +177,8 @@ class Trainer(tune.Trainable):
         # The worker set starts the remote workers first and then builds the driver's
         # policy, so the framework import here overlaps the workers' start-up.
         self.workers = WorkerSet(self.config["env"], policy_class_path, self.config, self.config["num_workers"],
-                                 postprocess_fn=type(self).postprocess_fn)
+                                 postprocess_fn=type(self).postprocess_fn,
+                                 numpy_policy_class=type(self).numpy_policy_class)
         self.policy_class = type(self.learner_policy)
         seed_everything(self.config["seed"])  # the framework may have been imported just now
         self.evaluation_workers: WorkerSet | None = None
@@ -328,11 +331,16 @@ class Trainer(tune.Trainable):
             "timers": {f"{name}_time_ms": round(1000 * t.mean, 3) for name, t in self._timers.items()},
             "sampler_perf": self.workers.sampler_perf(),
             "config": self.config,
+            **self.extra_results(),
         }
         interval = cfg["evaluation_interval"]
         if interval and (self.iteration + 1) % interval == 0:
             result["evaluation"] = self.evaluate()
         return result
+
+    def extra_results(self) -> dict[str, Any]:
+        """Algorithm-specific entries of the result dict (replay buffer sizes, ...)."""
+        return {}
 
     # ----- acting -----------------------------------------------------------------------
 
@@ -426,7 +434,8 @@ class Trainer(tune.Trainable):
             num = cfg["evaluation_num_workers"]
             self.evaluation_workers = WorkerSet(cfg["env"], self.policy_class, eval_config, num,
                                                 local_env=num == 0, name="evaluation",
-                                                postprocess_fn=type(self).postprocess_fn)
+                                                postprocess_fn=type(self).postprocess_fn,
+                                                numpy_policy_class=type(self).numpy_policy_class)
         workers = self.evaluation_workers
         weights = self.learner_policy.get_weights()
         filter_state = self._local_filter().get_state()
@@ -519,9 +528,17 @@ class Trainer(tune.Trainable):
             "env": env_spec_name(self.config["env"]),
             "config": ckpt.to_jsonable(self.config),
         }
-        arrays = {"policy_state": policy.get_state(), "filters": self._local_filter().get_state()}
+        arrays = {"policy_state": policy.get_state(), "filters": self._local_filter().get_state(),
+                  **self.extra_checkpoint_arrays()}
         ckpt.write_checkpoint(checkpoint_dir, metadata, arrays)
         return None
+
+    def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """Algorithm state beyond the policy's (e.g. a replay buffer), as groups of arrays."""
+        return {}
+
+    def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
+        """Restores what :meth:`extra_checkpoint_arrays` saved (groups may be missing)."""
 
     def load_checkpoint(self, checkpoint: Any) -> None:
         if isinstance(checkpoint, dict):
@@ -552,6 +569,7 @@ class Trainer(tune.Trainable):
         self.learner_policy.set_state(arrays["policy_state"])
         if arrays.get("filters"):
             self.workers.set_filter_state(arrays["filters"])
+        self.restore_extra_arrays(arrays)
         self._counters.update(metadata.get("counters", {}))
         self._iteration = int(metadata.get("iteration", 0))
         self._time_total = float(metadata.get("time_total_s", 0.0))

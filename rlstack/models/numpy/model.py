@@ -101,3 +101,26 @@ class NumpyModel:
         if self.spec.vf_encoder is None:
             return self(obs)[1]
         return self._run(self.spec.value_out, self._encode(self.spec.vf_encoder, obs))[:, 0]
+
+
+class NumpyQModel(NumpyModel):
+    """The built-in dense Q-network (DQN family) in numpy.
+
+    Args:
+        spec: The catalog's Q-network description.
+    """
+
+    def _head(self, layers: tuple[LayerSpec, ...], out: LayerSpec, x: np.ndarray) -> np.ndarray:
+        for layer in layers:
+            x = self._run(layer, x)
+        return self._run(out, x)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations."""
+        spec = self.spec
+        features = self._encode(spec.encoder, obs)
+        advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features)
+        if spec.value_out is None:
+            return advantages
+        value = self._head(spec.value_hiddens, spec.value_out, features)
+        return value + advantages - advantages.mean(axis=1, keepdims=True)

@@ -112,3 +112,27 @@ class TFModel(tf.Module):
                     "was it saved with another model config?"
                 )
             var.assign(value)
+
+
+class TFQModel(TFModel):
+    """The built-in Q-network (DQN family) of a :class:`~rlstack.models.catalog.QModelSpec`.
+
+    Args:
+        spec: The catalog's Q-network description.
+    """
+
+    def _head(self, layers: tuple[LayerSpec, ...], out: LayerSpec, x: tf.Tensor) -> tf.Tensor:
+        for layer in layers:
+            x = self._run(layer, x)
+        return self._run(out, x)
+
+    def __call__(self, obs: tf.Tensor) -> tf.Tensor:  # type: ignore[override]
+        """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations."""
+        spec = self.spec
+        features = self._encode(spec.encoder, obs)
+        advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features)
+        if spec.value_out is None:
+            return advantages
+        # Dueling: Q = V + A - mean_a A, which keeps V and A identifiable.
+        value = self._head(spec.value_hiddens, spec.value_out, features)
+        return value + advantages - tf.reduce_mean(advantages, axis=1, keepdims=True)

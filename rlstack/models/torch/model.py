@@ -139,3 +139,27 @@ class TorchModel(nn.Module):
             module.bias.copy_(torch.from_numpy(np.array(weights[f"{name}/bias"], dtype=np.float32)))
         if self.log_std is not None:
             self.log_std.copy_(torch.from_numpy(np.array(weights["log_std"], dtype=np.float32)))
+
+
+class TorchQModel(TorchModel):
+    """The built-in Q-network (DQN family) of a :class:`~rlstack.models.catalog.QModelSpec`.
+
+    Args:
+        spec: The catalog's Q-network description.
+    """
+
+    def _head(self, layers: tuple[LayerSpec, ...], out: LayerSpec, x: torch.Tensor) -> torch.Tensor:
+        for layer in layers:
+            x = self._run(layer, x)
+        return self._run(out, x)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations."""
+        spec = self.spec
+        features = self._encode(spec.encoder, obs)
+        advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features)
+        if spec.value_out is None:
+            return advantages
+        # Dueling: Q = V + A - mean_a A, which keeps V and A identifiable.
+        value = self._head(spec.value_hiddens, spec.value_out, features)
+        return value + advantages - advantages.mean(dim=1, keepdim=True)

@@ -16,7 +16,7 @@ from rlstack.errors import ConfigError
 from rlstack.evaluation.worker_set import synchronous_parallel_sample
 from rlstack.policies.postprocessing import postprocess_advantages, standardize
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
+from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
 
 # Classic RLlib 1.x PPO defaults, on top of COMMON_CONFIG.
@@ -85,6 +85,7 @@ class PPOTrainer(Trainer):
         Raises:
             ConfigError: Naming the key, the value and the fix.
         """
+        require_stochastic_sampling(config)
         for key in ("sgd_minibatch_size", "num_sgd_iter"):
             if not isinstance(config[key], int) or isinstance(config[key], bool) or config[key] < 1:
                 raise ConfigError(f"{key} must be an integer >= 1, got {config[key]!r}.")

@@ -1,0 +1,73 @@
+"""LearnerThread: learns on batches from a queue while the driver keeps sampling.
+
+Asynchronous trainers (ApeX, IMPALA) feed replayed or sampled batches into
+``inqueue``; the thread runs ``learn_on_batch`` on each and puts ``(tag, batch, stats)``
+on ``outqueue``. ``lock`` guards the policy: the driver takes it to read weights or
+update the target network between learner steps. torch and TF release the GIL inside
+their kernels, so sampling bookkeeping in the driver overlaps with learning.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from typing import Any
+
+from rlstack.policies.policy import Policy
+from rlstack.sample_batch import SampleBatch
+
+logger = logging.getLogger(__name__)
+
+
+class LearnerThread(threading.Thread):
+    """A daemon thread that calls ``policy.learn_on_batch`` on queued batches.
+
+    Args:
+        policy: The learner policy.
+        queue_size: Capacity of ``inqueue`` (``learner_queue_size``).
+        timeout_s: How long ``get`` waits before the thread checks for a stop
+            (a poll interval, not a failure timeout).
+    """
+
+    def __init__(self, policy: Policy, queue_size: int = 16, timeout_s: float = 0.5) -> None:
+        super().__init__(name="rlstack-learner", daemon=True)
+        self.policy = policy
+        self.inqueue: queue.Queue[tuple[Any, SampleBatch]] = queue.Queue(maxsize=queue_size)
+        self.outqueue: queue.Queue[tuple[Any, SampleBatch, dict[str, Any]]] = queue.Queue()
+        self.lock = threading.Lock()
+        self.timeout_s = timeout_s
+        self.error: BaseException | None = None
+        self.num_steps = 0
+        self.learn_time_s = 0.0
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                tag, batch = self.inqueue.get(timeout=self.timeout_s)
+            except queue.Empty:
+                continue
+            try:
+                start = time.perf_counter()
+                with self.lock:
+                    stats = self.policy.learn_on_batch(batch)
+                self.learn_time_s += time.perf_counter() - start
+                self.num_steps += 1
+                self.outqueue.put((tag, batch, stats))
+            except BaseException as exc:  # noqa: BLE001 - handed to the driver, which raises it
+                logger.exception("The learner thread failed.")
+                self.error = exc
+                return
+
+    def check(self) -> None:
+        """Re-raises, in the driver, an exception that ended the thread."""
+        if self.error is not None:
+            raise RuntimeError(f"The learner thread failed: {self.error!r}") from self.error
+
+    def stop(self) -> None:
+        """Asks the thread to end after its current batch and waits for it."""
+        self._stopped.set()
+        if self.is_alive():
+            self.join(timeout=10)

@@ -1,0 +1,154 @@
+"""DQN's loss in torch: double Q, dueling, n-step targets, importance weights, Huber.
+
+Mnih et al. 2015 (target network, Huber loss), van Hasselt et al. 2016 (double Q),
+Wang et al. 2016 (dueling heads, in the model), Schaul et al. 2016 (importance weights).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from rlstack.models.catalog import QModelSpec
+from rlstack.models.torch.model import TorchQModel
+from rlstack.policies.torch_policy import TorchPolicy, clip_grad_norm
+from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.dqn.q_learning import act_on_q_values, make_exploration, postprocess_q_learning, q_model_spec
+
+
+class DQNTorchPolicy(TorchPolicy):
+    """DQN in torch; the loss equals :class:`DQNTFPolicy`'s to float32 rounding."""
+
+    model_class = TorchQModel
+    needs_next_obs = True
+    needs_bootstrap_value = False
+    loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS, SampleBatch.NEXT_OBS,
+                    SampleBatch.TERMINATEDS, SampleBatch.DISCOUNTS, SampleBatch.WEIGHTS)
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+                 sampling_seed: int | None = None) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
+        self.exploration = make_exploration(self)
+        # The target network: a frozen copy, refreshed by update_target().
+        self.target_model = copy.deepcopy(self.model)
+        self.target_model.requires_grad_(False)
+
+    def model_spec(self) -> QModelSpec:
+        return q_model_spec(self)
+
+    def bind_worker(self, worker_index: int, num_workers: int) -> None:
+        super().bind_worker(worker_index, num_workers)
+        self.exploration = make_exploration(self)
+
+    # ----- acting -----------------------------------------------------------------
+
+    def _q(self, model: torch.nn.Module, obs: torch.Tensor) -> torch.Tensor:
+        out = model(obs)
+        return out[0] if isinstance(out, tuple) else out  # custom models return (outputs, values)
+
+    def q_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        """``Q(s, .)`` as ``float32 [B, num_actions]``."""
+        with torch.no_grad():
+            obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
+            return self._q(self.model, obs).cpu().numpy()
+
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        return act_on_q_values(self, self.exploration, self.q_values(obs_batch), explore)
+
+    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        return self.q_values(obs_batch).max(axis=1)
+
+    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        return postprocess_q_learning(batch, self.config, self.q_values)
+
+    # ----- learning ---------------------------------------------------------------
+
+    def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        obs, next_obs = train_batch[SampleBatch.OBS], train_batch[SampleBatch.NEXT_OBS]
+        q_t = self._q(self.model, obs)
+        actions = train_batch[SampleBatch.ACTIONS].long()
+        q_t_selected = q_t.gather(1, actions[:, None]).squeeze(1)
+        with torch.no_grad():
+            q_tp1_target = self._q(self.target_model, next_obs)
+            if self.config["double_q"]:
+                # Double Q: the online network picks a*, the target network rates it.
+                best_actions = self._q(self.model, next_obs).argmax(dim=1)
+            else:
+                best_actions = q_tp1_target.argmax(dim=1)
+            q_tp1_best = q_tp1_target.gather(1, best_actions[:, None]).squeeze(1)
+            # y = R^(n) + gamma^k * (1 - terminated) * Q'(s_{t+k}, a*)
+            not_done = 1.0 - train_batch[SampleBatch.TERMINATEDS].float()
+            target = train_batch[SampleBatch.REWARDS] + train_batch[SampleBatch.DISCOUNTS] * not_done * q_tp1_best
+        td_error = q_t_selected - target
+        loss = (train_batch[SampleBatch.WEIGHTS] * F.huber_loss(q_t_selected, target, reduction="none", delta=1.0)).mean()
+        stats = {
+            "loss": loss,
+            "mean_q": q_t_selected.mean(),
+            "min_q": q_t_selected.min(),
+            "max_q": q_t_selected.max(),
+            "mean_td_error": td_error.mean(),
+            "td_error": td_error.detach(),
+        }
+        return loss, stats
+
+    def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
+        """One Adam step per ``train_batch_size`` rows of ``batch``, in order.
+
+        The trainer hands over ``k * train_batch_size`` replayed rows for ``k`` gradient
+        steps at once (``training_intensity``); the target network stays fixed in between.
+
+        Returns:
+            Mean loss statistics over the steps, ``cur_lr``, and ``td_error`` (one per row,
+            from the step that used the row) for the priority update.
+        """
+        tensors = self._to_tensors(batch)
+        n = batch.count
+        step_size = min(int(self.config["train_batch_size"]), n)
+        grad_clip = self.config.get("grad_clip")
+        td_errors, step_stats = [], []
+        self.model.train()
+        for start in range(0, n, step_size):
+            minibatch = {key: value[start : start + step_size] for key, value in tensors.items()}
+            loss, stats = self.loss(minibatch)
+            self.optimizer.zero_grad()
+            loss.backward()
+            if grad_clip is not None:
+                stats["grad_gnorm"] = clip_grad_norm(self.optimizer.params, grad_clip)
+            self.optimizer.step()
+            td_errors.append(stats.pop("td_error"))
+            step_stats.append({key: value.detach() for key, value in stats.items()})
+        self.model.eval()
+        mean_stats = {key: float(torch.stack([s[key] for s in step_stats]).float().mean()) for key in step_stats[0]}
+        mean_stats["cur_lr"] = self.optimizer.lr
+        mean_stats["cur_epsilon"] = self.exploration.epsilon(self.global_timestep)
+        mean_stats["td_error"] = torch.cat(td_errors).cpu().numpy()
+        return mean_stats
+
+    def update_target(self) -> None:
+        """Copies the online network's weights into the target network."""
+        self.target_model.load_state_dict(self.model.state_dict())
+
+    # ----- state ------------------------------------------------------------------
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        state = super().get_state()
+        if self.builtin_model:
+            target = self.target_model.get_canonical_weights()
+        else:
+            target = {name: value.detach().cpu().numpy().copy() for name, value in self.target_model.state_dict().items()}
+        state.update({f"target/{name}": value for name, value in target.items()})
+        return state
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        super().set_state(state)
+        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        if not target:
+            self.update_target()
+        elif self.builtin_model:
+            self.target_model.set_canonical_weights(target)
+        else:
+            self.target_model.load_state_dict({name: torch.from_numpy(np.array(v)) for name, v in target.items()})
