@@ -98,9 +98,16 @@ class ReplayBuffer:
 
     def get_state(self) -> dict[str, np.ndarray]:
         """The stored rows and counters as numpy arrays (for checkpoints)."""
-        state = {f"column/{key}": column[: self._size] for key, column in self._columns.items()}
-        state["counters"] = np.asarray([self._next, self._size, self._num_added, self._num_sampled], dtype=np.int64)
+        # Oldest row first, so the state loads into a buffer of any capacity that fits it.
+        order = self._chronological_slots()
+        state = {f"column/{key}": column[order] for key, column in self._columns.items()}
+        state["counters"] = np.asarray([self._size, self._num_added, self._num_sampled], dtype=np.int64)
         return state
+
+    def _chronological_slots(self) -> np.ndarray:
+        if self._size < self.capacity:
+            return np.arange(self._size)
+        return (self._next + np.arange(self.capacity)) % self.capacity
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """Restores :meth:`get_state`'s arrays.
@@ -108,16 +115,18 @@ class ReplayBuffer:
         Raises:
             ValueError: If the stored rows do not fit this buffer's capacity.
         """
-        next_index, size, self._num_added, self._num_sampled = (int(v) for v in state["counters"])
+        size, self._num_added, self._num_sampled = (int(v) for v in state["counters"])
         if size > self.capacity:
-            raise ValueError(f"The saved replay buffer holds {size} rows but buffer_size is {self.capacity}.")
+            raise ValueError(f"The saved replay buffer holds {size} rows but buffer_size is {self.capacity}; "
+                             f"restore with buffer_size >= {size}.")
         self._columns = {}
         for key, value in state.items():
             if key.startswith("column/"):
                 column = np.empty((self.capacity, *value.shape[1:]), dtype=value.dtype)
                 column[:size] = value
                 self._columns[key[len("column/"):]] = column
-        self._next, self._size = next_index, size
+        self._size = size
+        self._next = size % self.capacity
 
 
 class PrioritizedReplayBuffer(ReplayBuffer):
@@ -195,9 +204,13 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             ValueError: If a priority is not finite.
         """
         priorities = np.abs(np.asarray(priorities, dtype=np.float64)) + self.eps
+        slots = np.asarray(slots, dtype=np.int64)
         if not np.isfinite(priorities).all():
             raise ValueError("Replay priorities must be finite; the TD errors contain NaN or inf.")
-        self._set_priorities(np.asarray(slots, dtype=np.int64), priorities)
+        if slots.size and (slots.min() < 0 or slots.max() >= self._size):
+            raise IndexError(f"Replay slots must be in [0, {self._size}) (the rows stored), got "
+                             f"{slots.min()}..{slots.max()}.")
+        self._set_priorities(slots, priorities)
         self._max_priority = max(self._max_priority, float(priorities.max(initial=0.0)))
 
     def stats(self) -> dict[str, float]:
@@ -205,11 +218,15 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def get_state(self) -> dict[str, np.ndarray]:
         state = super().get_state()
-        state["priorities"] = self._sum_tree[np.arange(self._size)]
+        # Leaves hold p ** alpha, in the same oldest-first order as the rows.
+        state["priorities"] = self._sum_tree[self._chronological_slots()]
         state["max_priority"] = np.asarray(self._max_priority)
         return state
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
+        if "priorities" not in state:
+            raise ValueError("This replay state has no priorities (it was saved with prioritized_replay=False); "
+                             "restore it with prioritized_replay=False.")
         super().set_state(state)
         self._sum_tree = SumSegmentTree(self.capacity)
         self._min_tree = MinSegmentTree(self.capacity)

@@ -238,9 +238,10 @@ class TorchPolicy(Policy):
         state = super().get_state()
         opt = self.optimizer
         for i, (step, m, v) in enumerate(zip(opt.steps, opt.exp_avgs, opt.exp_avg_sqs)):
-            state[f"optimizer/{i}/step"] = step.cpu().numpy()
-            state[f"optimizer/{i}/exp_avg"] = m.cpu().numpy()
-            state[f"optimizer/{i}/exp_avg_sq"] = v.cpu().numpy()
+            # .cpu() of a CPU tensor is the tensor itself: copy, or the state stays live.
+            state[f"optimizer/{i}/step"] = step.cpu().numpy().copy()
+            state[f"optimizer/{i}/exp_avg"] = m.cpu().numpy().copy()
+            state[f"optimizer/{i}/exp_avg_sq"] = v.cpu().numpy().copy()
         state["minibatch_rng"] = encode_json(self._rng.bit_generator.state)
         state["sampling_rng"] = self.sampling_generator.get_state().numpy()
         return state

@@ -77,9 +77,10 @@ class EpsilonGreedy:
         self.constant: float | None = None
         if config["type"] == "PerWorkerEpsilonGreedy" and worker_index > 0:
             self.constant = per_worker_epsilon(worker_index, num_workers)
-        steps = max(1, int(config["epsilon_timesteps"]))
-        self.schedule = PiecewiseSchedule([(0, config["initial_epsilon"]), (steps, config["final_epsilon"])],
-                                          "exploration_config")
+        steps = int(config["epsilon_timesteps"])
+        points = [(0, config["initial_epsilon"]), (steps, config["final_epsilon"])] if steps > 0 else \
+            [(0, config["final_epsilon"])]
+        self.schedule = PiecewiseSchedule(points, "exploration_config")
         self.rng = np.random.default_rng(seed)
 
     def epsilon(self, timestep: int) -> float:

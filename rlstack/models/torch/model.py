@@ -110,7 +110,7 @@ class TorchModel(nn.Module):
                 kernel = kernel.T
             else:
                 kernel = kernel.transpose(2, 3, 1, 0)
-            weights[f"{name}/kernel"] = np.ascontiguousarray(kernel)
+            weights[f"{name}/kernel"] = np.array(kernel, order="C", copy=True)  # never a view of the parameter
             weights[f"{name}/bias"] = module.bias.detach().cpu().numpy().copy()
         if self.log_std is not None:
             weights["log_std"] = self.log_std.detach().cpu().numpy().copy()
