@@ -96,7 +96,11 @@ class TFModel(tf.Module):
 
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """Weights in the canonical layout, as numpy arrays."""
-        return {name: var.numpy().copy() for name, var in self.weight_vars.items()}
+        # One graph call reads every variable: eager reads cost ~0.2 ms each, which
+        # adds up when weights are synced after every few env steps (DQN).
+        if getattr(self, "_read_all", None) is None:
+            self._read_all = tf.function(lambda: {name: tf.identity(var) for name, var in self.weight_vars.items()})
+        return {name: value.numpy().copy() for name, value in self._read_all().items()}
 
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads weights in the canonical layout.

@@ -66,7 +66,9 @@ class ApeXTrainer(Trainer):
 
     ``training_intensity`` (trained rows per sampled step), when set, caps how fast the
     learner may replay relative to sampling; without it the learner replays as fast as
-    it can, as in the paper.
+    it can, as in the paper. Learning goes on between ``train()`` calls (the learner
+    thread works through its queue), so a checkpoint holds the weights of the moment it
+    is written and the counters of the last reported result.
     """
 
     _name = "APEX"
@@ -209,6 +211,9 @@ class ApeXTrainer(Trainer):
 
     def _apply_learner_results(self) -> None:
         cfg = self.config
+        times, self.learner.learn_times = self.learner.learn_times, []
+        for seconds in times:
+            self._timers["learn"].push(seconds)
         while not self.learner.outqueue.empty():
             shard_index, batch, stats = self.learner.outqueue.get_nowait()
             td_error = stats.pop("td_error")

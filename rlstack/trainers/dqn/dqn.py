@@ -185,8 +185,7 @@ class DQNTrainer(Trainer):
         cfg = self.config
         self.replay_buffer: ReplayBuffer = make_replay_buffer(cfg, seed=cfg["seed"])
         self._beta = beta_schedule(cfg)
-        self._train_credit = 0.0
-        self._counters.update(num_target_updates=0, last_target_update_ts=0)
+        self._counters.update(num_target_updates=0, last_target_update_ts=0, train_credit=0.0)
 
     def reset_config(self, new_config: dict[str, Any]) -> bool:
         if not super().reset_config(new_config):
@@ -201,9 +200,10 @@ class DQNTrainer(Trainer):
         intensity = self.config["training_intensity"]
         if intensity is None:
             return 1
-        self._train_credit += sampled * intensity / self.config["train_batch_size"]
-        steps = int(self._train_credit)
-        self._train_credit -= steps
+        # The fractional rest carries over (in the counters, so checkpoints keep it).
+        credit = self._counters["train_credit"] + sampled * intensity / self.config["train_batch_size"]
+        steps = int(credit)
+        self._counters["train_credit"] = credit - steps
         return steps
 
     def training_step(self) -> dict[str, Any]:

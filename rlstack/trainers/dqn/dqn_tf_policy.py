@@ -140,7 +140,6 @@ class DQNTFPolicy(TFPolicy):
             rows, td_error = self._dqn_train_fn(tensors, tf.constant(starts), tf.constant(ends))
         mean_stats = {key: float(value) for key, value in zip(self._dqn_stat_keys, rows.numpy().mean(axis=0))}
         mean_stats["cur_lr"] = float(self.lr.numpy())
-        mean_stats["cur_epsilon"] = self.exploration.epsilon(self.global_timestep)
         mean_stats["td_error"] = td_error.numpy()
         return mean_stats
 

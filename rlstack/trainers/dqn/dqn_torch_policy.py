@@ -124,7 +124,6 @@ class DQNTorchPolicy(TorchPolicy):
         self.model.eval()
         mean_stats = {key: float(torch.stack([s[key] for s in step_stats]).float().mean()) for key in step_stats[0]}
         mean_stats["cur_lr"] = self.optimizer.lr
-        mean_stats["cur_epsilon"] = self.exploration.epsilon(self.global_timestep)
         mean_stats["td_error"] = torch.cat(td_errors).cpu().numpy()
         return mean_stats
 
