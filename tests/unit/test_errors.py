@@ -121,5 +121,5 @@ def test_get_trainer_class_lowercase_suggests_ppo():
 
 def test_get_trainer_class_unknown_without_suggestion_lists_available():
     with pytest.raises(ConfigError, match="Available: APEX, DQN, PPO") as info:
-        get_trainer_class("DQNXYZ")
+        get_trainer_class("SAC")
     assert "did you mean" not in str(info.value)
