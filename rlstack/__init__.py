@@ -17,6 +17,8 @@ from rlstack.sample_batch import SampleBatch, concat_samples
 from rlstack.trainers.registry import get_trainer_class
 
 __all__ = [
+    "A2CTrainer",
+    "A3CTrainer",
     "ApeXTrainer",
     "CheckpointError",
     "ConfigError",
@@ -24,6 +26,7 @@ __all__ = [
     "EnvContext",
     "EnvError",
     "FrameworkNotInstalledError",
+    "IMPALATrainer",
     "ModelCatalog",
     "PPOTrainer",
     "RLStackError",
@@ -44,4 +47,12 @@ def __getattr__(name: str) -> Any:
         from rlstack.trainers import dqn
 
         return getattr(dqn, name)
+    if name in ("A2CTrainer", "A3CTrainer"):
+        from rlstack.trainers import a3c
+
+        return getattr(a3c, name)
+    if name == "IMPALATrainer":
+        from rlstack.trainers.impala import IMPALATrainer
+
+        return IMPALATrainer
     raise AttributeError(f"module 'rlstack' has no attribute {name!r}")

@@ -280,6 +280,13 @@ class RolloutWorker:
         batch = self.sample()
         return batch, batch.count
 
+    def sample_and_compute_gradients(self) -> tuple[list[np.ndarray], dict[str, float], int]:
+        """Samples a batch and returns the policy's gradients on it, its learner
+        statistics and its row count (A3C: workers learn, the driver applies)."""
+        batch = self.sample()
+        grads, stats = self.policy.compute_gradients(batch)  # type: ignore[attr-defined]
+        return grads, stats, batch.count
+
     def _run_fragment(self, bootstrap_cut: bool) -> list[tuple[int, SampleBatch, bool]]:
         """Steps every sub-env ``rollout_fragment_length`` times.
 

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from rlstack.models.catalog import ModelCatalog, initial_weights
+from rlstack.models.catalog import initial_weights
 from rlstack.models.tf.distributions import DISTRIBUTIONS
 from rlstack.models.tf.model import TFModel
 from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
@@ -51,6 +51,54 @@ class Adam:
             denom = tf.sqrt(v) / tf.sqrt(correction2) + self.eps
             var.assign_sub(self.lr / correction1 * m / denom)
 
+    def get_state(self) -> dict[str, np.ndarray]:
+        """The step count and both moments per variable."""
+        state = {"step": self.step.numpy()}
+        for i, (m, v) in enumerate(zip(self.m, self.v)):
+            state[f"{i}/exp_avg"] = m.numpy()
+            state[f"{i}/exp_avg_sq"] = v.numpy()
+        return state
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restores :meth:`get_state`."""
+        self.step.assign(float(state["step"]))
+        for i, (m, v) in enumerate(zip(self.m, self.v)):
+            m.assign(state[f"{i}/exp_avg"])
+            v.assign(state[f"{i}/exp_avg_sq"])
+
+
+class RMSProp:
+    """RMSProp in the IMPALA paper's (TF1) momentum form, the twin of
+    torch_policy.RMSProp: ``ms = decay ms + (1 - decay) g^2``; ``mom = momentum mom +
+    lr g / sqrt(ms + eps)``; ``w -= mom``; ``ms`` starts at 1."""
+
+    def __init__(self, variables: list[tf.Variable], lr: tf.Variable, decay: float = 0.99, momentum: float = 0.0,
+                 eps: float = 0.1) -> None:
+        self.lr, self.decay, self.momentum, self.eps = lr, float(decay), float(momentum), float(eps)
+        self.mean_squares = [tf.Variable(tf.ones_like(v), trainable=False) for v in variables]
+        self.moments = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+
+    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable]) -> None:
+        """Applies one update (inside a tf.function)."""
+        for grad, var, ms, mom in zip(grads, variables, self.mean_squares, self.moments):
+            ms.assign(self.decay * ms + (1.0 - self.decay) * tf.square(grad))
+            mom.assign(self.momentum * mom + self.lr * grad / tf.sqrt(ms + self.eps))
+            var.assign_sub(mom)
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        """Mean squares and momentum buffers per variable."""
+        state = {}
+        for i, (ms, mom) in enumerate(zip(self.mean_squares, self.moments)):
+            state[f"{i}/mean_square"] = ms.numpy()
+            state[f"{i}/momentum"] = mom.numpy()
+        return state
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restores :meth:`get_state`."""
+        for i, (ms, mom) in enumerate(zip(self.mean_squares, self.moments)):
+            ms.assign(state[f"{i}/mean_square"])
+            mom.assign(state[f"{i}/momentum"])
+
 
 def clip_by_global_norm(grads: list[tf.Tensor], max_norm: float) -> tuple[list[tf.Tensor], tf.Tensor]:
     """Scales gradients so their global norm is at most ``max_norm`` (torch's formula)."""
@@ -73,6 +121,14 @@ class TFPolicy(Policy):
 
     # The module class built from model_spec() for built-in models.
     model_class: type[tf.Module] = TFModel
+    # Shuffle rows before each SGD epoch; sequence losses (V-trace) keep the batch order.
+    shuffle_minibatches: bool = True
+
+    @property
+    def probe_rows(self) -> int:
+        """Rows of the eager call that finds the loss's statistics (a whole sequence for
+        sequence losses)."""
+        return 2
 
     # Batch columns the loss reads.
     loss_columns: tuple[str, ...] = ()
@@ -119,7 +175,7 @@ class TFPolicy(Policy):
                 self.train_variables = self.model.variables_list
             self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
             self.lr = tf.Variable(self.lr_schedule.value(0), trainable=False, dtype=tf.float32, name="lr")
-            self.optimizer = Adam(self.train_variables, self.lr, eps=config.get("adam_epsilon", 1e-8))
+            self.optimizer = self.make_optimizer(self.train_variables, self.lr)
             self.sampling_rng = (tf.random.Generator.from_non_deterministic_state() if sampling_seed is None
                                  else tf.random.Generator.from_seed(int(sampling_seed)))
         self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
@@ -131,6 +187,10 @@ class TFPolicy(Policy):
                                      input_signature=[obs_spec])
         self._train_fn = None
         self._stat_keys: list[str] = []
+
+    def make_optimizer(self, variables: list[tf.Variable], lr: tf.Variable) -> Adam | RMSProp:
+        """Adam with ``adam_epsilon`` (algorithms with ``opt_type`` override this)."""
+        return Adam(variables, lr, eps=self.config.get("adam_epsilon", 1e-8))
 
     # ----- acting -----------------------------------------------------------------
 
@@ -189,8 +249,8 @@ class TFPolicy(Policy):
 
     def _compiled_train_loop(self, tensors: dict[str, tf.Tensor]):
         if self._train_fn is None:
-            # The loss's statistics (their names) from one eager call on two rows.
-            _, stats = self.loss({key: value[:2] for key, value in tensors.items()})
+            # The loss's statistics (their names) from one eager call on a few rows.
+            _, stats = self.loss({key: value[: self.probe_rows] for key, value in tensors.items()})
             extra = ["grad_gnorm"] if self.config.get("grad_clip") is not None else []
             self._stat_keys = sorted([*stats, *extra])
             index_spec = tf.TensorSpec([None], tf.int64)
@@ -213,7 +273,8 @@ class TFPolicy(Policy):
         minibatch_size = min(int(self.config.get("sgd_minibatch_size") or n), n)
         num_epochs = int(self.config.get("num_sgd_iter", 1))
         # The same minibatch order as the torch policy draws from the same generator.
-        order = np.concatenate([self._rng.permutation(n) for _ in range(num_epochs)]).astype(np.int64)
+        order = np.concatenate([self._rng.permutation(n) if self.shuffle_minibatches else np.arange(n)
+                                for _ in range(num_epochs)]).astype(np.int64)
         epoch_starts = np.arange(0, n, minibatch_size, dtype=np.int64)
         per_epoch = len(epoch_starts)
         starts = (np.arange(num_epochs, dtype=np.int64)[:, None] * n + epoch_starts[None, :]).reshape(-1)
@@ -248,21 +309,17 @@ class TFPolicy(Policy):
 
     def get_state(self) -> PolicyState:
         state = super().get_state()
-        state["optimizer/step"] = self.optimizer.step.numpy()
-        for i, (m, v) in enumerate(zip(self.optimizer.m, self.optimizer.v)):
-            state[f"optimizer/{i}/exp_avg"] = m.numpy()
-            state[f"optimizer/{i}/exp_avg_sq"] = v.numpy()
+        state.update({f"optimizer/{key}": value for key, value in self.optimizer.get_state().items()})
         state["minibatch_rng"] = encode_json(self._rng.bit_generator.state)
         state["sampling_rng"] = self.sampling_rng.state.numpy()
         return state
 
     def set_state(self, state: PolicyState) -> None:
         super().set_state(state)
-        if "optimizer/step" in state:
-            self.optimizer.step.assign(float(state["optimizer/step"]))
-            for i, (m, v) in enumerate(zip(self.optimizer.m, self.optimizer.v)):
-                m.assign(state[f"optimizer/{i}/exp_avg"])
-                v.assign(state[f"optimizer/{i}/exp_avg_sq"])
+        prefix = "optimizer/"
+        optimizer_state = {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
+        if optimizer_state:
+            self.optimizer.set_state(optimizer_state)
         if "minibatch_rng" in state:
             self._rng.bit_generator.state = decode_json(state["minibatch_rng"])
         if "sampling_rng" in state:

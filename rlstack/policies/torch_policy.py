@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlstack.models.catalog import ModelCatalog, initial_weights
+from rlstack.models.catalog import initial_weights
 from rlstack.models.torch.distributions import DISTRIBUTIONS
 from rlstack.models.torch.model import TorchModel
 from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
@@ -69,6 +69,67 @@ class Adam:
             denom = (v.sqrt() / correction2**0.5).add_(self.eps)
             p.addcdiv_(m, denom, value=-self.lr / correction1)
 
+    def get_state(self) -> dict[str, np.ndarray]:
+        """The step count and both moments per parameter, as numpy copies."""
+        state = {}
+        for i, (step, m, v) in enumerate(zip(self.steps, self.exp_avgs, self.exp_avg_sqs)):
+            state[f"{i}/step"] = step.detach().cpu().numpy().copy()
+            state[f"{i}/exp_avg"] = m.detach().cpu().numpy().copy()
+            state[f"{i}/exp_avg_sq"] = v.detach().cpu().numpy().copy()
+        return state
+
+    @torch.no_grad()
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restores :meth:`get_state`."""
+        for i, (step, m, v) in enumerate(zip(self.steps, self.exp_avgs, self.exp_avg_sqs)):
+            step.copy_(torch.from_numpy(np.array(state[f"{i}/step"], dtype=np.float32)))
+            m.copy_(torch.from_numpy(np.array(state[f"{i}/exp_avg"], dtype=np.float32)))
+            v.copy_(torch.from_numpy(np.array(state[f"{i}/exp_avg_sq"], dtype=np.float32)))
+
+
+class RMSProp:
+    """RMSProp as in the IMPALA paper's TF implementation (momentum form), the twin of
+    tf_policy.RMSProp: ``ms = decay ms + (1 - decay) g^2``; ``mom = momentum mom +
+    lr g / sqrt(ms + eps)``; ``w -= mom``. ``ms`` starts at 1 (TF1's RMSPropOptimizer).
+    """
+
+    def __init__(self, params: list[torch.nn.Parameter], lr: float, decay: float = 0.99, momentum: float = 0.0,
+                 eps: float = 0.1) -> None:
+        self.params = list(params)
+        self.lr, self.decay, self.momentum, self.eps = float(lr), float(decay), float(momentum), float(eps)
+        self.mean_squares = [torch.ones_like(p) for p in self.params]
+        self.moments = [torch.zeros_like(p) for p in self.params]
+
+    def zero_grad(self) -> None:
+        """Drops the parameters' gradients."""
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """Applies one update from the parameters' ``.grad``."""
+        if any(p.grad is None for p in self.params):
+            raise RuntimeError("Every parameter needs a gradient before RMSProp.step(); is one unused by the loss?")
+        for p, ms, mom in zip(self.params, self.mean_squares, self.moments):
+            ms.mul_(self.decay).addcmul_(p.grad, p.grad, value=1.0 - self.decay)
+            mom.mul_(self.momentum).add_(p.grad / torch.sqrt(ms + self.eps), alpha=self.lr)
+            p.sub_(mom)
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        """Mean squares and momentum buffers per parameter, as numpy copies."""
+        state = {}
+        for i, (ms, mom) in enumerate(zip(self.mean_squares, self.moments)):
+            state[f"{i}/mean_square"] = ms.detach().cpu().numpy().copy()
+            state[f"{i}/momentum"] = mom.detach().cpu().numpy().copy()
+        return state
+
+    @torch.no_grad()
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restores :meth:`get_state`."""
+        for i, (ms, mom) in enumerate(zip(self.mean_squares, self.moments)):
+            ms.copy_(torch.from_numpy(np.array(state[f"{i}/mean_square"], dtype=np.float32)))
+            mom.copy_(torch.from_numpy(np.array(state[f"{i}/momentum"], dtype=np.float32)))
+
 
 def clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
     """Scales gradients so their global norm is at most ``max_norm``; returns the norm
@@ -114,6 +175,8 @@ class TorchPolicy(Policy):
 
     # The module class built from model_spec() for built-in models.
     model_class: type[torch.nn.Module] = TorchModel
+    # Shuffle rows before each SGD epoch; sequence losses (V-trace) keep the batch order.
+    shuffle_minibatches: bool = True
 
     # Batch columns the loss reads; only these are moved to the device.
     loss_columns: tuple[str, ...] = ()
@@ -142,9 +205,12 @@ class TorchPolicy(Policy):
         self.model.to(self.device)
         self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
         self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
-        self.optimizer = Adam(list(self.model.parameters()), lr=self.lr_schedule.value(0),
-                              eps=config.get("adam_epsilon", 1e-8))
+        self.optimizer = self.make_optimizer(list(self.model.parameters()), self.lr_schedule.value(0))
         self._rng = np.random.default_rng(config.get("seed"))
+
+    def make_optimizer(self, params: list[torch.nn.Parameter], lr: float) -> Adam | RMSProp:
+        """Adam with ``adam_epsilon`` (algorithms with ``opt_type`` override this)."""
+        return Adam(params, lr=lr, eps=self.config.get("adam_epsilon", 1e-8))
 
     # ----- acting -----------------------------------------------------------------
 
@@ -200,7 +266,8 @@ class TorchPolicy(Policy):
         self.model.train()
         for _ in range(num_epochs):
             epoch_stats: list[dict[str, torch.Tensor]] = []
-            order = torch.from_numpy(self._rng.permutation(n)).to(self.device)
+            order = torch.from_numpy(self._rng.permutation(n) if self.shuffle_minibatches else np.arange(n))
+            order = order.to(self.device)
             for start in range(0, n, minibatch_size):
                 index = order[start : start + minibatch_size]
                 minibatch = {key: value[index] for key, value in tensors.items()}
@@ -236,25 +303,17 @@ class TorchPolicy(Policy):
 
     def get_state(self) -> PolicyState:
         state = super().get_state()
-        opt = self.optimizer
-        for i, (step, m, v) in enumerate(zip(opt.steps, opt.exp_avgs, opt.exp_avg_sqs)):
-            # .cpu() of a CPU tensor is the tensor itself: copy, or the state stays live.
-            state[f"optimizer/{i}/step"] = step.cpu().numpy().copy()
-            state[f"optimizer/{i}/exp_avg"] = m.cpu().numpy().copy()
-            state[f"optimizer/{i}/exp_avg_sq"] = v.cpu().numpy().copy()
+        state.update({f"optimizer/{key}": value for key, value in self.optimizer.get_state().items()})
         state["minibatch_rng"] = encode_json(self._rng.bit_generator.state)
         state["sampling_rng"] = self.sampling_generator.get_state().numpy()
         return state
 
     def set_state(self, state: PolicyState) -> None:
         super().set_state(state)
-        opt = self.optimizer
-        if "optimizer/0/step" in state:
-            with torch.no_grad():
-                for i, (step, m, v) in enumerate(zip(opt.steps, opt.exp_avgs, opt.exp_avg_sqs)):
-                    step.copy_(torch.from_numpy(np.array(state[f"optimizer/{i}/step"], dtype=np.float32)))
-                    m.copy_(torch.from_numpy(np.array(state[f"optimizer/{i}/exp_avg"], dtype=np.float32)))
-                    v.copy_(torch.from_numpy(np.array(state[f"optimizer/{i}/exp_avg_sq"], dtype=np.float32)))
+        prefix = "optimizer/"
+        optimizer_state = {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
+        if optimizer_state:
+            self.optimizer.set_state(optimizer_state)
         if "minibatch_rng" in state:
             self._rng.bit_generator.state = decode_json(state["minibatch_rng"])
         if "sampling_rng" in state:

@@ -8,8 +8,11 @@ from rlstack.errors import ConfigError, did_you_mean
 
 # name -> "module:Class"; importing a trainer imports no deep-learning framework.
 ALGORITHMS: dict[str, str] = {
+    "A2C": "rlstack.trainers.a3c:A2CTrainer",
+    "A3C": "rlstack.trainers.a3c:A3CTrainer",
     "APEX": "rlstack.trainers.dqn:ApeXTrainer",
     "DQN": "rlstack.trainers.dqn:DQNTrainer",
+    "IMPALA": "rlstack.trainers.impala:IMPALATrainer",
     "PPO": "rlstack.trainers.ppo:PPOTrainer",
 }
 

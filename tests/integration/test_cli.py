@@ -67,7 +67,7 @@ def test_train_grid_search_from_yaml_then_rollout(tmp_path):
 def test_ls_lists_algorithms_and_envs(capsys):
     assert main(["ls"]) == 0
     out = capsys.readouterr().out
-    assert "algorithms: APEX, DQN, PPO" in out and "CartPole-v1" in out
+    assert "algorithms: A2C, A3C, APEX, DQN, IMPALA, PPO" in out and "CartPole-v1" in out
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,7 @@ def test_impossible_values(key, value, fragment):
 
 
 def test_unknown_algorithm_lists_available():
-    with pytest.raises(ConfigError, match=r"Unknown algorithm .PP0.; did you mean .PPO.\?.*Available: APEX, DQN, PPO"):
+    with pytest.raises(ConfigError, match=r"Unknown algorithm .PP0.; did you mean .PPO.\?.*Available: A2C, A3C, APEX, DQN, IMPALA, PPO"):
         get_trainer_class("PP0")
 
 

@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["rlstack.sample_batch", "rlstack.trainers.ppo.ppo"]
+MODULES = ["rlstack.sample_batch", "rlstack.trainers.ppo.ppo", "rlstack.trainers.dqn.dqn", "rlstack.trainers.a3c.a2c",
+           "rlstack.execution.segment_tree"]
 
 
 @pytest.mark.parametrize("name", MODULES)

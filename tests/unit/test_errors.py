@@ -111,7 +111,7 @@ def test_get_trainer_class_typo_suggests_ppo():
     message = str(info.value)
     assert "'PP0'" in message
     assert "did you mean 'PPO'" in message
-    assert "Available: APEX, DQN, PPO" in message
+    assert "Available: A2C, A3C, APEX, DQN, IMPALA, PPO" in message
 
 
 def test_get_trainer_class_lowercase_suggests_ppo():
@@ -120,6 +120,6 @@ def test_get_trainer_class_lowercase_suggests_ppo():
 
 
 def test_get_trainer_class_unknown_without_suggestion_lists_available():
-    with pytest.raises(ConfigError, match="Available: APEX, DQN, PPO") as info:
-        get_trainer_class("SAC")
+    with pytest.raises(ConfigError, match="Available: A2C, A3C, APEX, DQN, IMPALA, PPO") as info:
+        get_trainer_class("MADDPG")
     assert "did you mean" not in str(info.value)

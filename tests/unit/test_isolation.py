@@ -1,4 +1,5 @@
-"""Framework isolation: a torch run never imports TensorFlow, and the reverse.
+"""Framework isolation: a torch run never imports TensorFlow, and the reverse, for every
+algorithm that trains in the driver.
 
 Each case runs in a fresh interpreter, since this test process may already have
 imported both frameworks.
@@ -17,13 +18,21 @@ SCRIPT = textwrap.dedent(
     import sys
     import rlstack
     assert "torch" not in sys.modules and "tensorflow" not in sys.modules, "import rlstack loaded a framework"
-    from rlstack.trainers.ppo import PPOTrainer
-    trainer = PPOTrainer({{"framework": "{framework}", "num_workers": 0, "train_batch_size": 200,
-                          "sgd_minibatch_size": 50, "num_sgd_iter": 1, "rollout_fragment_length": 100,
-                          "model": {{"fcnet_hiddens": [8]}}}}, "CartPole-v1")
-    result = trainer.train()
-    assert result["timesteps_total"] >= 200
-    trainer.stop()
+    from rlstack.trainers.registry import get_trainer_class
+    # Every algorithm that can train in the driver, one short iteration each.
+    configs = {{
+        "PPO": {{"train_batch_size": 200, "sgd_minibatch_size": 50, "num_sgd_iter": 1,
+                 "rollout_fragment_length": 100}},
+        "DQN": {{"learning_starts": 50, "min_sample_timesteps_per_reporting": 100}},
+        "IMPALA": {{"train_batch_size": 100, "min_time_s_per_reporting": 0}},
+        "A2C": {{"min_time_s_per_reporting": 0}},
+    }}
+    for name, config in configs.items():
+        config.update(framework="{framework}", num_workers=0, model={{"fcnet_hiddens": [8]}})
+        trainer = get_trainer_class(name)(config, "CartPole-v1")
+        result = trainer.train()
+        assert result["timesteps_total"] >= 100, (name, result["timesteps_total"])
+        trainer.stop()
     print("LOADED", "torch" in sys.modules, "tensorflow" in sys.modules)
     """
 )

@@ -1,0 +1,136 @@
+"""A3CTrainer: asynchronous advantage actor-critic (Mnih et al. 2016).
+
+Every rollout worker samples a fragment, computes the gradients of the actor-critic
+loss on it (GAE on the worker) and sends them; the driver applies each worker's
+gradients as they arrive (``ray.wait``) and sends fresh weights back to that worker only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+from ray import tune
+
+from rlstack.errors import ConfigError
+from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
+from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+
+# Classic RLlib 1.x A3C defaults, on top of COMMON_CONFIG.
+DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
+    {
+        **COMMON_CONFIG,
+        # Use a value function (critic) as baseline; False gives REINFORCE-style returns.
+        "use_critic": True,
+        # Use generalised advantage estimation (GAE).
+        "use_gae": True,
+        # GAE lambda.
+        "lambda": 1.0,
+        # Weight of the value loss.
+        "vf_loss_coeff": 0.5,
+        # Weight of the entropy bonus, and its [[timestep, coeff], ...] schedule.
+        "entropy_coeff": 0.01,
+        "entropy_coeff_schedule": None,
+        # Workers learn asynchronously (A3C); kept for old configs: A2C is the synchronous one.
+        "sample_async": True,
+        # Accumulate gradients over this many rows at a time (None: the whole batch).
+        "microbatch_size": None,
+    },
+    {
+        "rollout_fragment_length": 10,
+        "min_time_s_per_reporting": 5,
+        "grad_clip": 40.0,
+        "lr": 0.0001,
+        # A3C's workers compute gradients, so they act with the framework policy.
+        "rollout_inference": "framework",
+    },
+    "A3C",
+))
+
+
+def validate_actor_critic_config(config: dict[str, Any], algorithm: str) -> None:
+    """Checks the keys A2C and A3C share.
+
+    Raises:
+        ConfigError: Naming the key, the value and the fix.
+    """
+    require_stochastic_sampling(config)
+    for key in ("vf_loss_coeff", "entropy_coeff", "lambda"):
+        value = config[key]
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{key} must be a number >= 0, got {value!r}.")
+    if config["lambda"] > 1.0:
+        raise ConfigError(f"lambda must be in [0, 1], got {config['lambda']!r}.")
+    if config["use_gae"] and not config["use_critic"]:
+        raise ConfigError("use_gae=True needs use_critic=True (GAE uses the value function); set use_gae=False.")
+    size = config["microbatch_size"]
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        raise ConfigError(f"microbatch_size must be None or an integer >= 1, got {size!r}.")
+
+
+def actor_critic_policy_path(config: dict[str, Any]) -> str:
+    """A2C's and A3C's policy class for ``config["framework"]``, as ``"module:Class"``."""
+    if config["framework"] == "torch":
+        return "rlstack.trainers.a3c.a3c_torch_policy:A3CTorchPolicy"
+    return "rlstack.trainers.a3c.a3c_tf_policy:A3CTFPolicy"
+
+
+class A3CTrainer(Trainer):
+    """A3C with the classic RLlib API (needs ``num_workers >= 1``)."""
+
+    _name = "A3C"
+    _default_config = DEFAULT_CONFIG
+
+    @classmethod
+    def validate_config(cls, config: dict[str, Any]) -> None:
+        validate_actor_critic_config(config, cls._name)
+        if config["num_workers"] < 1:
+            raise ConfigError("A3C learns from gradients computed on remote rollout workers: set num_workers >= 1 "
+                              "(or use A2C, which can sample in the driver with num_workers=0).")
+        if config["rollout_inference"] == "numpy":
+            raise ConfigError("rollout_inference='numpy' cannot work for A3C: its workers compute gradients with "
+                              "the torch/TF policy. Use rollout_inference='framework'.")
+
+    def get_policy_class_path(self, config: dict[str, Any]) -> str:
+        return actor_critic_policy_path(config)
+
+    def setup(self, config: dict[str, Any]) -> None:
+        super().setup(config)
+        self._in_flight: dict[Any, int] = {}
+        self._counters.update(num_gradient_updates=0)
+        for index in range(self.workers.num_remote_workers):
+            self._request(index)
+
+    def _request(self, index: int) -> None:
+        self._in_flight[self.workers.remote_workers()[index].sample_and_compute_gradients.remote()] = index
+
+    def training_step(self) -> dict[str, Any]:
+        policy = self.learner_policy
+        with self._timers["sample"]:
+            ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
+        for ref in ready:
+            index = self._in_flight.pop(ref)
+            grads, stats, count = ray.get(ref)
+            with self._timers["learn"]:
+                policy.apply_gradients(grads)
+            self._counters["num_env_steps_sampled"] += count
+            self._counters["num_env_steps_trained"] += count
+            self._counters["num_gradient_updates"] += 1
+            policy.on_global_var_update(self._counters["num_env_steps_sampled"])
+            self._last_learner_stats = stats
+            with self._timers["synch_weights"]:
+                worker = self.workers.remote_workers()[index]
+                # This worker only: the others keep sampling with what they have.
+                worker.set_weights.remote(policy.get_weights(), self._counters["num_env_steps_sampled"])
+            self._request(index)
+        return {DEFAULT_POLICY_ID: {"learner_stats": self._last_learner_stats}}
+
+    def extra_results(self) -> dict[str, Any]:
+        return {"num_gradient_updates": self._counters["num_gradient_updates"]}
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        return False
+
+
+# `tune.Tuner("A3C")` and YAML files with `run: A3C` find this trainer.
+tune.register_trainable("A3C", A3CTrainer)

@@ -1,0 +1,94 @@
+"""The advantage actor-critic loss of A2C and A3C in TensorFlow (Mnih et al. 2016);
+see :mod:`a3c_torch_policy`."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+
+from rlstack.policies.postprocessing import postprocess_advantages
+from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm
+from rlstack.sample_batch import SampleBatch
+from rlstack.utils.schedules import make_schedule
+
+
+class A3CTFPolicy(TFPolicy):
+    """A2C/A3C in TensorFlow; the loss equals :class:`A3CTorchPolicy`'s to float32 rounding."""
+
+    loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ADVANTAGES, SampleBatch.VALUE_TARGETS)
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+                 sampling_seed: int | None = None) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
+        self.entropy_coeff_schedule = make_schedule(
+            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
+        self.entropy_coeff = tf.Variable(self.entropy_coeff_schedule.value(0), trainable=False, dtype=tf.float32)
+        self._grad_fn = None
+        self._apply_fn = tf.function(self._apply)
+
+    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        return postprocess_advantages(batch, self.config)
+
+    def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
+        dist = self.dist_class(dist_inputs, self.dist_spec)
+        logp = dist.logp(train_batch[SampleBatch.ACTIONS])
+        # Sums over the batch, as in the paper's implementation and classic RLlib.
+        pi_err = -tf.reduce_sum(logp * train_batch[SampleBatch.ADVANTAGES])
+        value_err = 0.5 * tf.reduce_sum(tf.square(values - train_batch[SampleBatch.VALUE_TARGETS]))
+        entropy = tf.reduce_sum(dist.entropy())
+        total_loss = pi_err + self.config["vf_loss_coeff"] * value_err - self.entropy_coeff * entropy
+        count = tf.maximum(1.0, tf.cast(tf.shape(logp)[0], tf.float32))
+        return total_loss, {"total_loss": total_loss, "policy_loss": pi_err, "vf_loss": value_err,
+                            "entropy": entropy / count}
+
+    def _gradients(self, tensors: dict[str, tf.Tensor]) -> tuple[list[tf.Tensor], dict[str, tf.Tensor]]:
+        with tf.GradientTape() as tape:
+            loss, stats = self.loss(tensors)
+        return tape.gradient(loss, self.train_variables), stats
+
+    def _apply(self, grads: list[tf.Tensor]) -> None:
+        self.optimizer.apply(grads, self.train_variables)
+
+    def compute_gradients(self, batch: SampleBatch) -> tuple[list[np.ndarray], dict[str, float]]:
+        """Gradients of the loss on ``batch`` (accumulated over ``microbatch_size`` rows at
+        a time), clipped to ``grad_clip``, as numpy arrays in variable order."""
+        n = batch.count
+        step = int(self.config.get("microbatch_size") or n)
+        with tf.device(self.device):
+            tensors = {key: tf.convert_to_tensor(batch[key]) for key in self.loss_columns}
+            if self._grad_fn is None:
+                signature = ({key: tf.TensorSpec([None, *value.shape[1:]], value.dtype)
+                              for key, value in tensors.items()},)
+                self._grad_fn = tf.function(self._gradients, input_signature=signature)
+            total_grads = None
+            totals: dict[str, float] = {}
+            for start in range(0, n, step):
+                grads, stats = self._grad_fn({key: value[start : start + step] for key, value in tensors.items()})
+                total_grads = grads if total_grads is None else [a + b for a, b in zip(total_grads, grads)]
+                for key, value in stats.items():
+                    weight = 1.0 if key != "entropy" else min(step, n - start) / n
+                    totals[key] = totals.get(key, 0.0) + float(value) * weight
+            grad_clip = self.config.get("grad_clip")
+            if grad_clip is not None:
+                total_grads, norm = clip_by_global_norm(total_grads, float(grad_clip))
+                totals["grad_gnorm"] = float(norm)
+        return [g.numpy() for g in total_grads], totals
+
+    def apply_gradients(self, grads: list[np.ndarray]) -> None:
+        """One optimizer step with the given gradients (from :meth:`compute_gradients`)."""
+        with tf.device(self.device):
+            self._apply_fn([tf.convert_to_tensor(g, dtype=tf.float32) for g in grads])
+
+    def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
+        """One gradient step on the whole batch (A2C)."""
+        grads, stats = self.compute_gradients(batch)
+        self.apply_gradients(grads)
+        stats["cur_lr"] = float(self.lr.numpy())
+        stats["entropy_coeff"] = float(self.entropy_coeff.numpy())
+        return stats
+
+    def on_global_var_update(self, global_timestep: int) -> None:
+        super().on_global_var_update(global_timestep)
+        self.entropy_coeff.assign(self.entropy_coeff_schedule.value(global_timestep))

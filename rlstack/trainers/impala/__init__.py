@@ -1,0 +1,5 @@
+"""IMPALA (Espeholt et al. 2018): asynchronous actor-learner training with V-trace."""
+
+from rlstack.trainers.impala.impala import DEFAULT_CONFIG, IMPALATrainer
+
+__all__ = ["DEFAULT_CONFIG", "IMPALATrainer"]

@@ -1,0 +1,297 @@
+"""IMPALATrainer: importance-weighted actor-learner architecture (Espeholt et al. 2018).
+
+Rollout workers sample without pause: each keeps ``max_sample_requests_in_flight_per_worker``
+``sample`` calls in flight, and the driver collects whichever finishes first
+(``ray.wait``, never a barrier). Fragments are grouped into train batches of at least
+``train_batch_size`` steps and queued (``learner_queue_size``) for a learner thread,
+which corrects for the workers' stale policies with V-trace. A worker gets the newest
+weights after every ``broadcast_interval`` of its batches.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from typing import Any
+
+import numpy as np
+import ray
+from ray import tune
+
+from rlstack.errors import ConfigError
+from rlstack.execution.learner_thread import LearnerThread
+from rlstack.sample_batch import SampleBatch, concat_samples
+from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
+from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+
+
+def _acting_only(batch: SampleBatch, config: dict) -> SampleBatch:
+    # IMPALA postprocesses nothing on the workers (V-trace runs on the learner); a
+    # postprocess function still lets the workers act in numpy.
+    return batch
+
+
+# Classic RLlib 1.x IMPALA defaults, on top of COMMON_CONFIG.
+DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
+    {
+        **COMMON_CONFIG,
+        # V-trace off-policy correction; False (plain actor-critic) is not implemented.
+        "vtrace": True,
+        # rho_bar: clip of the importance ratios in the value targets (None: no clip).
+        "vtrace_clip_rho_threshold": 1.0,
+        # pg_rho_bar: clip of the importance ratios in the policy-gradient advantages (None: no clip).
+        "vtrace_clip_pg_rho_threshold": 1.0,
+        # Passes of SGD over each train batch (one gradient step per pass).
+        "num_sgd_iter": 1,
+        # Train batches waiting for the learner thread, at most.
+        "learner_queue_size": 16,
+        # Seconds the driver waits for room in a full learner queue before giving up.
+        "learner_queue_timeout": 300,
+        # sample() calls kept in flight per rollout worker.
+        "max_sample_requests_in_flight_per_worker": 2,
+        # A worker gets fresh weights after this many of its batches.
+        "broadcast_interval": 1,
+        # "adam" or "rmsprop" (RMSProp uses decay, momentum and epsilon).
+        "opt_type": "adam",
+        "decay": 0.99,
+        "momentum": 0.0,
+        "epsilon": 0.1,
+        # Weight of the value loss.
+        "vf_loss_coeff": 0.5,
+        # Weight of the entropy bonus, and its [[timestep, coeff], ...] schedule.
+        "entropy_coeff": 0.01,
+        "entropy_coeff_schedule": None,
+        # Not implemented (kept so old configs load; must keep these values).
+        "replay_proportion": 0.0,
+        "replay_buffer_num_slots": 0,
+        "minibatch_buffer_size": 1,
+        "num_aggregation_workers": 0,
+    },
+    {
+        "rollout_fragment_length": 50,
+        "train_batch_size": 500,
+        "min_time_s_per_reporting": 10,
+        "num_workers": 2,
+        "grad_clip": 40.0,
+        "lr": 0.0005,
+    },
+    "IMPALA",
+))
+
+_NOT_IMPLEMENTED = {"vtrace": True, "replay_proportion": 0.0, "replay_buffer_num_slots": 0,
+                    "minibatch_buffer_size": 1, "num_aggregation_workers": 0}
+
+
+class IMPALATrainer(Trainer):
+    """IMPALA with the classic RLlib API. With ``num_workers=0`` the driver samples and
+    learns in turn (no learner thread)."""
+
+    _name = "IMPALA"
+    _default_config = DEFAULT_CONFIG
+    postprocess_fn = staticmethod(_acting_only)
+
+    @classmethod
+    def validate_config(cls, config: dict[str, Any]) -> None:
+        require_stochastic_sampling(config)
+        for key, allowed in _NOT_IMPLEMENTED.items():
+            if config[key] != allowed:
+                raise ConfigError(f"{key}={config[key]!r} is not implemented in rlstack's IMPALA; remove it "
+                                  f"(or set {key}={allowed!r}).")
+        for key in ("num_sgd_iter", "learner_queue_size", "max_sample_requests_in_flight_per_worker",
+                    "broadcast_interval"):
+            value = config[key]
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{key} must be an integer >= 1, got {value!r}.")
+        if config["opt_type"] not in ("adam", "rmsprop"):
+            raise ConfigError(f"opt_type={config['opt_type']!r} is not allowed; use 'adam' or 'rmsprop'.")
+        if config["rollout_fragment_length"] < 2:
+            raise ConfigError(f"rollout_fragment_length must be >= 2 for IMPALA (V-trace bootstraps each fragment "
+                              f"from its last step), got {config['rollout_fragment_length']}.")
+        if config["batch_mode"] != "truncate_episodes":
+            raise ConfigError(f"batch_mode={config['batch_mode']!r}: IMPALA learns on fixed-length fragments and "
+                              "needs batch_mode='truncate_episodes'.")
+        for key in ("vtrace_clip_rho_threshold", "vtrace_clip_pg_rho_threshold", "vf_loss_coeff", "entropy_coeff",
+                    "decay", "momentum", "epsilon", "learner_queue_timeout"):
+            value = config[key]
+            if value is None and key.startswith("vtrace_clip"):
+                continue  # no clipping
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{key} must be a number >= 0, got {value!r}.")
+
+    def get_policy_class_path(self, config: dict[str, Any]) -> str:
+        if config["framework"] == "torch":
+            return "rlstack.trainers.impala.impala_torch_policy:ImpalaTorchPolicy"
+        return "rlstack.trainers.impala.impala_tf_policy:ImpalaTFPolicy"
+
+    # ----- set-up -----------------------------------------------------------------------
+
+    def setup(self, config: dict[str, Any]) -> None:
+        super().setup(config)
+        cfg = self.config
+        self._counters.update(num_weight_broadcasts=0)
+        self._pending: list[SampleBatch] = []
+        self._pending_versions: list[int] = []
+        self._policy_lags: list[int] = []
+        self._queue_sizes: list[int] = []
+        self._rate_mark = (time.time(), 0, 0)
+        self.learner: LearnerThread | None = None
+        if self.workers.num_remote_workers == 0:
+            return
+        self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"])
+        self.learner.start()
+        self._weights_ref: Any = None
+        self._weights_version = -1
+        num = self.workers.num_remote_workers
+        self._worker_versions = [0] * num  # the learner version each worker acts with
+        self._batches_since_broadcast = [0] * num
+        self._in_flight: dict[Any, tuple[int, int]] = {}
+        for index in range(num):
+            for _ in range(cfg["max_sample_requests_in_flight_per_worker"]):
+                self._request_sample(index)
+
+    def _request_sample(self, index: int) -> None:
+        ref = self.workers.remote_workers()[index].sample.remote()
+        self._in_flight[ref] = (index, self._worker_versions[index])
+
+    def _current_weights(self) -> Any:
+        assert self.learner is not None
+        if self._weights_version != self.learner.num_steps or self._weights_ref is None:
+            with self.learner.lock:
+                version = self.learner.num_steps
+                weights = self.learner_policy.get_weights()
+            self._weights_ref = ray.put(weights)
+            self._weights_version = version
+        return self._weights_ref
+
+    # ----- one round --------------------------------------------------------------------
+
+    def training_step(self) -> dict[str, Any]:
+        if self.learner is None:
+            return self._synchronous_step()
+        cfg = self.config
+        self.learner.check()
+        with self._timers["sample"]:
+            ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
+            if ready:
+                ready, _ = ray.wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=0)
+        for ref in ready:
+            index, version = self._in_flight.pop(ref)
+            batch = ray.get(ref)
+            self._counters["num_env_steps_sampled"] += batch.count
+            self._pending.append(batch)
+            self._pending_versions.append(version)
+            self._batches_since_broadcast[index] += 1
+            if self._batches_since_broadcast[index] >= cfg["broadcast_interval"]:
+                with self._timers["synch_weights"]:
+                    worker = self.workers.remote_workers()[index]
+                    worker.set_weights.remote(self._current_weights(), self._counters["num_env_steps_sampled"])
+                self._worker_versions[index] = self._weights_version
+                self._batches_since_broadcast[index] = 0
+                self._counters["num_weight_broadcasts"] += 1
+            self._request_sample(index)
+        self._enqueue_train_batches()
+        self._apply_learner_results()
+        self._queue_sizes.append(self.learner.inqueue.qsize())
+        with self.learner.lock:
+            self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])
+        return {DEFAULT_POLICY_ID: {"learner_stats": self._last_learner_stats}}
+
+    def _enqueue_train_batches(self) -> None:
+        cfg = self.config
+        assert self.learner is not None
+        while sum(b.count for b in self._pending) >= cfg["train_batch_size"]:
+            batches, versions = [], []
+            while sum(b.count for b in batches) < cfg["train_batch_size"]:
+                batches.append(self._pending.pop(0))
+                versions.append(self._pending_versions.pop(0))
+            # Policy lag: learner updates between the weights a batch was sampled with
+            # and the weights that learn on it.
+            self._policy_lags.extend(self.learner.num_steps - v for v in versions)
+            try:
+                self.learner.inqueue.put((None, concat_samples(batches)), timeout=cfg["learner_queue_timeout"])
+            except queue.Full as exc:
+                raise RuntimeError(
+                    f"The learner queue stayed full for learner_queue_timeout={cfg['learner_queue_timeout']} s; "
+                    "the learner thread is stuck or far slower than sampling."
+                ) from exc
+
+    def _apply_learner_results(self) -> None:
+        assert self.learner is not None
+        times, self.learner.learn_times = self.learner.learn_times, []
+        for seconds in times:
+            self._timers["learn"].push(seconds)
+        while not self.learner.outqueue.empty():
+            _, batch, stats = self.learner.outqueue.get_nowait()
+            self._counters["num_env_steps_trained"] += batch.count
+            self._last_learner_stats = stats
+
+    def _synchronous_step(self) -> dict[str, Any]:
+        cfg = self.config
+        with self._timers["sample"]:
+            batches = []
+            while sum(b.count for b in batches) < cfg["train_batch_size"]:
+                batches.append(self.workers.local_worker().sample())
+        batch = concat_samples(batches)
+        self._counters["num_env_steps_sampled"] += batch.count
+        with self._timers["learn"]:
+            self._last_learner_stats = self.learner_policy.learn_on_batch(batch)
+        self._counters["num_env_steps_trained"] += batch.count
+        self._policy_lags.append(0)
+        with self._timers["synch_weights"]:
+            self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])
+            self.workers.sync_weights(self._counters["num_env_steps_sampled"])
+        return {DEFAULT_POLICY_ID: {"learner_stats": self._last_learner_stats}}
+
+    # ----- results, checkpoints, shutdown -------------------------------------------------
+
+    def extra_results(self) -> dict[str, Any]:
+        now = time.time()
+        last_time, last_sampled, last_trained = self._rate_mark
+        sampled, trained = self._counters["num_env_steps_sampled"], self._counters["num_env_steps_trained"]
+        elapsed = max(1e-9, now - last_time)
+        self._rate_mark = (now, sampled, trained)
+        sizes, self._queue_sizes = self._queue_sizes, []
+        lags, self._policy_lags = self._policy_lags, []
+        return {
+            "sample_throughput": (sampled - last_sampled) / elapsed,
+            "learner_throughput": (trained - last_trained) / elapsed,
+            "learner_queue": {"size_mean": float(np.mean(sizes)) if sizes else 0.0,
+                              "size_max": int(max(sizes, default=0)),
+                              "capacity": self.config["learner_queue_size"]},
+            "policy_lag": {"mean": float(np.mean(lags)) if lags else 0.0, "max": int(max(lags, default=0))},
+            "num_weight_broadcasts": self._counters["num_weight_broadcasts"],
+        }
+
+    def save_checkpoint(self, checkpoint_dir: str) -> None:
+        if self.learner is None:
+            super().save_checkpoint(checkpoint_dir)
+            return
+        with self.learner.lock:
+            super().save_checkpoint(checkpoint_dir)
+
+    def load_checkpoint(self, checkpoint: Any) -> None:
+        if self.learner is None:
+            super().load_checkpoint(checkpoint)
+            return
+        with self.learner.lock:
+            super().load_checkpoint(checkpoint)
+        self._weights_ref = None
+
+    def evaluate(self) -> dict[str, Any]:
+        if self.learner is None:
+            return super().evaluate()
+        with self.learner.lock:
+            return super().evaluate()
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        # In-flight samples and the learner thread belong to the old trial.
+        return False
+
+    def cleanup(self) -> None:
+        if getattr(self, "learner", None) is not None:
+            self.learner.stop()
+        super().cleanup()
+
+
+# `tune.Tuner("IMPALA")` and YAML files with `run: IMPALA` find this trainer.
+tune.register_trainable("IMPALA", IMPALATrainer)

@@ -1,0 +1,91 @@
+"""IMPALA's V-trace actor-critic loss in TensorFlow (Espeholt et al. 2018, section 4.2)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import tensorflow as tf
+
+from rlstack.policies.tf_policy import Adam, RMSProp, TFPolicy
+from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.impala.vtrace_tf import vtrace
+from rlstack.utils.schedules import make_schedule
+
+
+def to_time_major(x: tf.Tensor, seq_len: int) -> tf.Tensor:
+    """``[B * T, ...]`` rows (each sequence's T steps contiguous) to ``[T, B, ...]``."""
+    x = tf.reshape(x, tf.concat([[-1, seq_len], tf.shape(x)[1:]], axis=0))
+    return tf.transpose(x, tf.concat([[1, 0], tf.range(2, tf.rank(x))], axis=0))
+
+
+class ImpalaTFPolicy(TFPolicy):
+    """IMPALA in TensorFlow; see :class:`ImpalaTorchPolicy` for the batch layout."""
+
+    shuffle_minibatches = False
+    loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ACTION_LOGP, SampleBatch.REWARDS,
+                    SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.BOOTSTRAP_VALUE)
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+                 sampling_seed: int | None = None) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
+        self.entropy_coeff_schedule = make_schedule(
+            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
+        self.entropy_coeff = tf.Variable(self.entropy_coeff_schedule.value(0), trainable=False, dtype=tf.float32)
+
+    @property
+    def probe_rows(self) -> int:
+        return int(self.config["rollout_fragment_length"])
+
+    def make_optimizer(self, variables: list[tf.Variable], lr: tf.Variable) -> Adam | RMSProp:
+        if self.config["opt_type"] == "rmsprop":
+            cfg = self.config
+            return RMSProp(variables, lr, decay=cfg["decay"], momentum=cfg["momentum"], eps=cfg["epsilon"])
+        return super().make_optimizer(variables, lr)
+
+    def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        cfg = self.config
+        T = int(cfg["rollout_fragment_length"])
+        gamma = float(cfg["gamma"])
+        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
+        dist = self.dist_class(dist_inputs, self.dist_spec)
+        target_logp = to_time_major(dist.logp(train_batch[SampleBatch.ACTIONS]), T)
+        entropy = to_time_major(dist.entropy(), T)
+        values = to_time_major(values, T)
+        behaviour_logp = to_time_major(train_batch[SampleBatch.ACTION_LOGP], T)
+        rewards = to_time_major(train_batch[SampleBatch.REWARDS], T)
+        terminateds = to_time_major(train_batch[SampleBatch.TERMINATEDS], T)
+        truncateds = to_time_major(train_batch[SampleBatch.TRUNCATEDS], T)
+        # gamma_t = 0 at an episode end; a time-limit end adds gamma V(x_final) (computed
+        # on the worker) to its reward instead of bootstrapping into the next episode.
+        discounts = gamma * tf.cast(tf.logical_not(tf.logical_or(terminateds, truncateds)), tf.float32)
+        rewards = rewards + gamma * tf.cast(truncateds, tf.float32) * to_time_major(
+            train_batch[SampleBatch.BOOTSTRAP_VALUE], T)
+
+        # V-trace over steps 0..T-2, bootstrapping from the learner's V(x_{T-1}).
+        vs, pg_advantages = vtrace(
+            (target_logp - behaviour_logp)[:-1], discounts[:-1], rewards[:-1], values[:-1], values[-1],
+            clip_rho_threshold=cfg["vtrace_clip_rho_threshold"],
+            clip_pg_rho_threshold=cfg["vtrace_clip_pg_rho_threshold"],
+        )
+        # Sums over the batch, as in the paper's implementation and classic RLlib.
+        pi_loss = -tf.reduce_sum(target_logp[:-1] * pg_advantages)
+        delta = values[:-1] - vs
+        vf_loss = 0.5 * tf.reduce_sum(tf.square(delta))
+        entropy_sum = tf.reduce_sum(entropy[:-1])
+        total_loss = pi_loss + cfg["vf_loss_coeff"] * vf_loss - self.entropy_coeff * entropy_sum
+        stats = {
+            "total_loss": total_loss,
+            "policy_loss": pi_loss,
+            "vf_loss": vf_loss,
+            "entropy": tf.reduce_mean(entropy[:-1]),
+            "mean_rho": tf.reduce_mean(tf.exp(target_logp - behaviour_logp)[:-1]),
+            "vf_explained_var": 1.0 - tf.math.reduce_variance(vs - values[:-1])
+            / tf.maximum(tf.math.reduce_variance(vs), 1e-8),
+        }
+        return total_loss, stats
+
+    def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
+        return {"entropy_coeff": float(self.entropy_coeff.numpy())}
+
+    def on_global_var_update(self, global_timestep: int) -> None:
+        super().on_global_var_update(global_timestep)
+        self.entropy_coeff.assign(self.entropy_coeff_schedule.value(global_timestep))

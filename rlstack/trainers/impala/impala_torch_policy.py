@@ -1,0 +1,91 @@
+"""IMPALA's V-trace actor-critic loss in torch (Espeholt et al. 2018, section 4.2)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import torch
+
+from rlstack.policies.torch_policy import Adam, RMSProp, TorchPolicy
+from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.impala.vtrace_torch import vtrace
+from rlstack.utils.schedules import make_schedule
+
+
+def to_time_major(x: torch.Tensor, seq_len: int) -> torch.Tensor:
+    """``[B * T, ...]`` rows (each sequence's T steps contiguous) to ``[T, B, ...]``."""
+    return x.reshape(-1, seq_len, *x.shape[1:]).transpose(0, 1)
+
+
+class ImpalaTorchPolicy(TorchPolicy):
+    """IMPALA in torch; the loss equals :class:`ImpalaTFPolicy`'s to float32 rounding.
+
+    Train batches are whole rollout fragments (``rollout_fragment_length`` steps of one
+    sub-env each, in order). The last step of each fragment only bootstraps: V-trace
+    runs over the first T - 1 steps with ``V(x_{T-1})`` from the learner's value function
+    as the bootstrap (classic RLlib's ``vtrace_drop_last_ts``).
+    """
+
+    shuffle_minibatches = False
+    loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ACTION_LOGP, SampleBatch.REWARDS,
+                    SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.BOOTSTRAP_VALUE)
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+                 sampling_seed: int | None = None) -> None:
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
+        self.entropy_coeff_schedule = make_schedule(
+            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
+        self.entropy_coeff = self.entropy_coeff_schedule.value(0)
+
+    def make_optimizer(self, params: list[torch.nn.Parameter], lr: float) -> Adam | RMSProp:
+        if self.config["opt_type"] == "rmsprop":
+            cfg = self.config
+            return RMSProp(params, lr, decay=cfg["decay"], momentum=cfg["momentum"], eps=cfg["epsilon"])
+        return super().make_optimizer(params, lr)
+
+    def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        cfg = self.config
+        T = int(cfg["rollout_fragment_length"])
+        gamma = float(cfg["gamma"])
+        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
+        dist = self.dist_class(dist_inputs, self.dist_spec)
+        target_logp = to_time_major(dist.logp(train_batch[SampleBatch.ACTIONS]), T)
+        entropy = to_time_major(dist.entropy(), T)
+        values = to_time_major(values, T)
+        behaviour_logp = to_time_major(train_batch[SampleBatch.ACTION_LOGP], T)
+        rewards = to_time_major(train_batch[SampleBatch.REWARDS], T)
+        terminateds = to_time_major(train_batch[SampleBatch.TERMINATEDS], T)
+        truncateds = to_time_major(train_batch[SampleBatch.TRUNCATEDS], T)
+        # gamma_t = 0 at an episode end; a time-limit end adds gamma V(x_final) (computed
+        # on the worker) to its reward instead of bootstrapping into the next episode.
+        discounts = gamma * (~(terminateds | truncateds)).float()
+        rewards = rewards + gamma * truncateds.float() * to_time_major(train_batch[SampleBatch.BOOTSTRAP_VALUE], T)
+
+        # V-trace over steps 0..T-2, bootstrapping from the learner's V(x_{T-1}).
+        vs, pg_advantages = vtrace(
+            (target_logp - behaviour_logp)[:-1], discounts[:-1], rewards[:-1], values[:-1], values[-1],
+            clip_rho_threshold=cfg["vtrace_clip_rho_threshold"],
+            clip_pg_rho_threshold=cfg["vtrace_clip_pg_rho_threshold"],
+        )
+        # Sums over the batch, as in the paper's implementation and classic RLlib.
+        pi_loss = -(target_logp[:-1] * pg_advantages).sum()
+        delta = values[:-1] - vs
+        vf_loss = 0.5 * (delta**2).sum()
+        entropy_sum = entropy[:-1].sum()
+        total_loss = pi_loss + cfg["vf_loss_coeff"] * vf_loss - self.entropy_coeff * entropy_sum
+        stats = {
+            "total_loss": total_loss,
+            "policy_loss": pi_loss,
+            "vf_loss": vf_loss,
+            "entropy": entropy[:-1].mean(),
+            "mean_rho": torch.exp(target_logp - behaviour_logp)[:-1].mean().detach(),
+            "vf_explained_var": 1.0 - torch.var(vs - values[:-1], correction=0)
+            / torch.var(vs, correction=0).clamp(min=1e-8),
+        }
+        return total_loss, stats
+
+    def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
+        return {"entropy_coeff": self.entropy_coeff}
+
+    def on_global_var_update(self, global_timestep: int) -> None:
+        super().on_global_var_update(global_timestep)
+        self.entropy_coeff = self.entropy_coeff_schedule.value(global_timestep)
