@@ -15,6 +15,8 @@ import threading
 import time
 from typing import Any
 
+import ray
+
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch
 
@@ -44,6 +46,8 @@ class LearnerThread(threading.Thread):
         # Seconds of each learn_on_batch since the driver last drained this list.
         self.learn_times: list[float] = []
         self._stopped = threading.Event()
+        self._weights_ref: Any = None
+        self._weights_version = -1
 
     def run(self) -> None:
         while not self._stopped.is_set():
@@ -64,6 +68,26 @@ class LearnerThread(threading.Thread):
                 logger.exception("The learner thread failed.")
                 self.error = exc
                 return
+
+    def weights_ref(self) -> Any:
+        """The policy's weights in Ray's object store, put once per learner step and
+        shared by every worker synced with that version."""
+        if self._weights_ref is None or self._weights_version != self.num_steps:
+            with self.lock:
+                version = self.num_steps
+                weights = self.policy.get_weights()
+            self._weights_ref = ray.put(weights)
+            self._weights_version = version
+        return self._weights_ref
+
+    @property
+    def weights_version(self) -> int:
+        """The learner step of the weights :meth:`weights_ref` last returned."""
+        return self._weights_version
+
+    def invalidate_weights(self) -> None:
+        """Forgets the cached weights (after the driver changed them, e.g. a restore)."""
+        self._weights_ref = None
 
     def check(self) -> None:
         """Re-raises, in the driver, an exception that ended the thread."""

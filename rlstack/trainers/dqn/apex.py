@@ -116,8 +116,6 @@ class ApeXTrainer(Trainer):
         self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"])
         self.learner.start()
         self._counters.update(num_target_updates=0, last_target_update_ts=0, num_weight_syncs=0)
-        self._weights_ref: Any = None
-        self._weights_version = -1
         self._replays_in_flight: dict[Any, int] = {}
         self._samples_in_flight: dict[Any, tuple[int, Any]] = {}
         self._steps_since_sync = [0] * self.workers.num_remote_workers
@@ -131,16 +129,6 @@ class ApeXTrainer(Trainer):
         worker = self.workers.remote_workers()[index]
         batch_ref, count_ref = worker.sample_with_count.options(num_returns=2).remote()
         self._samples_in_flight[count_ref] = (index, batch_ref)
-
-    def _current_weights(self) -> Any:
-        # One object-store copy per learner version, shared by every worker synced with it.
-        if self._weights_version != self.learner.num_steps or self._weights_ref is None:
-            with self.learner.lock:
-                version = self.learner.num_steps
-                weights = self.learner_policy.get_weights()
-            self._weights_ref = ray.put(weights)
-            self._weights_version = version
-        return self._weights_ref
 
     # ----- one polling round ------------------------------------------------------------
 
@@ -178,7 +166,7 @@ class ApeXTrainer(Trainer):
         if self._steps_since_sync[index] >= self.config["max_weight_sync_delay"]:
             with self._timers["synch_weights"]:
                 worker = self.workers.remote_workers()[index]
-                worker.set_weights.remote(self._current_weights(), self._counters["num_env_steps_sampled"])
+                worker.set_weights.remote(self.learner.weights_ref(), self._counters["num_env_steps_sampled"])
             self._steps_since_sync[index] = 0
             self._counters["num_weight_syncs"] += 1
         self._request_sample(index)
@@ -261,7 +249,7 @@ class ApeXTrainer(Trainer):
     def load_checkpoint(self, checkpoint: Any) -> None:
         with self.learner.lock:
             super().load_checkpoint(checkpoint)
-        self._weights_ref = None
+        self.learner.invalidate_weights()
 
     def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
         if not self.config["store_buffer_in_checkpoints"]:

@@ -67,24 +67,35 @@ class DQNTorchPolicy(TorchPolicy):
 
     # ----- learning ---------------------------------------------------------------
 
-    def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        obs, next_obs = train_batch[SampleBatch.OBS], train_batch[SampleBatch.NEXT_OBS]
-        q_t = self._q(self.model, obs)
+    def _td(self, train_batch: dict[str, torch.Tensor],
+            q_tp1_best: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(loss, Q(s, a), td_error)``; ``q_tp1_best`` may come precomputed (see
+        :meth:`learn_on_batch`)."""
+        q_t = self._q(self.model, train_batch[SampleBatch.OBS])
         actions = train_batch[SampleBatch.ACTIONS].long()
         q_t_selected = q_t.gather(1, actions[:, None]).squeeze(1)
         with torch.no_grad():
-            q_tp1_target = self._q(self.target_model, next_obs)
-            if self.config["double_q"]:
-                # Double Q: the online network picks a*, the target network rates it.
-                best_actions = self._q(self.model, next_obs).argmax(dim=1)
-            else:
-                best_actions = q_tp1_target.argmax(dim=1)
-            q_tp1_best = q_tp1_target.gather(1, best_actions[:, None]).squeeze(1)
+            if q_tp1_best is None:
+                q_tp1_best = self._q_tp1_best(train_batch[SampleBatch.NEXT_OBS])
             # y = R^(n) + gamma^k * (1 - terminated) * Q'(s_{t+k}, a*)
             not_done = 1.0 - train_batch[SampleBatch.TERMINATEDS].float()
             target = train_batch[SampleBatch.REWARDS] + train_batch[SampleBatch.DISCOUNTS] * not_done * q_tp1_best
         td_error = q_t_selected - target
         loss = (train_batch[SampleBatch.WEIGHTS] * F.huber_loss(q_t_selected, target, reduction="none", delta=1.0)).mean()
+        return loss, q_t_selected, td_error
+
+    @torch.no_grad()
+    def _q_tp1_best(self, next_obs: torch.Tensor) -> torch.Tensor:
+        q_tp1_target = self._q(self.target_model, next_obs)
+        if self.config["double_q"]:
+            # Double Q: the online network picks a*, the target network rates it.
+            best_actions = self._q(self.model, next_obs).argmax(dim=1)
+        else:
+            best_actions = q_tp1_target.argmax(dim=1)
+        return q_tp1_target.gather(1, best_actions[:, None]).squeeze(1)
+
+    def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        loss, q_t_selected, td_error = self._td(train_batch)
         stats = {
             "loss": loss,
             "mean_q": q_t_selected.mean(),
@@ -99,7 +110,8 @@ class DQNTorchPolicy(TorchPolicy):
         """One Adam step per ``train_batch_size`` rows of ``batch``, in order.
 
         The trainer hands over ``k * train_batch_size`` replayed rows for ``k`` gradient
-        steps at once (``training_intensity``); the target network stays fixed in between.
+        steps at once (``training_intensity``); the target network stays fixed in between,
+        so without double Q the targets of all k steps come from one forward pass.
 
         Returns:
             Mean loss statistics over the steps, ``cur_lr``, and ``td_error`` (one per row,
@@ -109,22 +121,31 @@ class DQNTorchPolicy(TorchPolicy):
         n = batch.count
         step_size = min(int(self.config["train_batch_size"]), n)
         grad_clip = self.config.get("grad_clip")
-        td_errors, step_stats = [], []
+        # Double Q needs the online network of each step; plain DQN only the fixed target.
+        q_tp1_best = None if self.config["double_q"] else self._q_tp1_best(tensors[SampleBatch.NEXT_OBS])
+        losses, q_selected, td_errors, norms = [], [], [], []
         self.model.train()
         for start in range(0, n, step_size):
             minibatch = {key: value[start : start + step_size] for key, value in tensors.items()}
-            loss, stats = self.loss(minibatch)
+            loss, q_t_selected, td_error = self._td(
+                minibatch, None if q_tp1_best is None else q_tp1_best[start : start + step_size])
             self.optimizer.zero_grad()
             loss.backward()
             if grad_clip is not None:
-                stats["grad_gnorm"] = clip_grad_norm(self.optimizer.params, grad_clip)
+                norms.append(clip_grad_norm(self.optimizer.params, grad_clip))
             self.optimizer.step()
-            td_errors.append(stats.pop("td_error"))
-            step_stats.append({key: value.detach() for key, value in stats.items()})
+            losses.append(loss.detach())
+            q_selected.append(q_t_selected.detach())
+            td_errors.append(td_error.detach())
         self.model.eval()
-        mean_stats = {key: float(torch.stack([s[key] for s in step_stats]).float().mean()) for key in step_stats[0]}
+        # Statistics once for all steps: per-step reductions would double the op count.
+        q_all, td_all = torch.cat(q_selected), torch.cat(td_errors)
+        mean_stats = {"loss": float(torch.stack(losses).mean()), "mean_q": float(q_all.mean()),
+                      "min_q": float(q_all.min()), "max_q": float(q_all.max()), "mean_td_error": float(td_all.mean())}
+        if norms:
+            mean_stats["grad_gnorm"] = float(torch.stack(norms).mean())
         mean_stats["cur_lr"] = self.optimizer.lr
-        mean_stats["td_error"] = torch.cat(td_errors).cpu().numpy()
+        mean_stats["td_error"] = td_all.cpu().numpy()
         return mean_stats
 
     def update_target(self) -> None:

@@ -139,8 +139,6 @@ class IMPALATrainer(Trainer):
             return
         self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"])
         self.learner.start()
-        self._weights_ref: Any = None
-        self._weights_version = -1
         num = self.workers.num_remote_workers
         self._worker_versions = [0] * num  # the learner version each worker acts with
         self._batches_since_broadcast = [0] * num
@@ -152,16 +150,6 @@ class IMPALATrainer(Trainer):
     def _request_sample(self, index: int) -> None:
         ref = self.workers.remote_workers()[index].sample.remote()
         self._in_flight[ref] = (index, self._worker_versions[index])
-
-    def _current_weights(self) -> Any:
-        assert self.learner is not None
-        if self._weights_version != self.learner.num_steps or self._weights_ref is None:
-            with self.learner.lock:
-                version = self.learner.num_steps
-                weights = self.learner_policy.get_weights()
-            self._weights_ref = ray.put(weights)
-            self._weights_version = version
-        return self._weights_ref
 
     # ----- one round --------------------------------------------------------------------
 
@@ -184,8 +172,8 @@ class IMPALATrainer(Trainer):
             if self._batches_since_broadcast[index] >= cfg["broadcast_interval"]:
                 with self._timers["synch_weights"]:
                     worker = self.workers.remote_workers()[index]
-                    worker.set_weights.remote(self._current_weights(), self._counters["num_env_steps_sampled"])
-                self._worker_versions[index] = self._weights_version
+                    worker.set_weights.remote(self.learner.weights_ref(), self._counters["num_env_steps_sampled"])
+                self._worker_versions[index] = self.learner.weights_version
                 self._batches_since_broadcast[index] = 0
                 self._counters["num_weight_broadcasts"] += 1
             self._request_sample(index)
@@ -275,7 +263,7 @@ class IMPALATrainer(Trainer):
             return
         with self.learner.lock:
             super().load_checkpoint(checkpoint)
-        self._weights_ref = None
+        self.learner.invalidate_weights()
 
     def evaluate(self) -> dict[str, Any]:
         if self.learner is None:
