@@ -42,7 +42,6 @@ class LearnerThread(threading.Thread):
         self.timeout_s = timeout_s
         self.error: BaseException | None = None
         self.num_steps = 0
-        self.learn_time_s = 0.0
         # Seconds of each learn_on_batch since the driver last drained this list.
         self.learn_times: list[float] = []
         self._stopped = threading.Event()
@@ -59,9 +58,7 @@ class LearnerThread(threading.Thread):
                 start = time.perf_counter()
                 with self.lock:
                     stats = self.policy.learn_on_batch(batch)
-                elapsed = time.perf_counter() - start
-                self.learn_time_s += elapsed
-                self.learn_times.append(elapsed)
+                self.learn_times.append(time.perf_counter() - start)
                 self.num_steps += 1
                 self.outqueue.put((tag, batch, stats))
             except BaseException as exc:  # noqa: BLE001 - handed to the driver, which raises it

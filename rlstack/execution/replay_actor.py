@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rlstack.execution.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer
+from rlstack.execution.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer, make_replay_buffer
 from rlstack.sample_batch import SampleBatch
 
 
@@ -21,17 +21,13 @@ class ReplayActor:
     """A replay buffer behind a Ray actor interface.
 
     Args:
+        config: The trainer's config (``prioritized_replay`` and its keys).
         capacity: Rows this shard keeps.
-        prioritized: Prioritized (True) or uniform replay.
-        alpha: Prioritisation exponent.
-        eps: Added to every priority.
         seed: Seed of the sampling generator.
     """
 
-    def __init__(self, capacity: int, prioritized: bool = True, alpha: float = 0.6, eps: float = 1e-6,
-                 seed: int | None = None) -> None:
-        self.buffer: ReplayBuffer = (PrioritizedReplayBuffer(capacity, alpha, eps, seed=seed) if prioritized
-                                     else ReplayBuffer(capacity, seed=seed))
+    def __init__(self, config: dict[str, Any], capacity: int, seed: int | None = None) -> None:
+        self.buffer: ReplayBuffer = make_replay_buffer(config, capacity, seed)
 
     def add(self, batch: SampleBatch) -> int:
         """Stores a sampled batch's rows; returns how many."""
@@ -43,11 +39,7 @@ class ReplayActor:
         while the shard holds fewer than ``min_size`` rows."""
         if len(self.buffer) < max(1, min_size):
             return None
-        if isinstance(self.buffer, PrioritizedReplayBuffer):
-            return self.buffer.sample(num_items, beta)
-        batch = self.buffer.sample(num_items)
-        batch[SampleBatch.WEIGHTS] = np.ones(batch.count, dtype=np.float32)
-        return batch
+        return self.buffer.sample(num_items, beta)
 
     def update_priorities(self, slots: np.ndarray, td_errors: np.ndarray) -> None:
         """Sets new priorities ``|td_error| + eps`` (no-op for a uniform shard)."""

@@ -80,16 +80,19 @@ class ReplayBuffer:
         self._num_sampled += len(slots)
         return SampleBatch(columns)
 
-    def sample(self, num_items: int) -> SampleBatch:
+    def sample(self, num_items: int, beta: float = 0.4) -> SampleBatch:
         """``num_items`` rows drawn uniformly with replacement, with their slots in
-        ``batch_indexes``.
+        ``batch_indexes`` and importance ``weights`` of 1 (so that learners treat both
+        buffers alike; ``beta`` only matters for the prioritized buffer).
 
         Raises:
             ValueError: If the buffer is empty.
         """
         if self._size == 0:
             raise ValueError("Cannot sample from an empty replay buffer; add experience first (learning_starts).")
-        return self._take(self._rng.integers(0, self._size, size=num_items))
+        batch = self._take(self._rng.integers(0, self._size, size=num_items))
+        batch[SampleBatch.WEIGHTS] = np.ones(num_items, dtype=np.float32)
+        return batch
 
     def stats(self) -> dict[str, float]:
         """Size and traffic counters, for the result dict."""
@@ -174,7 +177,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._sum_tree.update(slots, scaled)
         self._min_tree.update(slots, scaled)
 
-    def sample(self, num_items: int, beta: float = 0.4) -> SampleBatch:  # type: ignore[override]
+    def sample(self, num_items: int, beta: float = 0.4) -> SampleBatch:
         """``num_items`` rows drawn in proportion to their priorities, with importance
         weights ``w_i = (N P(i)) ** -beta / max_j (N P(j)) ** -beta`` in ``weights``.
 

@@ -106,8 +106,7 @@ class ApeXTrainer(Trainer):
         shard_class = ray.remote(num_cpus=0)(ReplayActor)
         seed = cfg["seed"]
         self.replay_shards = [
-            shard_class.remote(cfg["buffer_size"] // num_shards, cfg["prioritized_replay"],
-                               cfg["prioritized_replay_alpha"], cfg["prioritized_replay_eps"],
+            shard_class.remote(cfg, cfg["buffer_size"] // num_shards,
                                seed=None if seed is None else seed + 7919 * (i + 1))
             for i in range(num_shards)
         ]

@@ -220,7 +220,8 @@ class DQNTrainer(Trainer):
             num_steps = self._num_train_steps(batch.count)
             if num_steps:
                 with self._timers["learn"]:
-                    train_batch = self._replay(num_steps * cfg["train_batch_size"])
+                    beta = self._beta.value(sampled)
+                    train_batch = self.replay_buffer.sample(num_steps * cfg["train_batch_size"], beta)
                     stats = policy.learn_on_batch(train_batch)
                     td_error = stats.pop("td_error")
                     if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
@@ -237,13 +238,6 @@ class DQNTrainer(Trainer):
             self.workers.sync_filters(broadcast=cfg["synchronize_filters"])
         return {DEFAULT_POLICY_ID: {"learner_stats": stats}}
 
-    def _replay(self, num_rows: int) -> SampleBatch:
-        if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
-            beta = self._beta.value(self._counters["num_env_steps_sampled"])
-            return self.replay_buffer.sample(num_rows, beta)
-        batch = self.replay_buffer.sample(num_rows)
-        batch[SampleBatch.WEIGHTS] = np.ones(batch.count, dtype=np.float32)
-        return batch
 
     def extra_results(self) -> dict[str, Any]:
         return {
