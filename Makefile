@@ -38,6 +38,8 @@ bench: $(VENV)/.installed-bench
 	$(PY) bench/learner.py
 	$(PY) bench/startup.py
 	$(PY) bench/scaling.py
+	$(PY) bench/dqn_cartpole.py --runs 3 --with-rllib --max-wall 240
+	$(PY) bench/impala_cartpole.py --runs 3 --workers 1,2,4 --max-wall 90
 
 clean:
 	rm -rf $(VENV) build *.egg-info
