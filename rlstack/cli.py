@@ -104,9 +104,9 @@ def _rollout(args: argparse.Namespace) -> int:
     env_config = dict(metadata["config"].get("env_config") or {})
     render_mode = "rgb_array" if args.video_dir else ("human" if args.render else None)
     if isinstance(env_name, str) and env_name in gym.registry and render_mode:
-        env = gym.make(env_name, render_mode=render_mode, **env_config)
-    else:
-        env = make_env(env_name, EnvContext(env_config))
+        env_config["render_mode"] = render_mode
+    # The same preprocessing (Atari wrappers) the policy was trained with.
+    env = make_env(env_name, EnvContext(env_config), trainer.config.get("preprocessor_pref"), trainer.config.get("model"))
     if args.video_dir:
         try:
             env = gym.wrappers.RecordVideo(env, args.video_dir, episode_trigger=lambda _: True, disable_logger=True)

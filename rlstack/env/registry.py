@@ -10,6 +10,7 @@ import gymnasium as gym
 
 import logging
 
+from rlstack.env import atari
 from rlstack.env.env_context import EnvContext
 from rlstack.env.legacy import LegacyEnvAdapter, is_legacy_env
 from rlstack.errors import EnvError, did_you_mean
@@ -83,13 +84,22 @@ def _known_names() -> list[str]:
     return sorted(set(_REGISTRY) | set(gym.registry.keys()))
 
 
-def make_env(spec: EnvSpec, context: EnvContext) -> gym.Env:
+def make_env(
+    spec: EnvSpec,
+    context: EnvContext,
+    preprocessor_pref: str | None = None,
+    model_config: dict[str, Any] | None = None,
+) -> gym.Env:
     """Builds one env from ``spec``.
 
     Args:
         spec: A name given to :func:`register_env`, a gymnasium id, a ``gym.Env``
             subclass (constructed with the EnvContext) or a creator callable.
         context: The ``env_config`` with the env's indices.
+        preprocessor_pref: "deepmind" wraps Atari (ALE) envs in the standard
+            preprocessing (env/atari.py); None leaves every env as it is.
+        model_config: The ``model`` config, whose ``dim`` and ``framestack`` size that
+            preprocessing.
 
     Returns:
         A gymnasium env; old gym-style envs come back wrapped in LegacyEnvAdapter.
@@ -103,9 +113,12 @@ def make_env(spec: EnvSpec, context: EnvContext) -> gym.Env:
         creator = _REGISTRY.get(spec) or (None if spec in gym.registry else _from_tune_registry(spec))
         if creator is not None:
             env = creator(context)
-        elif spec in gym.registry:
+        elif spec in gym.registry or atari.ensure_ale_registered(spec):
+            kwargs = dict(context)
+            if preprocessor_pref == "deepmind" and atari.looks_like_atari_id(spec):
+                kwargs = atari.make_atari_kwargs(spec, kwargs)
             try:
-                env = gym.make(spec, **dict(context))
+                env = gym.make(spec, **kwargs)
             except TypeError as exc:
                 raise EnvError(f"gymnasium env {spec!r} rejected env_config {dict(context)}: {exc}") from exc
         else:
@@ -120,7 +133,11 @@ def make_env(spec: EnvSpec, context: EnvContext) -> gym.Env:
         env = spec(context)
     else:
         raise EnvError(f"config['env'] must be a name, an env class or a creator, got {type(spec).__name__}.")
-    return ensure_gymnasium_env(env, spec)
+    env = ensure_gymnasium_env(env, spec)
+    if preprocessor_pref == "deepmind" and atari.is_atari(env):
+        model_config = model_config or {}
+        env = atari.wrap_atari(env, dim=int(model_config.get("dim", 84)), framestack=bool(model_config.get("framestack", True)))
+    return env
 
 
 def ensure_gymnasium_env(env: Any, spec: Any = None) -> gym.Env:

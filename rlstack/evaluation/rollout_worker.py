@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.env.env_context import EnvContext
+from rlstack.env.atari import is_atari
 from rlstack.env.registry import make_env, restore_registry
 from rlstack.env.vector_env import VectorEnv
 from rlstack.errors import EnvError
@@ -98,13 +99,18 @@ class RolloutWorker:
             context = EnvContext(config.get("env_config"), worker_index, 0, num_workers)
             n = int(config["num_envs_per_worker"])
             self.env = VectorEnv(
-                lambda i: make_env(env_spec, context.copy_with(vector_index=i)),
+                lambda i: make_env(env_spec, context.copy_with(vector_index=i), config.get("preprocessor_pref"),
+                                   config.get("model")),
                 n,
                 seeds=[env_seed(seed, worker_index, i) for i in range(n)],
                 horizon=config.get("horizon"),
             )
             spaces = (self.env.observation_space, self.env.action_space)
         self.observation_space, self.action_space = spaces
+        # Classic default: Atari rewards are clipped to their sign under "deepmind" preprocessing.
+        self._reward_clip = config.get("clip_rewards")
+        if self._reward_clip is None and self.env is not None and config.get("preprocessor_pref") == "deepmind":
+            self._reward_clip = True if is_atari(self.env.envs[0]) else None
         sampling_seed = None if seed is None else seed + worker_index
         # Numpy acting is opt-in: the algorithm supplies its framework-free postprocessing.
         numpy_acting = postprocess_fn is not None and numpy_inference_applies(
@@ -229,7 +235,7 @@ class RolloutWorker:
         return self.filter(self.preprocessor.transform_batch(raw), update=update)
 
     def _clip_rewards(self, rewards: np.ndarray) -> np.ndarray:
-        clip = self.config.get("clip_rewards")
+        clip = self._reward_clip
         if clip is True:
             return np.sign(rewards)
         if clip:

@@ -70,9 +70,11 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "lstm_use_prev_reward": False,
     "max_seq_len": 20,
     "lstm_cell_size": 256,
-    # Not used: no framestacking inside the model; use the Atari wrappers instead.
+    # Atari envs under preprocessor_pref="deepmind" (env/atari.py): stack the last 4 screens
+    # (True) or give one, and the side of the square grey screen (84 or 42).
     "framestack": True,
     "dim": 84,
+    # Not used: Atari screens are always grey; no other image preprocessing.
     "grayscale": False,
     "zero_mean": True,
     # Not used: one observation encoding for every space (see models/preprocessors.py).
@@ -82,7 +84,7 @@ MODEL_DEFAULTS: dict[str, Any] = {
 
 # Keys accepted for old configs but without effect: a non-default value is an error.
 _UNUSED_MODEL_KEYS = ("use_lstm", "use_attention", "lstm_use_prev_action", "lstm_use_prev_reward", "max_seq_len",
-                      "lstm_cell_size", "framestack", "dim", "grayscale", "zero_mean", "custom_preprocessor",
+                      "lstm_cell_size", "grayscale", "zero_mean", "custom_preprocessor",
                       "custom_action_dist")
 
 ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
@@ -321,6 +323,11 @@ def validate_model_config(model_config: dict) -> None:
             model_config[key] = "linear"
         elif value not in ACTIVATIONS:
             raise ConfigError(f"model.{key}={value!r} is not supported; allowed: {', '.join(ACTIVATIONS)}.")
+    dim = model_config.get("dim", MODEL_DEFAULTS["dim"])
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 8:
+        raise ConfigError(f"model.dim must be an integer >= 8 (the side of Atari screens, e.g. 84 or 42); got {dim!r}.")
+    if not isinstance(model_config.get("framestack", True), bool):
+        raise ConfigError(f"model.framestack must be True or False; got {model_config['framestack']!r}.")
     for key in ("fcnet_hiddens", "post_fcnet_hiddens"):
         value = model_config.get(key)
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and v > 0 for v in value):

@@ -36,8 +36,13 @@ COMMON_CONFIG: dict[str, Any] = {
     # Cut episodes after this many steps (as a truncation, so they bootstrap); None: the
     # env's own time limit only.
     "horizon": None,
-    # Reward clipping: None (off), True (sign of the reward) or a float bound.
+    # Reward clipping: None (off, except the sign for Atari envs under "deepmind"
+    # preprocessing), False (off), True (sign of the reward) or a float bound.
     "clip_rewards": None,
+    # "deepmind": Atari (ALE) envs get the standard preprocessing (no-op reset, frame skip
+    # 4, model.dim x model.dim grey screens, 4 stacked if model.framestack; env/atari.py);
+    # None: envs are used as they are.
+    "preprocessor_pref": "deepmind",
     # Box actions: the policy acts in [-1, 1], mapped onto the action space's bounds.
     "normalize_actions": True,
     # Box actions: clip to the bounds (when not normalised).
@@ -224,9 +229,12 @@ def validate_common_config(config: dict[str, Any]) -> None:
     _require(config["placement_strategy"] in PLACEMENT_STRATEGIES,
              f"placement_strategy={config['placement_strategy']!r} is not allowed; use one of {', '.join(PLACEMENT_STRATEGIES)}.")
     _require(config["seed"] is None or _is_int(config["seed"]), f"seed must be None or an integer, got {config['seed']!r}.")
+    _require(config["preprocessor_pref"] in (None, "deepmind"),
+             f"preprocessor_pref={config['preprocessor_pref']!r} is not supported; use 'deepmind' (the standard Atari "
+             "preprocessing) or None (no preprocessing).")
     clip = config["clip_rewards"]
-    _require(clip is None or clip is True or (isinstance(clip, numbers.Real) and not isinstance(clip, bool) and clip > 0),
-             f"clip_rewards must be None (off), True (sign of the reward) or a number > 0 (clip to [-x, x]); "
+    _require(clip is None or clip is True or clip is False or (isinstance(clip, numbers.Real) and not isinstance(clip, bool) and clip > 0),
+             f"clip_rewards must be None (the default), False (off), True (sign of the reward) or a number > 0 (clip to [-x, x]); "
              f"got {clip!r}.")
     _require(_is_int(config["evaluation_duration"]) and config["evaluation_duration"] >= 1,
              f"evaluation_duration must be an integer >= 1 (episodes or timesteps, per evaluation_duration_unit); "

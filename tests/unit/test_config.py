@@ -104,12 +104,14 @@ def test_default_config_copy_is_deep():
 @pytest.mark.parametrize(
     ("override", "fragment"),
     [
-        ({"clip_rewards": -1}, "clip_rewards must be None (off), True"),
+        ({"clip_rewards": -1}, "clip_rewards must be None (the default), False (off), True"),
+        ({"preprocessor_pref": "rllib"}, "preprocessor_pref='rllib' is not supported"),
+        ({"model": {"dim": 0}}, "model.dim must be an integer >= 8"),
         ({"evaluation_duration": "auto"}, "'auto' is not supported"),
         ({"exploration_config": {"type": "EpsilonGreedy"}}, "explore by sampling"),
         ({"optimizer": {"type": "SGD"}}, "remove the optimizer key"),
         ({"model": {"use_lstm": True}}, "model.use_lstm=True is not supported"),
-        ({"model": {"framestack": False}}, "model.framestack=False is not supported"),
+        ({"model": {"framestack": "yes"}}, "model.framestack must be True or False"),
         ({"sgd_minibatch_size": "128"}, "sgd_minibatch_size must be an integer >= 1, got '128'"),
         ({"clip_param": None}, "clip_param must be a number, got None"),
         ({"lr_schedule": [[0, "fast"]]}, "lr_schedule entry [0, 'fast'] is not a pair of numbers"),
