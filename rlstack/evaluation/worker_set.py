@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,14 @@ from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch, concat_samples
 
 logger = logging.getLogger(__name__)
+
+
+def worker_resources(config: dict) -> dict[str, float]:
+    """The Ray resources of one remote worker: ``{"CPU": .., "GPU": .., **custom}``
+    (no GPU under ``_fake_gpus``, whose policies stay on the CPU)."""
+    return {"CPU": config["num_cpus_per_worker"],
+            "GPU": 0 if config.get("_fake_gpus") else config["num_gpus_per_worker"],
+            **(config.get("custom_resources_per_worker") or {})}
 
 
 class WorkerSet:
@@ -52,17 +61,17 @@ class WorkerSet:
         self.config = config
         self.name = name
         self._remote_workers: list[Any] = []
+        self._placement_group: Any = None
         if num_workers > 0:
-            remote_cls = ray.remote(RolloutWorker).options(
-                num_cpus=config["num_cpus_per_worker"],
-                num_gpus=config["num_gpus_per_worker"],
-                resources=config.get("custom_resources_per_worker") or None,
-                max_concurrency=1,
-            )
+            resources = worker_resources(config)
+            options = {"num_cpus": resources.pop("CPU"), "num_gpus": resources.pop("GPU"),
+                       "resources": resources or None, "max_concurrency": 1}
+            remote_cls = ray.remote(RolloutWorker)
             registry, models = registered_envs(), ModelCatalog.registered_models()
+            placements = self._placements(config, num_workers)
             # The class travels as an import path: a worker acting in numpy never imports it.
             self._remote_workers = [
-                remote_cls.remote(
+                remote_cls.options(**options, scheduling_strategy=placements[i - 1]).remote(
                     env_spec, policy_class if isinstance(policy_class, str) else class_path(policy_class), config, worker_index=i, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
                     postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
@@ -81,6 +90,35 @@ class WorkerSet:
         )
         if self._remote_workers:
             ray.get([w.ping.remote() for w in self._remote_workers])
+
+    def _placements(self, config: dict, num_workers: int) -> list[Any]:
+        """Where each remote worker goes: a bundle of a placement group.
+
+        Under Tune the trial's placement group (``default_resource_request``: bundle 0 is
+        the driver's, then one per rollout worker, then one per evaluation worker) is
+        the current one; a standalone trainer makes its own for its workers, with
+        ``placement_strategy``, so that SPREAD puts them on different nodes of a cluster.
+        """
+        from ray.util.placement_group import get_current_placement_group, placement_group, remove_placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        group = get_current_placement_group()
+        if group is not None:
+            first = 1 + (config["num_workers"] if self.name == "evaluation" else 0)
+            if first + num_workers > group.bundle_count:
+                # A placement group that is not ours: let Ray pick bundles in it.
+                return [None] * num_workers
+        else:
+            group = placement_group([worker_resources(config) for _ in range(num_workers)],
+                                    strategy=config["placement_strategy"])
+            self._placement_group = group
+            # Freed with the set even when nobody calls stop() (a dropped trainer).
+            self._release_group = weakref.finalize(self, _remove_quietly, remove_placement_group, group)
+            _wait_until_placed(group, config, num_workers, self.name)
+            first = 0
+        return [PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=first + i,
+                                                 placement_group_capture_child_tasks=True)
+                for i in range(num_workers)]
 
     def local_worker(self) -> RolloutWorker:
         """The worker in the driver process (its policy is the learner's)."""
@@ -178,6 +216,32 @@ class WorkerSet:
             except Exception:  # noqa: BLE001 - the actor may already be gone
                 pass
         self._remote_workers = []
+        if self._placement_group is not None:
+            self._release_group()
+            self._placement_group = None
+
+
+# How long a standalone trainer waits for its workers' placement group before it says why.
+PLACEMENT_WARN_S = 30.0
+
+
+def _wait_until_placed(group: Any, config: dict, num_workers: int, name: str) -> None:
+    # An autoscaling cluster may need minutes to add nodes: wait, but say what is missing.
+    while not group.wait(timeout_seconds=PLACEMENT_WARN_S):
+        logger.warning(
+            "Waiting for resources for %d %s workers (%s each, strategy %s); the cluster has %s in all and %s free. "
+            "Lower num_workers / num_cpus_per_worker / num_gpus_per_worker, or add nodes.",
+            num_workers, name, worker_resources(config), config["placement_strategy"],
+            ray.cluster_resources(), ray.available_resources(),
+        )
+
+
+def _remove_quietly(remove: Callable[[Any], None], group: Any) -> None:
+    try:
+        if ray.is_initialized():
+            remove(group)
+    except Exception:  # noqa: BLE001 - Ray may be shutting down
+        pass
 
 
 def synchronous_parallel_sample(workers: WorkerSet, max_env_steps: int) -> SampleBatch:

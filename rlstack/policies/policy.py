@@ -69,6 +69,11 @@ class Policy(ABC):
         self.global_timestep = 0
         self.worker_index, self.num_workers = 0, 0
 
+    @property
+    def device_name(self) -> str:
+        """Where this policy computes: ``"cpu"``, ``"cuda:0"`` (torch) or ``"/GPU:0"`` (TF)."""
+        return str(getattr(self, "device", "cpu"))
+
     def model_spec(self) -> Any:
         """The built-in network for this policy's spaces and model config (the catalog's
         policy-and-value network; Q-learning policies return a Q-network spec)."""

@@ -148,7 +148,7 @@ class TFPolicy(Policy):
     ) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         self.device = "/CPU:0"
-        if num_gpus and num_gpus > 0:
+        if num_gpus and num_gpus > 0 and not config.get("_fake_gpus"):
             if tf.config.list_physical_devices("GPU"):
                 self.device = "/GPU:0"
             else:

@@ -147,9 +147,14 @@ def _writable(array: np.ndarray) -> np.ndarray:
     return array if array.flags.writeable else array.copy()
 
 
-def pick_device(num_gpus: float) -> torch.device:
-    """``cuda:0`` when GPUs are asked for and visible, else the CPU (with a warning)."""
-    if num_gpus and num_gpus > 0:
+def pick_device(num_gpus: float, fake_gpus: bool = False) -> torch.device:
+    """``cuda:0`` when GPUs are asked for and visible, else the CPU (with a warning unless
+    ``fake_gpus``, which keeps a GPU config on the CPU on purpose).
+
+    Under Ray, ``cuda:0`` is the GPU Ray assigned to this process (Ray sets
+    ``CUDA_VISIBLE_DEVICES``).
+    """
+    if num_gpus and num_gpus > 0 and not fake_gpus:
         if torch.cuda.is_available():
             return torch.device("cuda:0")
         logger.warning("num_gpus=%s but torch sees no GPU; the policy runs on the CPU.", num_gpus)
@@ -186,7 +191,7 @@ class TorchPolicy(Policy):
         sampling_seed: int | None = None,
     ) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
-        self.device = pick_device(num_gpus)
+        self.device = pick_device(num_gpus, bool(config.get("_fake_gpus")))
         self.sampling_generator = torch.Generator(device=self.device)
         if sampling_seed is None:
             self.sampling_generator.seed()

@@ -100,8 +100,11 @@ COMMON_CONFIG: dict[str, Any] = {
     # Run training_step again until this many steps were sampled in the iteration.
     "min_sample_timesteps_per_reporting": None,
     # === Resources ===
-    # GPUs for the learner (the driver's policy); fractions allowed.
+    # GPUs for the learner (the driver's policy): 0, a fraction, or 1 (one learner GPU).
     "num_gpus": 0,
+    # Testing aid (classic RLlib's): ask Ray for no GPUs and keep every policy on the CPU
+    # while num_gpus / num_gpus_per_worker stay set, so GPU configs run on CPU machines.
+    "_fake_gpus": False,
     # CPUs for the driver process (in Tune's placement group).
     "num_cpus_for_driver": 1,
     # CPUs reserved for each rollout worker.
@@ -223,7 +226,12 @@ def validate_common_config(config: dict[str, Any]) -> None:
     _require(config["evaluation_interval"] is None or (_is_int(config["evaluation_interval"]) and config["evaluation_interval"] >= 1),
              f"evaluation_interval must be None or an integer >= 1, got {config['evaluation_interval']!r}.")
     for key in ("num_gpus", "num_gpus_per_worker", "num_cpus_per_worker", "num_cpus_for_driver"):
-        _require(isinstance(config[key], numbers.Real) and config[key] >= 0, f"{key} must be >= 0, got {config[key]!r}.")
+        _require(isinstance(config[key], numbers.Real) and not isinstance(config[key], bool) and config[key] >= 0,
+                 f"{key} must be a number >= 0, got {config[key]!r}.")
+    _require(config["num_gpus"] <= 1,
+             f"num_gpus={config['num_gpus']!r}: rlstack's learner runs on one GPU (no multi-GPU towers); "
+             "set num_gpus to 1 or a fraction of one, and give GPUs to rollout workers with num_gpus_per_worker.")
+    _require(isinstance(config["_fake_gpus"], bool), f"_fake_gpus must be True or False, got {config['_fake_gpus']!r}.")
     _require(config["rollout_inference"] in ("auto", "numpy", "framework"),
              f"rollout_inference={config['rollout_inference']!r} is not allowed; use 'auto', 'numpy' or 'framework'.")
     _require(config["placement_strategy"] in PLACEMENT_STRATEGIES,

@@ -28,7 +28,7 @@ import rlstack
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.evaluation.metrics import EpisodeWindow, summarize_episodes
-from rlstack.evaluation.worker_set import WorkerSet
+from rlstack.evaluation.worker_set import WorkerSet, worker_resources
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.result_logger import ResultLogger
@@ -269,6 +269,7 @@ class Trainer(tune.Trainable):
         self._episode_window = EpisodeWindow(merged["metrics_smoothing_episodes"])
         self.workers.sync_weights(0)
         return True
+
     @property
     def learner_policy(self) -> Policy:
         """The policy that learns (the local worker's)."""
@@ -325,6 +326,9 @@ class Trainer(tune.Trainable):
             "num_healthy_workers": self.workers.num_remote_workers,
             "info": {
                 "learner": learner_stats,
+                # Where the learner computes, and the GPUs Ray gave this process.
+                "learner_device": self.learner_policy.device_name,
+                "learner_gpu_ids": [str(i) for i in ray.get_gpu_ids()] if ray.is_initialized() else [],
                 "num_env_steps_sampled": self._counters["num_env_steps_sampled"],
                 "num_env_steps_trained": self._counters["num_env_steps_trained"],
             },
@@ -583,9 +587,8 @@ class Trainer(tune.Trainable):
         """One bundle for the driver (CPU + ``num_gpus``), one per rollout worker and one
         per evaluation worker, placed with ``placement_strategy``."""
         cfg = merge_config(cls._default_config, config, cls._name)
-        worker_bundle = {"CPU": cfg["num_cpus_per_worker"], "GPU": cfg["num_gpus_per_worker"],
-                         **(cfg["custom_resources_per_worker"] or {})}
-        bundles = [{"CPU": cfg["num_cpus_for_driver"], "GPU": cfg["num_gpus"]}]
+        worker_bundle = worker_resources(cfg)
+        bundles = [{"CPU": cfg["num_cpus_for_driver"], "GPU": 0 if cfg["_fake_gpus"] else cfg["num_gpus"]}]
         bundles += [dict(worker_bundle) for _ in range(cfg["num_workers"])]
         bundles += [dict(worker_bundle) for _ in range(cfg["evaluation_num_workers"])]
         return PlacementGroupFactory(bundles, strategy=cfg["placement_strategy"])
