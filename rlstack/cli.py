@@ -5,6 +5,8 @@
 * ``rlstack rollout CHECKPOINT``: play episodes with a trained policy; optionally render,
   record mp4 videos, or save the transitions as an ``.npz`` file.
 * ``rlstack ls``: the registered algorithms and the envs rlstack knows by name.
+* ``rlstack submit --address http://HEAD:8265 -- train -f x.yaml``: run an rlstack command
+  as a Ray job on a cluster (uploading the working directory), following its logs.
 """
 
 from __future__ import annotations
@@ -163,6 +165,31 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
+def _submit(args: argparse.Namespace) -> int:
+    from rlstack import jobs
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise ConfigError("No rlstack command to run; put it after '--', e.g. "
+                          "rlstack submit --address http://HEAD:8265 -- train -f tune_configs/cartpole-ppo.yaml")
+    # Parse the job's command here: a typo fails now, with its usage, not after the upload.
+    build_parser().parse_args(command)
+    runtime_env = _parse_json(args.runtime_env_json, "--runtime-env-json") if args.runtime_env_json else {}
+    env_vars = {}
+    for item in args.env or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env takes KEY=VALUE, e.g. --env OMP_NUM_THREADS=1; got {item!r}.")
+        env_vars[key] = value
+    working_dir = args.working_dir
+    if working_dir is None and "working_dir" not in runtime_env:
+        working_dir = "."
+    return jobs.submit(args.address, command, working_dir=working_dir, runtime_env=runtime_env,
+                       no_wait=args.no_wait, env_vars=env_vars)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``rlstack`` command."""
     parser = argparse.ArgumentParser(prog="rlstack", description="Train reinforcement-learning agents on Ray.")
@@ -205,6 +232,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = commands.add_parser("ls", help="list the algorithms and the envs known by name")
     ls.set_defaults(func=_ls)
+
+    submit = commands.add_parser(
+        "submit", help="run an rlstack command as a Ray job on a cluster",
+        description="Upload the working directory and run `python -m rlstack COMMAND...` as a Ray job; "
+                    "follow its logs and exit 0 if it succeeded, 1 if it failed or was stopped. "
+                    "On a cluster with token authentication, set RAY_AUTH_MODE=token and the token "
+                    "(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) in this shell.",
+        usage="rlstack submit [--address URL] [--working-dir DIR] [--no-wait] [--runtime-env-json JSON] "
+              "[--env KEY=VALUE] -- COMMAND ...",
+    )
+    submit.add_argument("--address", help="the Ray Jobs API (dashboard) address, e.g. http://HEAD:8265 "
+                                          "(default: RAY_API_SERVER_ADDRESS, RAY_ADDRESS, http://127.0.0.1:8265)")
+    submit.add_argument("--working-dir", help="directory uploaded as the job's working directory; .gitignore, "
+                                              ".rayignore, .git, .venv and __pycache__ are left out (default: .)")
+    submit.add_argument("--runtime-env-json", help="more of the job's Ray runtime env as JSON, "
+                                                   "e.g. '{\"pip\": [\"ale-py\"], \"env_vars\": {\"A\": \"1\"}}'")
+    submit.add_argument("--env", action="append", metavar="KEY=VALUE", help="an environment variable for the job "
+                                                                             "(repeatable)")
+    submit.add_argument("--no-wait", action="store_true", help="submit, print the job id and return")
+    submit.add_argument("command", nargs=argparse.REMAINDER,
+                        help="after '--': the rlstack command the job runs, e.g. -- train -f x.yaml")
+    submit.set_defaults(func=_submit)
     return parser
 
 

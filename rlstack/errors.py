@@ -12,9 +12,12 @@ from collections.abc import Iterable
 
 __all__ = [
     "CheckpointError",
+    "ClusterAuthenticationError",
+    "ClusterConnectionError",
     "ConfigError",
     "EnvError",
     "FrameworkNotInstalledError",
+    "JobSubmissionError",
     "RLStackError",
     "closest_matches",
 ]
@@ -38,6 +41,18 @@ class CheckpointError(RLStackError, ValueError):
 
 class FrameworkNotInstalledError(RLStackError, ImportError):
     """The deep-learning framework a config asks for is not installed."""
+
+
+class JobSubmissionError(RLStackError, RuntimeError):
+    """The Jobs API refused a job or a request about it."""
+
+
+class ClusterConnectionError(RLStackError, ConnectionError):
+    """The Ray Jobs API (the dashboard's HTTP server) cannot be reached."""
+
+
+class ClusterAuthenticationError(RLStackError, PermissionError):
+    """The cluster runs with token authentication and refused this client's token."""
 
 
 def closest_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:

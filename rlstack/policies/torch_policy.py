@@ -7,6 +7,7 @@ minibatch-SGD loop; an algorithm adds ``loss()`` (and, if it needs them, the hoo
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from abc import abstractmethod
 
@@ -322,5 +323,11 @@ class TorchPolicy(Policy):
         if "minibatch_rng" in state:
             self._rng.bit_generator.state = decode_json(state["minibatch_rng"])
         if "sampling_rng" in state:
-            self.sampling_generator.set_state(torch.from_numpy(np.array(state["sampling_rng"], dtype=np.uint8)))
+            saved = np.array(state["sampling_rng"], dtype=np.uint8)
+            if saved.size == self.sampling_generator.get_state().numel():
+                self.sampling_generator.set_state(torch.from_numpy(saved))
+            else:
+                # Saved on another device type (a CUDA generator's state is 16 bytes, a
+                # CPU one's 5056): continue from a seed derived from it, deterministically.
+                self.sampling_generator.manual_seed(int.from_bytes(hashlib.sha256(saved.tobytes()).digest()[:8], "little"))
         self.on_global_var_update(self.global_timestep)

@@ -112,8 +112,11 @@ def test_gpu_requests_reach_ray(tmp_path):
     assert out["tune_learner_device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")
 
 
-def test_learner_on_the_gpu(ray_local, framework):
+@pytest.mark.parametrize("algorithm", ["PPO", "IMPALA"])
+def test_learner_on_the_gpu(ray_local, framework, algorithm):
     """Runs only where the framework sees a GPU (the lent GPU machine, not CI)."""
+    from rlstack.trainers.registry import get_trainer_class
+
     if framework == "torch":
         import torch
 
@@ -126,8 +129,16 @@ def test_learner_on_the_gpu(ray_local, framework):
         if not tf.config.list_physical_devices("GPU"):
             pytest.skip("TensorFlow sees no GPU")
         expected = "/GPU:0"
-    trainer = PPOTrainer({**SMALL, "framework": framework, "num_gpus": 1}, "CartPole-v1")
+    trainer_class = get_trainer_class(algorithm)
+    config = {**SMALL, "framework": framework, "num_gpus": 1}
+    if algorithm == "IMPALA":
+        for key in ("sgd_minibatch_size", "num_sgd_iter"):
+            del config[key]
+        config.update(rollout_fragment_length=50, min_sample_timesteps_per_reporting=400)
+    trainer = trainer_class(config, "CartPole-v1")
     result = trainer.train()
+    while result["num_env_steps_trained"] == 0:  # IMPALA's learner thread lags a little
+        result = trainer.train()
     assert result["info"]["learner_device"] == expected
     assert math.isfinite(result["info"]["learner"]["default_policy"]["learner_stats"]["total_loss"])
     obs = [0.01, -0.02, 0.03, 0.0]
@@ -135,7 +146,7 @@ def test_learner_on_the_gpu(ray_local, framework):
     checkpoint = trainer.save()
     trainer.stop()
     # A GPU-trained checkpoint restores on the CPU and acts the same.
-    cpu = PPOTrainer.from_checkpoint(checkpoint, config_overrides={"num_gpus": 0, "num_workers": 0})
+    cpu = trainer_class.from_checkpoint(checkpoint, config_overrides={"num_gpus": 0, "num_workers": 0})
     assert cpu.get_policy().device_name in ("cpu", "/CPU:0")
     assert cpu.compute_single_action(obs, explore=False) == action
     cpu.stop()
