@@ -16,9 +16,13 @@ __all__ = [
     "ClusterConnectionError",
     "ConfigError",
     "EnvError",
+    "EnvFailureError",
     "FrameworkNotInstalledError",
     "JobSubmissionError",
+    "NonFiniteError",
+    "ObservationError",
     "RLStackError",
+    "WorkerFailureError",
     "closest_matches",
 ]
 
@@ -33,6 +37,41 @@ class ConfigError(RLStackError, ValueError):
 
 class EnvError(RLStackError, ValueError):
     """An environment cannot be found, built or used."""
+
+
+class ObservationError(RLStackError, ValueError):
+    """An observation handed to a trained policy does not fit its observation space."""
+
+
+class EnvFailureError(EnvError):
+    """A sub-env raised in ``step()`` or ``reset()`` (the env's own exception is chained);
+    ``restart_failed_sub_environments=True`` restarts the sub-env instead."""
+
+
+class NonFiniteError(RLStackError, FloatingPointError):
+    """A NaN or inf where training cannot go on: in an env's observation or reward, or in
+    a loss or its gradients (raised before the update is applied)."""
+
+    # A recreated worker would meet the same numbers again (see WorkerSet.on_worker_failure).
+    fatal = True
+
+    @classmethod
+    def in_update(cls, what: str, where: str, lr: float | None = None) -> "NonFiniteError":
+        """The error for a learner update that was not applied because ``what`` (the
+        loss terms or gradients) was NaN or inf.
+
+        Args:
+            what: What was non-finite, e.g. ``"the loss terms vf_loss, total_loss"``.
+            where: Which policy and step, e.g. ``"PPOTorchPolicy, epoch 1 minibatch 3"``.
+            lr: The learning rate in use, for the hint.
+        """
+        lr_text = f" (lr={lr:g})" if lr is not None else ""
+        return cls(
+            f"Non-finite {what} in {where}; the update was not applied, so the weights hold no NaN or inf "
+            f"from it. Usual causes: a learning rate too high{lr_text} (lower lr or set grad_clip), NaN/inf "
+            "or very large rewards (clip_rewards, or scale them in the env), observations on a large scale "
+            "(observation_filter='MeanStdFilter'), or a log(0) / division by zero in a custom loss or model."
+        )
 
 
 class CheckpointError(RLStackError, ValueError):
@@ -53,6 +92,10 @@ class ClusterConnectionError(RLStackError, ConnectionError):
 
 class ClusterAuthenticationError(RLStackError, PermissionError):
     """The cluster runs with token authentication and refused this client's token."""
+
+
+class WorkerFailureError(RLStackError, RuntimeError):
+    """A rollout or evaluation worker failed and the config does not let training go on."""
 
 
 def closest_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:

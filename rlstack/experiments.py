@@ -51,7 +51,16 @@ def load_experiments(path: str) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path!r} must map experiment names to {{run, env, stop, config}}.")
     for name, spec in experiments.items():
         check_experiment(name, spec, path)
-    return experiments
+    return ExperimentFile(experiments, source=path)
+
+
+class ExperimentFile(dict):
+    """The experiments of one YAML file (a plain dict of them) that remembers the file,
+    so that errors found later (:func:`validate_experiments`) can name it."""
+
+    def __init__(self, experiments: dict[str, dict[str, Any]], source: str) -> None:
+        super().__init__(experiments)
+        self.source = source
 
 
 def check_experiment(name: str, spec: Any, where: str = "the command line") -> None:
@@ -70,14 +79,47 @@ def check_experiment(name: str, spec: Any, where: str = "the command line") -> N
             )
     if "run" not in spec:
         raise ConfigError(f"Experiment {name!r} in {where} has no 'run' (the algorithm, e.g. run: PPO).")
-    types = {"stop": dict, "config": dict, "checkpoint_freq": int, "keep_checkpoints_num": int, "num_samples": int,
-             "checkpoint_at_end": bool}
-    for key, expected in types.items():
-        if key in spec and spec[key] is not None and not isinstance(spec[key], expected):
+    for key, (fits, expected, example) in _KEY_TYPES.items():
+        value = spec.get(key)
+        if value is not None and not fits(value):
             raise ConfigError(
-                f"Experiment {name!r} in {where}: {key} must be a {expected.__name__}, "
-                f"got {type(spec[key]).__name__} ({spec[key]!r})."
+                f"Experiment {name!r} in {where}: {key} must be {expected}, got {type(value).__name__} "
+                f"({value!r}); e.g. {example}."
             )
+    for criterion, value in (spec.get("stop") or {}).items():
+        if not _is_number(value):
+            raise ConfigError(
+                f"Experiment {name!r} in {where}: stop criterion {criterion!r} must be a number (the trial stops once "
+                f"the result reaches it), got {type(value).__name__} ({value!r}); e.g. stop: {{{criterion}: 100}}."
+            )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int_at_least(low: int) -> Any:
+    return lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+# Experiment key -> (check, what is expected, an example), for messages that say all three.
+_KEY_TYPES: dict[str, tuple[Any, str, str]] = {
+    "run": (lambda v: isinstance(v, str), "an algorithm name (a string)", "run: PPO"),
+    "env": (lambda v: isinstance(v, str), "an env name (a string)", "env: CartPole-v1"),
+    "stop": (lambda v: isinstance(v, dict), "a dict (stop must be a dict of result keys and values)",
+             "stop: {training_iteration: 10, episode_reward_mean: 150}"),
+    "config": (lambda v: isinstance(v, dict), "a dict (config must be a dict of trainer config keys)",
+               "config: {num_workers: 2, lr: 0.0003}"),
+    "checkpoint_freq": (_is_int_at_least(0), "an integer >= 0 (0: no periodic checkpoints)", "checkpoint_freq: 5"),
+    "keep_checkpoints_num": (_is_int_at_least(1), "an integer >= 1", "keep_checkpoints_num: 3"),
+    "num_samples": (_is_int_at_least(1), "an integer >= 1", "num_samples: 4"),
+    "checkpoint_at_end": (lambda v: isinstance(v, bool), "true or false", "checkpoint_at_end: true"),
+    "local_dir": (lambda v: isinstance(v, str), "a directory path", "local_dir: ~/ray_results"),
+    "storage_path": (lambda v: isinstance(v, str), "a directory path", "storage_path: ~/ray_results"),
+    "restore": (lambda v: isinstance(v, str), "a checkpoint directory path",
+                "restore: ~/ray_results/x/checkpoint_000010"),
+    "name": (lambda v: isinstance(v, str), "a string", "name: cartpole-ppo"),
+}
 
 
 def to_search_space(value: Any) -> Any:
@@ -119,13 +161,17 @@ def validate_experiments(experiments: dict[str, dict[str, Any]], framework: str 
     """
     from rlstack.trainers.registry import get_trainer_class
 
+    where = getattr(experiments, "source", "the command line")
     for name, spec in experiments.items():
-        check_experiment(name, spec)
-        trainer_class = get_trainer_class(spec["run"])
-        config = _experiment_config(spec, framework)
-        to_search_space(config)  # malformed search spaces fail here, with their own message
-        # The config with every search space replaced by one of its values.
-        trainer_class.merge_and_validate(_first_values(config))
+        check_experiment(name, spec, where)
+        try:
+            trainer_class = get_trainer_class(spec["run"])
+            config = _experiment_config(spec, framework)
+            to_search_space(config)  # malformed search spaces fail here, with their own message
+            # The config with every search space replaced by one of its values.
+            trainer_class.merge_and_validate(_first_values(config))
+        except ConfigError as exc:
+            raise ConfigError(f"Experiment {name!r} in {where}: {exc}") from exc
 
 
 def _experiment_config(spec: dict[str, Any], framework: str | None) -> dict[str, Any]:

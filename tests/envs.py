@@ -115,3 +115,46 @@ class ContinuousEnv(gym.Env):
         self._t += 1
         assert self.action_space.contains(np.asarray(action, np.float32)), action
         return np.zeros(2, np.float32), -abs(float(action[0]) - 1.0), False, self._t >= 10, {}
+
+
+class FaultyCartPole(gym.Wrapper):
+    """CartPole whose ``step`` raises once in chosen workers at a chosen step.
+
+    ``env_config``: ``bad_workers`` (worker indices), ``fail_at_step`` (the n-th step of
+    this env instance) and ``fault_log`` (the name of a :class:`FaultLog` actor, which
+    remembers who failed already, so a recreated worker's env does not fail again).
+    """
+
+    def __init__(self, config):
+        super().__init__(gym.make("CartPole-v1"))
+        self.worker_index = getattr(config, "worker_index", 0)
+        self.bad_workers = set(config.get("bad_workers", ()))
+        self.fail_at_step = int(config.get("fail_at_step", 10))
+        self.fault_log = config.get("fault_log")
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.worker_index in self.bad_workers and self.steps == self.fail_at_step:
+            import ray
+
+            log = ray.get_actor(self.fault_log)
+            if ray.get(log.claim.remote(self.worker_index)):
+                raise RuntimeError(f"injected failure in worker {self.worker_index} at step {self.steps}")
+        return self.env.step(action)
+
+
+class FaultLog:
+    """Which workers have had their injected failure (used as a named Ray actor)."""
+
+    def __init__(self):
+        self.failed: dict[int, int] = {}
+
+    def claim(self, worker_index: int) -> bool:
+        """True the first time a worker asks: that one fails."""
+        first = worker_index not in self.failed
+        self.failed[worker_index] = self.failed.get(worker_index, 0) + 1
+        return first
+
+    def failures(self) -> int:
+        return len(self.failed)

@@ -148,11 +148,18 @@ def ensure_gymnasium_env(env: Any, spec: Any = None) -> gym.Env:
     """
     if isinstance(env, gym.Env):
         return env
+    if inspect.isclass(env):  # (a class has the attributes an old gym-style env has)
+        raise EnvError(
+            f"The env creator for {spec!r} returned the class {env.__name__}, not an env: return an instance, "
+            f"e.g. lambda ctx: {env.__name__}(...), or pass the class itself as the env."
+        )
     if is_legacy_env(env):
         return LegacyEnvAdapter(env)
+    text = " ".join(repr(env).split())
     raise EnvError(
-        f"The env creator for {spec!r} returned {type(env).__name__}, which is not an env: "
-        "it needs observation_space, action_space, reset() and step(). Return a gymnasium.Env."
+        f"The env creator for {spec!r} returned {type(env).__name__}, which is not an env "
+        f"({text if len(text) <= 60 else text[:57] + '...'}): it needs observation_space, action_space, reset() "
+        "and step(). Return a gymnasium.Env (e.g. gymnasium.make(...) or an instance of your Env class)."
     )
 
 

@@ -4,10 +4,16 @@ Each ``step`` returns the next observation of every sub-env; a sub-env whose epi
 just ended is reset at once, and the observation that ended the episode is returned
 separately in ``final_obs`` so that a truncated episode can bootstrap from it.
 ``terminated`` and ``truncated`` stay apart (DESIGN.md, "Episodes").
+
+A sub-env whose ``step`` or ``reset`` raises either stops the run with an
+:class:`~rlstack.errors.EnvFailureError` naming it, or, with ``restart_failed``
+(``restart_failed_sub_environments``), is closed, rebuilt and reset while the other
+sub-envs go on; :attr:`VectorEnv.broken` then tells the caller which episodes broke.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,17 +21,39 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.env.legacy import LegacyEnvAdapter
-from rlstack.errors import EnvError
+from rlstack.errors import EnvError, EnvFailureError
+
+logger = logging.getLogger(__name__)
+
+# A sub-env that fails this many times in a row (no episode ending in between) is broken
+# for good: restarting it again would only spin.
+MAX_RESTARTS_IN_ROW = 10
+
+
+def env_name(env: gym.Env) -> str:
+    """The env's registered id, else its (unwrapped) class name, for messages."""
+    spec = getattr(env, "spec", None)
+    if spec is not None and getattr(spec, "id", None):
+        return str(spec.id)
+    try:
+        return type(env.unwrapped).__name__
+    except Exception:  # noqa: BLE001 - a broken env may fail even here
+        return type(env).__name__
 
 
 class VectorEnv:
     """``num_envs`` sub-envs made by ``make_one(vector_index)``.
 
     Args:
-        make_one: Builds the sub-env with the given vector index.
+        make_one: Builds the sub-env with the given vector index (also used to rebuild
+            a failed one).
         num_envs: How many sub-envs.
-        seeds: Seed of each sub-env's first reset (None: unseeded).
+        seeds: Seed of each sub-env's first reset (None: unseeded). A rebuilt sub-env's
+            first reset gets a seed derived from its own and the restart count.
         horizon: Truncate episodes after this many steps (None: the env's own limit).
+        restart_failed: Close, rebuild and reset a sub-env whose ``step`` or ``reset``
+            raises, instead of raising :class:`EnvFailureError`.
+        worker_index: The rollout worker this runs in, for messages.
     """
 
     def __init__(
@@ -34,25 +62,42 @@ class VectorEnv:
         num_envs: int,
         seeds: Sequence[int | None] | None = None,
         horizon: int | None = None,
+        restart_failed: bool = False,
+        worker_index: int = 0,
     ) -> None:
+        self.make_one = make_one
         self.envs = [make_one(i) for i in range(num_envs)]
         self.num_envs = num_envs
         self.observation_space = self.envs[0].observation_space
         self.action_space = self.envs[0].action_space
-        self._seeds = list(seeds) if seeds is not None else [None] * num_envs
+        self._initial_seeds = list(seeds) if seeds is not None else [None] * num_envs
+        self._seeds = list(self._initial_seeds)
         self.horizon = horizon
-        self._steps = np.zeros(num_envs, dtype=np.int64)
+        self.restart_failed = restart_failed
+        self.worker_index = worker_index
+        # Steps of each sub-env's current episode (for the horizon and for messages).
+        self._steps = [0] * num_envs
+        #: Sub-envs restarted (closed, rebuilt, reset) since this VectorEnv was built.
+        self.num_restarts = 0
+        #: Sub-envs whose episode broke off in the last :meth:`step` (their ``step``
+        #: raised); their row of that step is a placeholder and the episode has no end.
+        self.broken: list[int] = []
+        self._restarts_in_row = np.zeros(num_envs, dtype=np.int64)
+        self._restarts_of = np.zeros(num_envs, dtype=np.int64)
 
     def reset(self) -> list[Any]:
         """Resets every sub-env (seeded on the first call) and returns their observations."""
         observations = []
         for i in range(self.num_envs):
-            observations.append(self.reset_one(i, seed=self._seeds[i]))
+            try:
+                observations.append(self.reset_one(i, seed=self._seeds[i]))
+            except Exception as exc:  # noqa: BLE001 - any env error; re-raised or restarted
+                observations.append(self._restart(i, "reset", exc))
         self._seeds = [None] * self.num_envs
         return observations
 
     def reset_one(self, index: int, seed: int | None = None) -> Any:
-        """Resets sub-env ``index`` and returns its first observation."""
+        """Resets sub-env ``index`` and returns its first observation (no restart on error)."""
         self._steps[index] = 0
         result = self.envs[index].reset(seed=seed)
         if not (isinstance(result, tuple) and len(result) == 2):
@@ -69,7 +114,14 @@ class VectorEnv:
         Returns:
             ``(obs, rewards, terminateds, truncateds, final_obs, infos)``: ``obs`` holds
             the reset observation for sub-envs whose episode ended; ``final_obs`` maps
-            their index to the observation that ended it.
+            their index to the observation that ended it. A sub-env restarted after its
+            ``step`` raised is listed in :attr:`broken`; its ``obs`` is the rebuilt env's
+            first observation, its reward 0 and its episode neither terminated nor
+            truncated.
+
+        Raises:
+            EnvFailureError: If a sub-env raised and ``restart_failed`` is off, or it
+                keeps failing after restarts.
         """
         n = self.num_envs
         if isinstance(actions, np.ndarray) and actions.ndim == 1 and actions.dtype.kind in "iu":
@@ -82,8 +134,17 @@ class VectorEnv:
         truncateds = np.zeros(n, dtype=bool)
         final_obs: dict[int, Any] = {}
         infos: list[dict] = [{}] * n
+        if self.broken:
+            self.broken = []
+        steps = self._steps
         for i, env in enumerate(self.envs):
-            result = env.step(actions[i])
+            try:
+                result = env.step(actions[i])
+            except Exception as exc:  # noqa: BLE001 - any env error; re-raised or restarted
+                observations[i] = self._restart(i, "step", exc)
+                rewards[i] = 0.0
+                self.broken.append(i)
+                continue
             if len(result) != 5:
                 if len(result) == 4 and not isinstance(env, LegacyEnvAdapter):
                     raise EnvError(
@@ -95,17 +156,64 @@ class VectorEnv:
             obs, reward, terminated, truncated, info = result
             rewards[i] = reward
             infos[i] = info
-            if self.horizon is not None:
-                self._steps[i] += 1
-                if self._steps[i] >= self.horizon and not terminated:
-                    truncated = True
+            steps[i] += 1
+            if self.horizon is not None and steps[i] >= self.horizon and not terminated:
+                truncated = True
             if terminated or truncated:
                 terminateds[i] = bool(terminated)
                 truncateds[i] = bool(truncated) and not terminated
                 final_obs[i] = obs
-                obs = self.reset_one(i)
+                self._restarts_in_row[i] = 0  # it works: an episode came to its end
+                try:
+                    obs = self.reset_one(i)
+                except Exception as exc:  # noqa: BLE001 - any env error; re-raised or restarted
+                    # The episode itself ended well; only the next one cannot start.
+                    obs = self._restart(i, "reset", exc)
             observations[i] = obs
         return observations, rewards, terminateds, truncateds, final_obs, infos
+
+    def _restart(self, index: int, method: str, exc: Exception) -> Any:
+        """Raises for a sub-env whose ``method`` raised ``exc``, or (``restart_failed``)
+        closes, rebuilds and resets it; returns its new first observation."""
+        where = (f"Sub-env {index} (vector index) of rollout worker {self.worker_index} "
+                 f"({env_name(self.envs[index])}) raised {type(exc).__name__} in {method}()")
+        if method == "step":
+            where += f" at step {self._steps[index] + 1} of its episode"
+        if not self.restart_failed:
+            raise EnvFailureError(
+                f"{where}: {exc}. Fix the env, or set restart_failed_sub_environments=True to close, rebuild "
+                "and reset a sub-env that fails (its broken episode is dropped) and go on."
+            ) from exc
+        while True:
+            self._restarts_in_row[index] += 1
+            if self._restarts_in_row[index] > MAX_RESTARTS_IN_ROW:
+                raise EnvFailureError(
+                    f"{where}: {exc}; it failed {MAX_RESTARTS_IN_ROW + 1} times in a row without finishing an "
+                    "episode, so restart_failed_sub_environments gives up on it. Fix the env (or, if its episodes "
+                    "never end, set horizon so that they do)."
+                ) from exc
+            logger.warning("%s: %s; closing it and starting a new one.", where, exc)
+            self.num_restarts += 1
+            self._restarts_of[index] += 1
+            try:
+                self.envs[index].close()
+            except Exception:  # noqa: BLE001 - a broken env may not close cleanly; it is dropped anyway
+                pass
+            self.envs[index] = self.make_one(index)
+            try:
+                return self.reset_one(index, seed=self._restart_seed(index))
+            except Exception as reset_exc:  # noqa: BLE001 - the new env fails too: try again
+                exc, method = reset_exc, "reset"
+                where = (f"Sub-env {index} (vector index) of rollout worker {self.worker_index} "
+                         f"({env_name(self.envs[index])}) raised {type(exc).__name__} in reset()")
+
+    def _restart_seed(self, index: int) -> int | None:
+        # Deterministic when the run is seeded, and apart from every other sub-env's seed.
+        base = self._initial_seeds[index]
+        if base is None:
+            return None
+        entropy = [int(base) & 0xFFFFFFFFFFFFFFFF, int(self._restarts_of[index])]
+        return int(np.random.SeedSequence(entropy).generate_state(1)[0])
 
     def close(self) -> None:
         """Closes every sub-env."""

@@ -6,6 +6,13 @@ forward pass for all ``num_envs_per_worker`` sub-envs. Steps are written into
 preallocated ``[rollout_fragment_length, num_envs]`` arrays and cut into trajectory
 pieces (one episode of one sub-env each) only at the end of a fragment, where each piece
 goes through ``Policy.postprocess_trajectory``.
+
+Faults: observations and rewards are checked for NaN/inf as they come out of the env (a
+:class:`~rlstack.errors.NonFiniteError` names the sub-env and step). A sub-env that raises
+stops sampling with an :class:`~rlstack.errors.EnvFailureError`, or, with
+``restart_failed_sub_environments``, is rebuilt by the VectorEnv; its broken episode is
+then dropped from the batch and from the episode metrics and counted in
+:meth:`RolloutWorker.get_env_restarts`.
 """
 
 from __future__ import annotations
@@ -20,8 +27,8 @@ import numpy as np
 from rlstack.env.env_context import EnvContext
 from rlstack.env.atari import is_atari
 from rlstack.env.registry import make_env, restore_registry
-from rlstack.env.vector_env import VectorEnv
-from rlstack.errors import EnvError
+from rlstack.env.vector_env import VectorEnv, env_name
+from rlstack.errors import EnvError, EnvFailureError, NonFiniteError
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
@@ -34,6 +41,21 @@ _B = SampleBatch
 
 # An episode longer than this in complete_episodes mode is taken as one that never ends.
 _MAX_PENDING_STEPS = 1_000_000
+# sample() gives up after this many fragments in a row that yield no row because sub-envs
+# failed in them (restart_failed_sub_environments): the envs fail faster than they run.
+_MAX_FAILED_EMPTY_FRAGMENTS = 10
+
+
+def _has_float_box(space: gym.Space) -> bool:
+    """Whether an observation of ``space`` can hold a NaN or inf (a float Box somewhere
+    in it); integer Boxes (Atari frames), Discrete and friends cannot."""
+    if isinstance(space, gym.spaces.Box):
+        return space.dtype.kind == "f"
+    if isinstance(space, gym.spaces.Dict):
+        return any(_has_float_box(sub) for sub in space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return any(_has_float_box(sub) for sub in space.spaces)
+    return not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
 
 
 def _resolve(policy_class: type[Policy] | str) -> type[Policy]:
@@ -104,6 +126,8 @@ class RolloutWorker:
                 n,
                 seeds=[env_seed(seed, worker_index, i) for i in range(n)],
                 horizon=config.get("horizon"),
+                restart_failed=bool(config.get("restart_failed_sub_environments", False)),
+                worker_index=worker_index,
             )
             spaces = (self.env.observation_space, self.env.action_space)
         self.observation_space, self.action_space = spaces
@@ -147,6 +171,10 @@ class RolloutWorker:
         self._pending: dict[int, SampleBatch] = {}
         self._perf = {"env_wait": 0.0, "inference": 0.0, "action_processing": 0.0, "obs_processing": 0.0}
         self._perf_steps = 0
+        # NaN/inf checks on what the env returns (skipped for spaces that cannot hold them).
+        self._check_obs = _has_float_box(self.observation_space)
+        self._env_steps = 0  # steps of every sub-env together, for messages
+        self._reported_restarts = 0
 
     # ----- small remote-callable helpers ------------------------------------------
 
@@ -162,6 +190,8 @@ class RolloutWorker:
         """Starts learning over with ``config`` (changed hyper-parameters only): a new
         policy from its initial weights, a new observation filter; envs are kept."""
         self.config = config
+        if self.env is not None:
+            self.env.restart_failed = bool(config.get("restart_failed_sub_environments", False))
         sampling_seed = None if config.get("seed") is None else config["seed"] + self.worker_index
         kwargs = {"postprocess_fn": self.policy.postprocess_fn} if isinstance(self.policy, NumpyPolicy) else {}
         self.policy = type(self.policy)(self.observation_space, self.action_space, config,
@@ -221,6 +251,17 @@ class RolloutWorker:
         episodes, self._episodes = self._episodes, []
         return episodes
 
+    @property
+    def num_env_restarts(self) -> int:
+        """Sub-env restarts (``restart_failed_sub_environments``) since this worker was built."""
+        return self.env.num_restarts if self.env is not None else 0
+
+    def get_env_restarts(self) -> int:
+        """Sub-env restarts since the last call (the trainer's ``num_env_restarts``)."""
+        total = self.num_env_restarts
+        restarts, self._reported_restarts = total - self._reported_restarts, total
+        return restarts
+
     def get_sampler_perf(self) -> dict[str, float]:
         """Mean milliseconds per env step spent in each part of sampling, since the last call."""
         steps = max(1, self._perf_steps)
@@ -232,7 +273,39 @@ class RolloutWorker:
     # ----- acting -------------------------------------------------------------------
 
     def _process_obs(self, raw: list[Any], update: bool = True) -> np.ndarray:
-        return self.filter(self.preprocessor.transform_batch(raw), update=update)
+        return self.filter(self._obs_array(raw, "in its first observation after a reset"), update=update)
+
+    def _obs_array(self, raw: list[Any], when: Any, env_indices: list[int] | None = None) -> np.ndarray:
+        """Preprocessed observations, checked for NaN/inf before any filter sees them.
+
+        Args:
+            raw: One raw observation per sub-env in ``env_indices`` (None: all, in order).
+            when: A string, or ``when(env_index) -> str``, saying at which step they came.
+        """
+        array = self.preprocessor.transform_batch(raw)
+        if self._check_obs and not np.isfinite(array).all():
+            self._raise_non_finite("observation", array, when, env_indices)
+        return array
+
+    def _raise_non_finite(self, what: str, values: np.ndarray, when: Any, env_indices: list[int] | None) -> None:
+        bad_rows = np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))
+        row = int(bad_rows[0])
+        index = row if env_indices is None else env_indices[row]
+        value = values[row]
+        if values.ndim > 1:
+            entries = np.flatnonzero(~np.isfinite(value)).tolist()
+            detail = f"{value[entries[0]]} at flat entries {entries[:10]} of the preprocessed observation"
+        else:
+            detail = str(value)
+        env = self._require_env()
+        others = f" (and {len(bad_rows) - 1} other sub-envs)" if len(bad_rows) > 1 else ""
+        raise NonFiniteError(
+            f"Non-finite {what} ({detail}) from sub-env {index}{others} (vector index) of rollout worker "
+            f"{self.worker_index} ({env_name(env.envs[index])}), {when(index) if callable(when) else when}, "
+            f"after {self._env_steps} env steps on this worker. A NaN or inf from an env is a bug in the env "
+            "(a division by zero, an overflow, an unset value) and would corrupt the weights: fix the env or "
+            "wrap it to clean or clip its outputs. Sub-env restarts do not apply to this error."
+        )
 
     def _clip_rewards(self, rewards: np.ndarray) -> np.ndarray:
         clip = self._reward_clip
@@ -254,14 +327,34 @@ class RolloutWorker:
         ``rollout_fragment_length`` steps; the cut piece bootstraps from V(next obs).
         With ``"complete_episodes"`` only whole episodes are returned; unfinished ones
         carry over to the next call.
+
+        A sub-env restarted after its ``step`` raised (``restart_failed_sub_environments``)
+        contributes no row of its broken episode: with ``"complete_episodes"`` that
+        episode is dropped; with ``"truncate_episodes"`` the sub-env's whole fragment is,
+        so that every sub-env's rows stay ``rollout_fragment_length`` contiguous steps
+        (IMPALA's time-major V-trace needs that) and no piece joins a half episode to the
+        next. Rows of the broken episode returned by earlier calls (cut pieces, which
+        bootstrap from V) stay valid and are not taken back. A fragment that yields no
+        row at all is followed by another, so a batch is never empty.
+
+        Raises:
+            EnvFailureError: A sub-env raised (and restarts are off or gave up).
+            NonFiniteError: An observation or reward is NaN or inf.
         """
         env = self._require_env()
         target = int(self.config["rollout_fragment_length"]) * env.num_envs
         complete = self.config["batch_mode"] == "complete_episodes"
         pieces: list[SampleBatch] = []
         collected = 0
+        failed_empty = 0  # fragments in a row with failures and no row
         while collected < target:
-            for env_index, piece, cut in self._run_fragment(bootstrap_cut=not complete):
+            collected_before = collected
+            failures_before = env.num_restarts
+            for env_index, piece, cut in self._run_fragment(complete_episodes=complete):
+                if piece is None:
+                    # A broken episode (complete_episodes): its earlier rows go too.
+                    self._pending.pop(env_index, None)
+                    continue
                 if complete:
                     if env_index in self._pending:
                         piece = concat_samples([self._pending.pop(env_index), piece])
@@ -276,7 +369,17 @@ class RolloutWorker:
                         continue
                 pieces.append(self.sampling_policy.postprocess_trajectory(piece))
                 collected += piece.count
-            if not complete:
+            if collected == collected_before and env.num_restarts > failures_before:
+                failed_empty += 1
+                if failed_empty >= _MAX_FAILED_EMPTY_FRAGMENTS:
+                    raise EnvFailureError(
+                        f"Sub-envs of rollout worker {self.worker_index} failed in each of the last {failed_empty} "
+                        "fragments and restart_failed_sub_environments dropped every row of them: the envs fail "
+                        "faster than they run. Fix the env (see the warnings logged for each restart)."
+                    )
+            else:
+                failed_empty = 0
+            if not complete and collected > 0:
                 break
         return concat_samples(pieces)
 
@@ -293,12 +396,14 @@ class RolloutWorker:
         grads, stats = self.policy.compute_gradients(batch)  # type: ignore[attr-defined]
         return grads, stats, batch.count
 
-    def _run_fragment(self, bootstrap_cut: bool) -> list[tuple[int, SampleBatch, bool]]:
+    def _run_fragment(self, complete_episodes: bool) -> list[tuple[int, SampleBatch | None, bool]]:
         """Steps every sub-env ``rollout_fragment_length`` times.
 
         Returns:
             ``(env_index, piece, cut)`` for each trajectory piece; ``cut`` marks a piece
-            that ends at the fragment boundary rather than at an episode end.
+            that ends at the fragment boundary rather than at an episode end. A piece of
+            None marks an episode that broke off when its sub-env's ``step`` raised
+            (only with ``complete_episodes``; otherwise such a sub-env returns no piece).
         """
         env = self.env
         T, N = int(self.config["rollout_fragment_length"]), env.num_envs
@@ -315,6 +420,10 @@ class RolloutWorker:
             _B.EPS_ID: np.empty((T, N), dtype=np.int64),
             _B.BOOTSTRAP_VALUE: np.zeros((T, N), dtype=np.float32),
         }
+        # broken[t, i]: sub-env i's step t raised; that row and its episode's earlier
+        # rows are dropped (allocated at the first failure).
+        broken: np.ndarray | None = None
+        lengths = self._lengths
         # Q-learning stores each step's next observation; policy gradients bootstrap
         # cut pieces from V(s) instead.
         record_next_obs = policy.needs_next_obs
@@ -329,6 +438,25 @@ class RolloutWorker:
             t2 = time.perf_counter()
             raw_obs, rewards, terminateds, truncateds, final_obs, _ = env.step(env_actions)
             t3 = time.perf_counter()
+            self._env_steps += N
+            failed = env.broken
+            # NaN/inf out of the env stop sampling here, before a filter or a batch sees them.
+            if not np.isfinite(rewards).all():
+                self._raise_non_finite("reward", rewards, lambda i: f"at step {lengths[i] + 1} of its episode", None)
+            next_obs = self._obs_array(raw_obs, lambda i: (
+                "in its first observation after a reset" if i in final_obs or i in failed
+                else f"at step {lengths[i] + 1} of its episode"))
+            if final_obs:
+                done_envs = list(final_obs)
+                # The observations that ended episodes, where they are used: Q-learning
+                # stores them as next_obs, truncated episodes bootstrap from them.
+                if record_next_obs:
+                    last_envs = done_envs
+                else:
+                    last_envs = [i for i in done_envs if truncateds[i]] if bootstrap else []
+                if last_envs:
+                    last_obs = self._obs_array([final_obs[i] for i in last_envs], lambda i: (
+                        f"in the last observation of its episode (step {lengths[i] + 1})"), last_envs)
             if t == 0:
                 buf[_B.ACTIONS] = np.empty((T, *actions.shape), dtype=actions.dtype)
                 for key, value in extras.items():
@@ -342,27 +470,30 @@ class RolloutWorker:
             buf[_B.TRUNCATEDS][t] = truncateds
             buf[_B.EPS_ID][t] = self._eps_ids
             self._returns += rewards
-            self._lengths += 1
+            lengths += 1
             if final_obs:
-                truncated_envs = [i for i in final_obs if truncateds[i]] if bootstrap else []
-                if truncated_envs:
+                truncated_rows = [k for k, i in enumerate(last_envs) if truncateds[i]] if bootstrap else []
+                if truncated_rows:
                     # A time limit is not the end of the MDP: bootstrap from V(final obs).
-                    last = self._process_obs([final_obs[i] for i in truncated_envs], update=False)
-                    buf[_B.BOOTSTRAP_VALUE][t, truncated_envs] = policy.compute_values(last)
-                for i in final_obs:
-                    self._episodes.append(EpisodeStats(float(self._returns[i]), int(self._lengths[i])))
-                    self._returns[i] = 0.0
-                    self._lengths[i] = 0
-                    self._eps_ids[i] = self._next_eps_id
-                    self._next_eps_id += 1
-            obs = self._process_obs(raw_obs)
+                    last = self.filter(last_obs[truncated_rows], update=False)
+                    buf[_B.BOOTSTRAP_VALUE][t, [last_envs[k] for k in truncated_rows]] = policy.compute_values(last)
+                for i in done_envs:
+                    self._episodes.append(EpisodeStats(float(self._returns[i]), int(lengths[i])))
+                    self._start_episode(i)
+            if failed:
+                if broken is None:
+                    broken = np.zeros((T, N), dtype=bool)
+                for i in failed:
+                    # The episode broke off: no metrics for it, and a new id for the next.
+                    broken[t, i] = True
+                    self._start_episode(i)
+            obs = self.filter(next_obs, update=True)
             if record_next_obs:
                 buf[_B.NEXT_OBS][t] = obs
                 if final_obs:
                     # obs holds the reset observation of a finished sub-env; the step
                     # led to its final observation.
-                    done_envs = list(final_obs)
-                    buf[_B.NEXT_OBS][t, done_envs] = self._process_obs([final_obs[i] for i in done_envs], update=False)
+                    buf[_B.NEXT_OBS][t, done_envs] = self.filter(last_obs, update=False)
             t4 = time.perf_counter()
             perf["inference"] += t1 - t0
             perf["action_processing"] += t2 - t1
@@ -371,20 +502,34 @@ class RolloutWorker:
         self._perf_steps += T * N
         self._obs = obs
         done = buf[_B.TERMINATEDS] | buf[_B.TRUNCATEDS]
-        if bootstrap_cut and bootstrap:
-            open_envs = np.flatnonzero(~done[-1])
+        # truncate_episodes: a sub-env that failed in this fragment gives no rows at all.
+        dropped = broken.any(axis=0) if broken is not None and not complete_episodes else np.zeros(N, dtype=bool)
+        if not complete_episodes and bootstrap:
+            open_envs = np.flatnonzero(~done[-1] & ~dropped)
             if len(open_envs):
                 buf[_B.BOOTSTRAP_VALUE][-1, open_envs] = policy.compute_values(obs[open_envs])
-        pieces = []
+        pieces: list[tuple[int, SampleBatch | None, bool]] = []
         for i in range(N):
-            ends = np.flatnonzero(done[:, i]).tolist()
+            if dropped[i]:
+                continue
+            ends_at = done[:, i] if broken is None else done[:, i] | broken[:, i]
             start = 0
-            for end in ends:
-                pieces.append((i, self._piece(buf, i, start, end + 1), False))
+            for end in np.flatnonzero(ends_at).tolist():
+                if broken is not None and broken[end, i]:
+                    pieces.append((i, None, False))
+                else:
+                    pieces.append((i, self._piece(buf, i, start, end + 1), False))
                 start = end + 1
             if start < T:
                 pieces.append((i, self._piece(buf, i, start, T), True))
         return pieces
+
+    def _start_episode(self, index: int) -> None:
+        # Sub-env ``index`` starts a new episode: fresh return, length and id.
+        self._returns[index] = 0.0
+        self._lengths[index] = 0
+        self._eps_ids[index] = self._next_eps_id
+        self._next_eps_id += 1
 
     @staticmethod
     def _piece(buf: dict[str, np.ndarray], env_index: int, start: int, end: int) -> SampleBatch:
@@ -409,13 +554,22 @@ class RolloutWorker:
                 return episodes
             actions, _ = self.sampling_policy.compute_actions(obs)
             raw_obs, rewards, _, _, final_obs, _ = env.step(self.sampling_policy.unsquash_actions(actions))
+            if not np.isfinite(rewards).all():
+                self._raise_non_finite("reward", rewards, lambda i: f"at step {lengths[i] + 1} of an evaluation "
+                                                                    "episode", None)
+            next_obs = self._obs_array(raw_obs, lambda i: (
+                "in its first observation after a reset" if i in final_obs or i in env.broken
+                else f"at step {lengths[i] + 1} of an evaluation episode"))
             returns += rewards
             lengths += 1
             steps += env.num_envs
             for i in final_obs:
                 episodes.append(EpisodeStats(float(returns[i]), int(lengths[i])))
                 returns[i], lengths[i] = 0.0, 0
-            obs = self._process_obs(raw_obs, update=False)
+            for i in env.broken:
+                # A sub-env restarted mid-episode: that episode is not reported.
+                returns[i], lengths[i] = 0.0, 0
+            obs = self.filter(next_obs, update=False)
 
     def stop(self) -> None:
         """Closes the envs."""

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from rlstack.env.registry import registered_envs
+from rlstack.errors import WorkerFailureError
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.rollout_worker import RolloutWorker, class_path
 from rlstack.models.catalog import ModelCatalog
@@ -62,6 +64,14 @@ class WorkerSet:
         self.name = name
         self._remote_workers: list[Any] = []
         self._placement_group: Any = None
+        # Fault tolerance: which workers are in use, failures in a row per worker, restarts.
+        self._healthy: list[bool] = [True] * num_workers
+        self._consecutive_failures: list[int] = [0] * num_workers
+        self.num_remote_worker_restarts = 0
+        self._global_timestep: int | None = None
+        # What a recreated worker gets as weights (an ObjectRef or a dict); None: the local
+        # worker's. Trainers with a learner thread point this at its consistent copy.
+        self.restore_weights: Callable[[], Any] | None = None
         if num_workers > 0:
             resources = worker_resources(config)
             options = {"num_cpus": resources.pop("CPU"), "num_gpus": resources.pop("GPU"),
@@ -69,27 +79,36 @@ class WorkerSet:
             remote_cls = ray.remote(RolloutWorker)
             registry, models = registered_envs(), ModelCatalog.registered_models()
             placements = self._placements(config, num_workers)
-            # The class travels as an import path: a worker acting in numpy never imports it.
-            self._remote_workers = [
-                remote_cls.options(**options, scheduling_strategy=placements[i - 1]).remote(
-                    env_spec, policy_class if isinstance(policy_class, str) else class_path(policy_class), config, worker_index=i, num_workers=num_workers,
+            policy_path = policy_class if isinstance(policy_class, str) else class_path(policy_class)
+
+            def make_remote(position: int) -> Any:
+                # The class travels as an import path: a worker acting in numpy never imports it.
+                return remote_cls.options(**options, scheduling_strategy=placements[position]).remote(
+                    env_spec, policy_path, config, worker_index=position + 1, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
                     postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
                 )
-                for i in range(1, num_workers + 1)
-            ]
+
+            self._make_remote = make_remote
+            self._remote_workers = [make_remote(position) for position in range(num_workers)]
         spaces = None
-        if num_workers > 0 and not local_env:
-            # The driver holds no env: ask the first worker for the spaces (this also
-            # waits until the workers are up, surfacing env construction errors here).
-            spaces = ray.get(self._remote_workers[0].get_spaces.remote())
-        self._local_worker = RolloutWorker(
-            env_spec, policy_class, config, worker_index=0, num_workers=num_workers,
-            spaces=spaces, num_gpus=config.get("num_gpus", 0) if name == "rollout" else 0,
-            postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
-        )
-        if self._remote_workers:
-            ray.get([w.ping.remote() for w in self._remote_workers])
+        try:
+            if num_workers > 0 and not local_env:
+                # The driver holds no env: ask the first worker for the spaces (this also
+                # waits until the workers are up, surfacing env construction errors here).
+                spaces = ray.get(self._remote_workers[0].get_spaces.remote())
+            self._local_worker = RolloutWorker(
+                env_spec, policy_class, config, worker_index=0, num_workers=num_workers,
+                spaces=spaces, num_gpus=config.get("num_gpus", 0) if name == "rollout" else 0,
+                postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
+            )
+            if self._remote_workers:
+                ray.get([w.ping.remote() for w in self._remote_workers])
+        except BaseException:
+            # A set that never started frees its actors and reserved resources at once
+            # (the next trainer on a small machine would otherwise wait for them).
+            self._release_remote()
+            raise
 
     def _placements(self, config: dict, num_workers: int) -> list[Any]:
         """Where each remote worker goes: a bundle of a placement group.
@@ -125,19 +144,135 @@ class WorkerSet:
         return self._local_worker
 
     def remote_workers(self) -> list[Any]:
-        """Handles of the remote worker actors."""
+        """Handles of the remote worker actors, by position (worker index - 1); a failed
+        worker's stays in place (see :meth:`healthy_positions`), a recreated one's is new."""
         return list(self._remote_workers)
 
     @property
     def num_remote_workers(self) -> int:
-        """How many remote workers the set has."""
+        """How many remote workers the set was built with."""
         return len(self._remote_workers)
 
+    @property
+    def num_healthy_workers(self) -> int:
+        """How many remote workers are in use (all but those dropped after a failure)."""
+        return sum(self._healthy)
+
+    def healthy_positions(self) -> list[int]:
+        """Positions (worker index - 1) of the remote workers in use."""
+        return [position for position, healthy in enumerate(self._healthy) if healthy]
+
+    # ----- fault tolerance ----------------------------------------------------------------
+
+    def fetch(self, ref: Any, position: int) -> tuple[bool, Any]:
+        """``ray.get(ref)`` of a call to the worker at ``position``, surviving its failure.
+
+        Returns:
+            ``(True, value)``; or ``(False, None)`` after a failure that
+            ``recreate_failed_workers`` / ``ignore_worker_failures`` let training survive
+            (the worker is then new or out of use: calls still in flight to it are void).
+
+        Raises:
+            WorkerFailureError: Without those keys, after too many failures in a row, or
+                when no worker is left.
+        """
+        try:
+            value = ray.get(ref)
+        except (RayActorError, RayTaskError) as exc:
+            self.on_worker_failure(position, exc)
+            return False, None
+        self._consecutive_failures[position] = 0
+        return True, value
+
+    def call_healthy(self, call: Callable[[Any], Any]) -> dict[int, Any]:
+        """Runs ``call(handle)`` (which returns an ObjectRef) on every worker in use and
+        gathers the results by position, handling failures as :meth:`fetch` does."""
+        return self.call_each({position: call for position in self.healthy_positions()})
+
+    def call_each(self, calls: dict[int, Callable[[Any], Any]]) -> dict[int, Any]:
+        """Like :meth:`call_healthy`, with a call of its own for each position (positions
+        out of use are skipped)."""
+        refs = {position: call(self._remote_workers[position]) for position, call in calls.items()
+                if self._healthy[position]}
+        results = {}
+        for position, ref in refs.items():
+            ok, value = self.fetch(ref, position)
+            if ok:
+                results[position] = value
+        return results
+
+    def on_worker_failure(self, position: int, exc: BaseException) -> None:
+        """Deals with the failure of the worker at ``position``: recreates it, drops it, or
+        raises, as the config says.
+
+        Raises:
+            WorkerFailureError: See :meth:`fetch`.
+        """
+        cfg = self.config
+        index = position + 1
+        cause = describe_failure(exc)
+        if fatal_cause(exc) is not None:
+            # An error that a new worker would meet again (non-finite numbers from the env).
+            raise fatal_cause(exc)
+        recreate, ignore = cfg.get("recreate_failed_workers"), cfg.get("ignore_worker_failures")
+        if not (recreate or ignore):
+            raise WorkerFailureError(
+                f"{self.name.capitalize()} worker {index} of {len(self._remote_workers)} failed: {cause}. "
+                "Set recreate_failed_workers=True to replace failed workers and go on, or "
+                "ignore_worker_failures=True to go on without them."
+            ) from exc
+        self._consecutive_failures[position] += 1
+        tolerance = cfg.get("num_consecutive_worker_failures_tolerance", 100)
+        if self._consecutive_failures[position] > tolerance:
+            raise WorkerFailureError(
+                f"{self.name.capitalize()} worker {index} failed {self._consecutive_failures[position]} times in a "
+                f"row (num_consecutive_worker_failures_tolerance={tolerance}); last cause: {cause}."
+            ) from exc
+        _kill_quietly(self._remote_workers[position])
+        if recreate:
+            logger.warning("%s worker %d failed (%s); recreating it.", self.name.capitalize(), index, cause)
+            self._recreate(position, exc)
+            return
+        self._healthy[position] = False
+        logger.warning("%s worker %d failed (%s); going on with %d of %d workers.", self.name.capitalize(), index,
+                       cause, self.num_healthy_workers, len(self._remote_workers))
+        if not any(self._healthy):
+            raise WorkerFailureError(
+                f"Every {self.name} worker has failed (the last, worker {index}: {cause}); "
+                "ignore_worker_failures cannot go on without workers. Set recreate_failed_workers=True "
+                "to replace them."
+            ) from exc
+
+    def _recreate(self, position: int, exc: BaseException) -> None:
+        cfg = self.config
+        handle = self._make_remote(position)
+        try:
+            ray.get(handle.ping.remote(), timeout=cfg.get("worker_health_probe_timeout_s", 60))
+            weights = self.restore_weights() if self.restore_weights else self._local_worker.get_weights()
+            refs = [handle.set_weights.remote(weights, self._global_timestep)]
+            if cfg["observation_filter"] != "NoFilter":
+                refs.append(handle.set_filter_state.remote(self._local_worker.filter.get_state()))
+            ray.get(refs, timeout=cfg.get("worker_restore_timeout_s", 1800))
+        except (RayActorError, RayTaskError, GetTimeoutError) as new_exc:
+            _kill_quietly(handle)
+            raise WorkerFailureError(
+                f"Could not recreate {self.name} worker {position + 1} after it failed "
+                f"({describe_failure(exc)}): the new one did not come up ({describe_failure(new_exc)}); "
+                "check the env creator and the cluster's free resources, or raise worker_health_probe_timeout_s / "
+                "worker_restore_timeout_s."
+            ) from new_exc
+        self._remote_workers[position] = handle
+        self._healthy[position] = True
+        self.num_remote_worker_restarts += 1
+
+    # ----- sampling and syncing -------------------------------------------------------------
+
     def sample(self) -> list[SampleBatch]:
-        """One ``sample()`` from every sampling worker, gathered in parallel."""
+        """One ``sample()`` from every sampling worker, gathered in parallel (a worker that
+        fails contributes nothing this round, see :meth:`fetch`)."""
         if not self._remote_workers:
             return [self._local_worker.sample()]
-        return ray.get([w.sample.remote() for w in self._remote_workers])
+        return list(self.call_healthy(lambda w: w.sample.remote()).values())
 
     def sync_weights(self, global_timestep: int | None = None) -> None:
         """Sends the local policy's weights to every remote worker.
@@ -148,11 +283,12 @@ class WorkerSet:
         """
         weights = self._local_worker.get_weights()
         self._local_worker.refresh_sampling_policy(weights)
+        self._global_timestep = global_timestep
         if not self._remote_workers:
             return
         weights_ref = ray.put(weights)
-        for worker in self._remote_workers:
-            worker.set_weights.remote(weights_ref, global_timestep)
+        for position in self.healthy_positions():
+            self._remote_workers[position].set_weights.remote(weights_ref, global_timestep)
 
     def sync_filters(self, broadcast: bool = True) -> None:
         """Merges what every worker's observation filter saw into the local filter and
@@ -166,34 +302,45 @@ class WorkerSet:
         if not self._remote_workers or self.config["observation_filter"] == "NoFilter":
             return
         if not broadcast:
-            self._local_worker.set_filter_state(ray.get(self._remote_workers[0].get_filter_state.remote()))
+            states = self.call_healthy(lambda w: w.get_filter_state.remote())
+            if states:
+                self._local_worker.set_filter_state(states[min(states)])
             return
         local_filter = self._local_worker.filter
-        for buffer in ray.get([w.flush_filter.remote() for w in self._remote_workers]):
+        for buffer in self.call_healthy(lambda w: w.flush_filter.remote()).values():
             local_filter.apply_buffer(buffer)
         state_ref = ray.put(local_filter.get_state())
-        for worker in self._remote_workers:
-            worker.set_filter_state.remote(state_ref)
+        for position in self.healthy_positions():
+            self._remote_workers[position].set_filter_state.remote(state_ref)
 
     def set_filter_state(self, state: dict) -> None:
         """Sets the same filter statistics on every worker (after a restore)."""
         self._local_worker.set_filter_state(state)
         if self._remote_workers:
-            ray.get([w.set_filter_state.remote(state) for w in self._remote_workers])
+            self.call_healthy(lambda w: w.set_filter_state.remote(state))
 
     def collect_episodes(self) -> list[EpisodeStats]:
         """Episodes every worker finished since the last call."""
         episodes = self._local_worker.get_metrics()
         if self._remote_workers:
-            for worker_episodes in ray.get([w.get_metrics.remote() for w in self._remote_workers]):
+            for worker_episodes in self.call_healthy(lambda w: w.get_metrics.remote()).values():
                 episodes.extend(worker_episodes)
         return episodes
+
+    def collect_env_restarts(self) -> int:
+        """Sub-env restarts on every worker since the last call."""
+        restarts = self._local_worker.get_env_restarts()
+        if self._remote_workers:
+            restarts += sum(self.call_healthy(lambda w: w.get_env_restarts.remote()).values())
+        return restarts
 
     def sampler_perf(self) -> dict[str, float]:
         """Sampling time breakdown (ms per env step), averaged over the sampling workers."""
         if not self._remote_workers:
             return self._local_worker.get_sampler_perf()
-        perfs = ray.get([w.get_sampler_perf.remote() for w in self._remote_workers])
+        perfs = list(self.call_healthy(lambda w: w.get_sampler_perf.remote()).values())
+        if not perfs:
+            return {}
         return {key: sum(p[key] for p in perfs) / len(perfs) for key in perfs[0]}
 
     def foreach_worker(self, func: Callable[[RolloutWorker], Any], local: bool = True) -> list[Any]:
@@ -204,21 +351,50 @@ class WorkerSet:
         """
         results = [func(self._local_worker)] if local else []
         if self._remote_workers:
-            results.extend(ray.get([w.apply.remote(func) for w in self._remote_workers]))
+            results.extend(self.call_healthy(lambda w: w.apply.remote(func)).values())
         return results
 
     def stop(self) -> None:
         """Closes the local envs and ends the remote worker actors."""
         self._local_worker.stop()
+        self._release_remote()
+
+    def _release_remote(self) -> None:
         for worker in self._remote_workers:
-            try:
-                ray.kill(worker)
-            except Exception:  # noqa: BLE001 - the actor may already be gone
-                pass
+            _kill_quietly(worker)
         self._remote_workers = []
+        self._healthy = []
         if self._placement_group is not None:
             self._release_group()
             self._placement_group = None
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line on why a worker call failed: the env's or policy's own exception, or how
+    the actor died."""
+    if isinstance(exc, RayTaskError):
+        cause = getattr(exc, "cause", None)
+        if cause is not None:
+            return f"{type(cause).__name__}: {cause}"
+    if isinstance(exc, RayActorError):
+        return "its process died (" + str(exc).strip().splitlines()[0][:300] + ")"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def fatal_cause(exc: BaseException) -> BaseException | None:
+    """The exception inside ``exc`` that no recreated worker would avoid (an rlstack
+    error marked ``fatal``, such as non-finite numbers from the env), else None."""
+    cause = getattr(exc, "cause", None) if isinstance(exc, RayTaskError) else None
+    if cause is not None and getattr(cause, "fatal", False):
+        return cause
+    return None
+
+
+def _kill_quietly(handle: Any) -> None:
+    try:
+        ray.kill(handle, no_restart=True)
+    except Exception:  # noqa: BLE001 - the actor may already be gone
+        pass
 
 
 # How long a standalone trainer waits for its workers' placement group before it says why.

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from abc import abstractmethod
 
 import gymnasium as gym
 import numpy as np
 import torch
 
+from rlstack.errors import NonFiniteError
 from rlstack.models.catalog import initial_weights
 from rlstack.models.torch.distributions import DISTRIBUTIONS
 from rlstack.models.torch.model import TorchModel
@@ -23,6 +25,36 @@ from rlstack.sample_batch import SampleBatch
 from rlstack.utils.schedules import make_schedule
 
 logger = logging.getLogger(__name__)
+
+
+def check_finite_update(optimizer: "Adam | RMSProp", loss: torch.Tensor | None = None,
+                        grad_norm: torch.Tensor | None = None) -> None:
+    """Raises before an update from a NaN or inf loss or gradient.
+
+    With ``loss`` (and ``grad_norm``, where clipping computed it) only those scalars are
+    read: well under a microsecond on the CPU, one device sync on a GPU. Without either,
+    the gradients themselves are checked (a norm per parameter, ~30 us for a 256x256
+    MLP on the CPU), for callers that apply gradients computed elsewhere. A norm that
+    overflows float32 (entries beyond ~1e19) counts as non-finite: such an update would
+    wreck the weights just the same.
+
+    Raises:
+        NonFiniteError: Naming what was not finite; no parameter has been touched.
+    """
+    if loss is None and grad_norm is None:
+        grads = [p.grad for p in optimizer.params]
+        if bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all()):
+            return
+        bad = [f"#{i} {list(g.shape)}" for i, g in enumerate(grads) if not bool(torch.isfinite(g).all())]
+        what = f"gradients of parameters {', '.join(bad)}" if bad else "gradient norm (overflow)"
+    else:
+        values = {"loss": loss, "gradient norm": grad_norm}
+        bad = [f"{name} ({value.item()})" for name, value in values.items()
+               if value is not None and not math.isfinite(value.item())]
+        if not bad:
+            return
+        what = " and ".join(bad)
+    raise NonFiniteError.in_update(what, f"a torch {type(optimizer).__name__} step", optimizer.lr)
 
 
 class Adam:
@@ -50,11 +82,21 @@ class Adam:
             p.grad = None
 
     @torch.no_grad()
-    def step(self) -> None:
-        """Applies one update from the parameters' ``.grad``."""
+    def step(self, loss: torch.Tensor | None = None, grad_norm: torch.Tensor | None = None) -> None:
+        """Applies one update from the parameters' ``.grad``.
+
+        Args:
+            loss: The loss the gradients come from; checked instead of the gradients.
+            grad_norm: Their global norm, if clipping computed it; checked too.
+
+        Raises:
+            NonFiniteError: If what is checked (see :func:`check_finite_update`) is NaN
+                or inf; nothing is updated.
+        """
         params = [p for p in self.params if p.grad is not None]
         if len(params) != len(self.params):
             raise RuntimeError("Every parameter needs a gradient before Adam.step(); is one unused by the loss?")
+        check_finite_update(self, loss, grad_norm)
         grads = [p.grad for p in params]
         torch._foreach_add_(self.steps, 1.0)
         if self._fused:
@@ -107,10 +149,16 @@ class RMSProp:
             p.grad = None
 
     @torch.no_grad()
-    def step(self) -> None:
-        """Applies one update from the parameters' ``.grad``."""
+    def step(self, loss: torch.Tensor | None = None, grad_norm: torch.Tensor | None = None) -> None:
+        """Applies one update from the parameters' ``.grad``; ``loss`` and ``grad_norm``
+        as in :meth:`Adam.step`.
+
+        Raises:
+            NonFiniteError: See :meth:`Adam.step`; nothing is updated.
+        """
         if any(p.grad is None for p in self.params):
             raise RuntimeError("Every parameter needs a gradient before RMSProp.step(); is one unused by the loss?")
+        check_finite_update(self, loss, grad_norm)
         for p, ms, mom in zip(self.params, self.mean_squares, self.moments):
             ms.mul_(self.decay).addcmul_(p.grad, p.grad, value=1.0 - self.decay)
             mom.mul_(self.momentum).add_(p.grad / torch.sqrt(ms + self.eps), alpha=self.lr)
@@ -270,7 +318,7 @@ class TorchPolicy(Policy):
         num_epochs = int(self.config.get("num_sgd_iter", 1))
         grad_clip = self.config.get("grad_clip")
         self.model.train()
-        for _ in range(num_epochs):
+        for epoch in range(num_epochs):
             epoch_stats: list[dict[str, torch.Tensor]] = []
             order = torch.from_numpy(self._rng.permutation(n) if self.shuffle_minibatches else np.arange(n))
             order = order.to(self.device)
@@ -282,13 +330,25 @@ class TorchPolicy(Policy):
                 loss.backward()
                 if grad_clip is not None:
                     stats["grad_gnorm"] = clip_grad_norm(self.optimizer.params, grad_clip)
-                self.optimizer.step()
+                try:
+                    # Checks the loss (and the gradient norm) first: one device sync per step.
+                    self.optimizer.step(loss, stats.get("grad_gnorm"))
+                except NonFiniteError:
+                    self.model.eval()
+                    raise self._non_finite_error(stats, epoch, start // minibatch_size) from None
                 epoch_stats.append({key: value.detach() for key, value in stats.items()})
         self.model.eval()
         mean_stats = {key: float(torch.stack([s[key] for s in epoch_stats]).float().mean()) for key in epoch_stats[0]}
         mean_stats["cur_lr"] = self.optimizer.lr
         mean_stats.update(self.after_learn(mean_stats))
         return mean_stats
+
+    def _non_finite_error(self, stats: dict[str, torch.Tensor], epoch: int, minibatch: int) -> NonFiniteError:
+        # Only on the error path: which loss statistics are NaN or inf.
+        terms = [key for key, value in stats.items() if not bool(torch.isfinite(value.detach()).all())]
+        what = f"loss terms {', '.join(terms)}" if terms else "gradients (the loss terms are finite)"
+        return NonFiniteError.in_update(what, f"{type(self).__name__}.learn_on_batch (epoch {epoch}, minibatch "
+                                              f"{minibatch})", self.optimizer.lr)
 
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)

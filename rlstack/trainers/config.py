@@ -51,6 +51,10 @@ COMMON_CONFIG: dict[str, Any] = {
     "observation_filter": "NoFilter",
     # Sync MeanStdFilter statistics across workers after every iteration.
     "synchronize_filters": True,
+    # A sub-env whose step() or reset() raises is closed, rebuilt and reset while the
+    # others go on; its broken episode is dropped from the batch and the episode metrics
+    # and counted in num_env_restarts. False: the error stops training, naming the sub-env.
+    "restart_failed_sub_environments": False,
     # === Learning ===
     # Discount factor.
     "gamma": 0.99,
@@ -115,6 +119,18 @@ COMMON_CONFIG: dict[str, Any] = {
     "custom_resources_per_worker": {},
     # Placement-group strategy of the trial's bundles: PACK, SPREAD, STRICT_PACK, STRICT_SPREAD.
     "placement_strategy": "PACK",
+    # === Fault tolerance ===
+    # A rollout or evaluation worker whose actor dies or whose env/policy raises:
+    # recreate it (fresh envs, the learner's weights and filter state) and go on...
+    "recreate_failed_workers": False,
+    # ...or go on without it (False for both: train() raises an error naming the worker).
+    "ignore_worker_failures": False,
+    # Give up once one worker has failed this many times in a row.
+    "num_consecutive_worker_failures_tolerance": 100,
+    # Seconds a recreated worker has to answer its first ping...
+    "worker_health_probe_timeout_s": 60,
+    # ...and to take the weights and filter state.
+    "worker_restore_timeout_s": 1800,
     # === Misc ===
     # Seeds numpy, the framework, and each sub-env (seed + 1000 * worker_index + vector_index).
     "seed": None,
@@ -169,10 +185,25 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
                 f"Unknown config key {key!r} for {algorithm}{did_you_mean(key, defaults)} "
                 f"(see {algorithm}'s DEFAULT_CONFIG for every valid key)."
             )
-        if key == "evaluation_config" and isinstance(value, dict):
+        if key in DEEP_MERGE_KEYS and value is None:
+            continue  # an empty YAML section (`env_config:`): keep the defaults
+        _check_section_type(key, value, algorithm)
+        if key == "evaluation_config":
             _check_keys(value, defaults, f"evaluation_config of {algorithm}")
+            for sub_key, sub_value in value.items():
+                _check_section_type(sub_key, sub_value, f"{algorithm}'s evaluation_config")
         _set(config, key, value)
     return config
+
+
+def _check_section_type(key: str, value: Any, where: str) -> None:
+    # A section that merges key by key must be a mapping; anything else would replace
+    # the defaults and fail far from here.
+    if key in DEEP_MERGE_KEYS and value is not None and not isinstance(value, dict):
+        raise ConfigError(
+            f"{key} for {where} must be a dict of sub-keys, got {type(value).__name__} ({value!r}); "
+            f"write it as a mapping, e.g. {key}: {{...}} in YAML or {{{key!r}: {{...}}}} in Python."
+        )
 
 
 def _set(config: dict[str, Any], key: str, value: Any) -> None:
@@ -212,6 +243,9 @@ def validate_common_config(config: dict[str, Any]) -> None:
         _require(_is_int(config[key]) and config[key] >= 1, f"{key} must be an integer >= 1, got {config[key]!r}.")
     _require(config["batch_mode"] in BATCH_MODES,
              f"batch_mode={config['batch_mode']!r} is not allowed; use one of {', '.join(BATCH_MODES)}.")
+    _require(isinstance(config["restart_failed_sub_environments"], bool),
+             "restart_failed_sub_environments must be True or False, got "
+             f"{config['restart_failed_sub_environments']!r}.")
     _require(config["observation_filter"] in FILTERS,
              f"observation_filter={config['observation_filter']!r} is not allowed; use one of {', '.join(FILTERS)}.")
     _require(isinstance(config["gamma"], numbers.Real) and 0.0 <= config["gamma"] <= 1.0,
@@ -232,6 +266,15 @@ def validate_common_config(config: dict[str, Any]) -> None:
              f"num_gpus={config['num_gpus']!r}: rlstack's learner runs on one GPU (no multi-GPU towers); "
              "set num_gpus to 1 or a fraction of one, and give GPUs to rollout workers with num_gpus_per_worker.")
     _require(isinstance(config["_fake_gpus"], bool), f"_fake_gpus must be True or False, got {config['_fake_gpus']!r}.")
+    for key in ("recreate_failed_workers", "ignore_worker_failures"):
+        _require(isinstance(config[key], bool), f"{key} must be True or False, got {config[key]!r}.")
+    _require(_is_int(config["num_consecutive_worker_failures_tolerance"])
+             and config["num_consecutive_worker_failures_tolerance"] >= 0,
+             "num_consecutive_worker_failures_tolerance must be an integer >= 0, got "
+             f"{config['num_consecutive_worker_failures_tolerance']!r}.")
+    for key in ("worker_health_probe_timeout_s", "worker_restore_timeout_s"):
+        _require(isinstance(config[key], numbers.Real) and not isinstance(config[key], bool) and config[key] > 0,
+                 f"{key} must be a number of seconds > 0, got {config[key]!r}.")
     _require(config["rollout_inference"] in ("auto", "numpy", "framework"),
              f"rollout_inference={config['rollout_inference']!r} is not allowed; use 'auto', 'numpy' or 'framework'.")
     _require(config["placement_strategy"] in PLACEMENT_STRATEGIES,

@@ -14,6 +14,7 @@ import importlib
 import logging
 import math
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -25,11 +26,12 @@ from ray import tune
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 import rlstack
+import rlstack.errors
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.evaluation.metrics import EpisodeWindow, summarize_episodes
 from rlstack.evaluation.worker_set import WorkerSet, worker_resources
-from rlstack.policies.policy import Policy
+from rlstack.policies.policy import Policy, check_observation
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.result_logger import ResultLogger
 from rlstack.trainers.config import (
@@ -176,13 +178,24 @@ class Trainer(tune.Trainable):
             ensure_ray(self.config)
         # The worker set starts the remote workers first and then builds the driver's
         # policy, so the framework import here overlaps the workers' start-up.
-        self.workers = WorkerSet(self.config["env"], policy_class_path, self.config, self.config["num_workers"],
-                                 postprocess_fn=type(self).postprocess_fn,
-                                 numpy_policy_class=type(self).numpy_policy_class)
+        error = None
+        try:
+            self.workers = WorkerSet(self.config["env"], policy_class_path, self.config, self.config["num_workers"],
+                                     postprocess_fn=type(self).postprocess_fn,
+                                     numpy_policy_class=type(self).numpy_policy_class)
+        except ray.exceptions.RayActorError as exc:
+            error = _worker_start_error(exc)
+            if error is None:
+                raise
+        if error is not None:
+            # Raised outside the except block: chained to Ray's error, its traceback would
+            # keep the failed WorkerSet, and with it its placement group, alive.
+            raise error
         self.policy_class = type(self.learner_policy)
         seed_everything(self.config["seed"])  # the framework may have been imported just now
         self.evaluation_workers: WorkerSet | None = None
-        self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "episodes_total": 0}
+        self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "episodes_total": 0,
+                          "num_env_restarts": 0}
         self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])
         self._timers = {name: TimerStat() for name in ("training_iteration", "sample", "learn", "synch_weights")}
         self._last_learner_stats: dict[str, Any] = {}
@@ -265,6 +278,7 @@ class Trainer(tune.Trainable):
         self.config = self._active_config = merged
         self.workers.foreach_worker(lambda w, c=merged: w.reset(c))
         self.workers.collect_episodes()  # drop the previous trial's unreported episodes
+        self.workers.collect_env_restarts()
         self._counters = dict.fromkeys(self._counters, 0)
         self._episode_window = EpisodeWindow(merged["metrics_smoothing_episodes"])
         self.workers.sync_weights(0)
@@ -311,19 +325,23 @@ class Trainer(tune.Trainable):
                     continue
                 break
         episodes = self.workers.collect_episodes()
+        self._counters["num_env_restarts"] += self.workers.collect_env_restarts()
         self._episode_window.extend(episodes)
         self._counters["episodes_total"] += len(episodes)
         result: dict[str, Any] = {
             **summarize_episodes(self._episode_window.episodes),
             "episodes_this_iter": len(episodes),
             "episodes_total": self._counters["episodes_total"],
+            # Sub-envs closed and rebuilt after raising (restart_failed_sub_environments).
+            "num_env_restarts": self._counters["num_env_restarts"],
             "timesteps_total": self._counters["num_env_steps_sampled"],
             "timesteps_this_iter": self._counters["num_env_steps_sampled"] - steps_before,
             "num_env_steps_sampled": self._counters["num_env_steps_sampled"],
             "num_env_steps_trained": self._counters["num_env_steps_trained"],
             "num_agent_steps_sampled": self._counters["num_env_steps_sampled"],
             "num_agent_steps_trained": self._counters["num_env_steps_trained"],
-            "num_healthy_workers": self.workers.num_remote_workers,
+            "num_healthy_workers": self.workers.num_healthy_workers,
+            "num_remote_worker_restarts": self.workers.num_remote_worker_restarts,
             "info": {
                 "learner": learner_stats,
                 # Where the learner computes, and the GPUs Ray gave this process.
@@ -376,7 +394,8 @@ class Trainer(tune.Trainable):
             The action, or ``(action, [], extras)`` with ``full_fetch``.
 
         Raises:
-            ValueError: If the observation does not fit the observation space.
+            ObservationError: (a ValueError) If the observation does not fit the
+                observation space (wrong shape, a non-numeric dtype, an (obs, info) pair).
         """
         policy = self.get_policy(policy_id)
         obs = self._prepare_observations([observation], policy)
@@ -414,13 +433,9 @@ class Trainer(tune.Trainable):
 
     def _prepare_observations(self, observations: list[Any], policy: Policy) -> np.ndarray:
         space = policy.observation_space
-        for obs in observations:
-            if not _fits(obs, space):
-                shape = np.shape(obs) if not isinstance(obs, (dict, tuple)) else None
-                raise ValueError(
-                    f"Observation {_short(obs)} (shape {shape}) does not fit the observation space {space}; "
-                    "pass one observation as the env returns it."
-                )
+        for i, obs in enumerate(observations):
+            check_observation(obs, space, "Observation" if len(observations) == 1 else
+                              f"Observation {i} of {len(observations)}")
         return self._local_filter()(policy.preprocessor.transform_batch(observations), update=False)
 
     # ----- evaluation ---------------------------------------------------------------------
@@ -445,18 +460,20 @@ class Trainer(tune.Trainable):
         filter_state = self._local_filter().get_state()
         workers.local_worker().set_weights(weights)
         workers.local_worker().set_filter_state(filter_state)
-        remote = workers.remote_workers()
-        if remote:
+        if workers.num_remote_workers:
             weights_ref, filter_ref = ray.put(weights), ray.put(filter_state)
-            ray.get([w.set_weights.remote(weights_ref) for w in remote]
-                    + [w.set_filter_state.remote(filter_ref) for w in remote])
+            workers.call_healthy(lambda w: w.set_weights.remote(weights_ref))
+            workers.call_healthy(lambda w: w.set_filter_state.remote(filter_ref))
         duration = cfg["evaluation_duration"]
         by_episodes = cfg["evaluation_duration_unit"] == "episodes"
-        if remote:
-            share = [duration // len(remote) + (1 if i < duration % len(remote) else 0) for i in range(len(remote))]
-            calls = [w.run_episodes.remote(n, None) if by_episodes else w.run_episodes.remote(None, n)
-                     for w, n in zip(remote, share) if n > 0]
-            episodes = [e for batch in ray.get(calls) for e in batch]
+        if workers.num_remote_workers:
+            # A worker recreated or dropped on the way contributes what it finished.
+            positions = workers.healthy_positions()
+            shares = [duration // len(positions) + (1 if i < duration % len(positions) else 0)
+                      for i in range(len(positions))]
+            results = workers.call_each({p: (lambda w, n=n: _run_share(w, n, by_episodes))
+                                         for p, n in zip(positions, shares) if n > 0})
+            episodes = [e for batch in results.values() for e in batch]
         else:
             local = workers.local_worker()
             episodes = local.run_episodes(duration, None) if by_episodes else local.run_episodes(None, duration)
@@ -496,10 +513,8 @@ class Trainer(tune.Trainable):
                 self._restore_from_directory(directory)
             return
         if isinstance(checkpoint, (str, os.PathLike)):
-            path = Path(checkpoint).absolute()
-            if not path.is_dir():
-                raise CheckpointError(f"Checkpoint {str(path)!r} does not exist or is not a directory.")
-            self._restore_from_directory(str(path))
+            # A missing or foreign directory is described by read_checkpoint.
+            self._restore_from_directory(str(Path(checkpoint).absolute()))
             return
         raise CheckpointError(
             f"Cannot restore from a {type(checkpoint).__name__}; pass the path returned by save(), "
@@ -525,6 +540,7 @@ class Trainer(tune.Trainable):
             "ray_version": ray.__version__,
             "algorithm": self._name,
             "framework": self.config["framework"],
+            "framework_version": ckpt.framework_version(self.config["framework"]),
             "policy_class": f"{type(policy).__module__}.{type(policy).__qualname__}",
             "iteration": self.iteration,
             "time_total_s": self._time_total,
@@ -551,7 +567,8 @@ class Trainer(tune.Trainable):
         if metadata.get("algorithm") != self._name:
             raise CheckpointError(
                 f"Checkpoint {checkpoint!r} was written by {metadata.get('algorithm')!r}, not {self._name!r}; "
-                f"restore it with the {metadata.get('algorithm')} trainer."
+                f"restore it with the {metadata.get('algorithm')} trainer: "
+                f"rlstack.get_trainer_class({metadata.get('algorithm')!r}).from_checkpoint(path)."
             )
         if metadata.get("framework") != self.config["framework"]:
             raise CheckpointError(
@@ -609,6 +626,20 @@ _MODEL_SHAPE_KEYS = ("fcnet_hiddens", "conv_filters", "post_fcnet_hiddens", "vf_
                      "custom_model")
 
 
+def _worker_start_error(exc: Exception) -> Exception | None:
+    # Ray keeps only the text of an exception raised in an actor's __init__; a rollout
+    # worker that cannot start (a Box action space for DQN, an env creator's EnvError)
+    # should raise the same rlstack error as with num_workers=0, not ActorDiedError.
+    text = str(exc)
+    matches = list(re.finditer(r"^rlstack\.errors\.(\w+): ", text, re.M))
+    error_class = getattr(rlstack.errors, matches[-1].group(1), None) if matches else None
+    if not (isinstance(error_class, type) and issubclass(error_class, rlstack.errors.RLStackError)):
+        return None
+    error = error_class(text[matches[-1].end():].strip() + " (raised while a remote rollout worker started)")
+    error.worker_traceback = text  # the worker's traceback, as text
+    return error
+
+
 def _is_single_dict_obs(observations: dict, policy: Policy) -> bool:
     import gymnasium as gym
 
@@ -616,23 +647,6 @@ def _is_single_dict_obs(observations: dict, policy: Policy) -> bool:
     return isinstance(space, gym.spaces.Dict) and set(observations) == set(space.spaces)
 
 
-def _fits(obs: Any, space: Any) -> bool:
-    # Box values are checked by shape only: an observation slightly outside the
-    # declared bounds is still one the policy can act on.
-    import gymnasium as gym
-
-    if isinstance(space, gym.spaces.Box):
-        try:
-            return np.shape(obs) == space.shape and np.asarray(obs, dtype=np.float64).size == int(np.prod(space.shape))
-        except (TypeError, ValueError):
-            return False
-    try:
-        return space.contains(obs)
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
-        return False
-
-
-def _short(obs: Any) -> str:
-    text = repr(obs)
-    return text if len(text) <= 80 else text[:77] + "..."
-
+def _run_share(worker: Any, n: int, by_episodes: bool) -> Any:
+    # One evaluation worker's share: n episodes or n timesteps.
+    return worker.run_episodes.remote(n, None) if by_episodes else worker.run_episodes.remote(None, n)

@@ -110,7 +110,14 @@ class A3CTrainer(Trainer):
             ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
         for ref in ready:
             index = self._in_flight.pop(ref)
-            grads, stats, count = ray.get(ref)
+            ok, result = self.workers.fetch(ref, index)
+            if not ok:
+                # One request per worker: a recreated worker (with the current weights)
+                # gets a new one; a dropped one none.
+                if index in self.workers.healthy_positions():
+                    self._request(index)
+                continue
+            grads, stats, count = result
             with self._timers["learn"]:
                 policy.apply_gradients(grads)
             self._counters["num_env_steps_sampled"] += count

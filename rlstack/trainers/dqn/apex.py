@@ -114,6 +114,8 @@ class ApeXTrainer(Trainer):
         self._rng = np.random.default_rng(seed)
         self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"])
         self.learner.start()
+        # A recreated worker starts from the learner's consistent copy of the weights.
+        self.workers.restore_weights = self.learner.weights_ref
         self._counters.update(num_target_updates=0, last_target_update_ts=0, num_weight_syncs=0)
         self._replays_in_flight: dict[Any, int] = {}
         self._samples_in_flight: dict[Any, tuple[int, Any]] = {}
@@ -141,7 +143,8 @@ class ApeXTrainer(Trainer):
                 ready, _ = ray.wait(pending, num_returns=len(pending), timeout=0)
         ready_set = set(ready)
         for ref in [r for r in self._samples_in_flight if r in ready_set]:
-            self._on_sample_done(ref)
+            if ref in self._samples_in_flight:  # else voided by its worker's failure just now
+                self._on_sample_done(ref)
         for ref in [r for r in self._replays_in_flight if r in ready_set]:
             shard_index = self._replays_in_flight.pop(ref)
             batch = ray.get(ref)
@@ -156,7 +159,16 @@ class ApeXTrainer(Trainer):
 
     def _on_sample_done(self, count_ref: Any) -> None:
         index, batch_ref = self._samples_in_flight.pop(count_ref)
-        count = ray.get(count_ref)
+        ok, count = self.workers.fetch(count_ref, index)
+        if not ok:
+            # Its other requests died with it; a recreated worker gets a full set again.
+            for ref in [r for r, (i, _) in self._samples_in_flight.items() if i == index]:
+                del self._samples_in_flight[ref]
+            if index in self.workers.healthy_positions():
+                self._steps_since_sync[index] = 0
+                for _ in range(self.config["max_sample_requests_in_flight_per_worker"]):
+                    self._request_sample(index)
+            return
         # The rows go from the worker's object store straight to a random shard.
         shard = self.replay_shards[int(self._rng.integers(len(self.replay_shards)))]
         shard.add.remote(batch_ref)

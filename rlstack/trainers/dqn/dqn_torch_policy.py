@@ -133,7 +133,8 @@ class DQNTorchPolicy(TorchPolicy):
             loss.backward()
             if grad_clip is not None:
                 norms.append(clip_grad_norm(self.optimizer.params, grad_clip))
-            self.optimizer.step()
+            # Checks the loss (and the clipped norm) for NaN/inf before any update.
+            self.optimizer.step(loss.detach(), norms[-1] if grad_clip is not None else None)
             losses.append(loss.detach())
             q_selected.append(q_t_selected.detach())
             td_errors.append(td_error.detach())

@@ -139,12 +139,25 @@ class IMPALATrainer(Trainer):
             return
         self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"])
         self.learner.start()
+        # A recreated worker starts from the learner's consistent copy of the weights.
+        self.workers.restore_weights = self.learner.weights_ref
         num = self.workers.num_remote_workers
         self._worker_versions = [0] * num  # the learner version each worker acts with
         self._batches_since_broadcast = [0] * num
         self._in_flight: dict[Any, tuple[int, int]] = {}
         for index in range(num):
             for _ in range(cfg["max_sample_requests_in_flight_per_worker"]):
+                self._request_sample(index)
+
+    def _on_worker_failure(self, index: int) -> None:
+        # Its other requests died with it; a recreated worker acts with the learner's
+        # current weights and gets a full set of requests again.
+        for ref in [r for r, (i, _) in self._in_flight.items() if i == index]:
+            del self._in_flight[ref]
+        if index in self.workers.healthy_positions():
+            self._worker_versions[index] = self.learner.weights_version
+            self._batches_since_broadcast[index] = 0
+            for _ in range(self.config["max_sample_requests_in_flight_per_worker"]):
                 self._request_sample(index)
 
     def _request_sample(self, index: int) -> None:
@@ -163,8 +176,13 @@ class IMPALATrainer(Trainer):
             if ready:
                 ready, _ = ray.wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=0)
         for ref in ready:
+            if ref not in self._in_flight:  # voided by its worker's failure just now
+                continue
             index, version = self._in_flight.pop(ref)
-            batch = ray.get(ref)
+            ok, batch = self.workers.fetch(ref, index)
+            if not ok:
+                self._on_worker_failure(index)
+                continue
             self._counters["num_env_steps_sampled"] += batch.count
             self._pending.append(batch)
             self._pending_versions.append(version)
