@@ -40,6 +40,7 @@ bench: $(VENV)/.installed-bench
 	$(PY) bench/scaling.py
 	$(PY) bench/dqn_cartpole.py --runs 3 --with-rllib --max-wall 240
 	$(PY) bench/impala_cartpole.py --runs 3 --workers 1,2,4 --max-wall 90
+	$(PY) bench/faults.py --iterations 8
 
 clean:
 	rm -rf $(VENV) build *.egg-info
