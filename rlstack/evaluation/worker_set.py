@@ -201,6 +201,24 @@ class WorkerSet:
                 results[position] = value
         return results
 
+    def replace_requests(self, in_flight: dict[Any, Any], position: int, request: Callable[[int], None],
+                         count: int) -> bool:
+        """After the worker at ``position`` failed (:meth:`fetch` gave False): drops its
+        requests from ``in_flight`` (ObjectRef -> its position, or a tuple starting with it)
+        and, if it was recreated, issues ``count`` new ones with ``request(position)``.
+
+        Returns:
+            Whether the worker is in use again.
+        """
+        for ref in [ref for ref, value in in_flight.items()
+                    if (value[0] if isinstance(value, tuple) else value) == position]:
+            del in_flight[ref]
+        if not self._healthy[position]:
+            return False
+        for _ in range(count):
+            request(position)
+        return True
+
     def on_worker_failure(self, position: int, exc: BaseException) -> None:
         """Deals with the failure of the worker at ``position``: recreates it, drops it, or
         raises, as the config says.
@@ -211,9 +229,10 @@ class WorkerSet:
         cfg = self.config
         index = position + 1
         cause = describe_failure(exc)
-        if fatal_cause(exc) is not None:
+        fatal = fatal_cause(exc)
+        if fatal is not None:
             # An error that a new worker would meet again (non-finite numbers from the env).
-            raise fatal_cause(exc)
+            raise fatal
         recreate, ignore = cfg.get("recreate_failed_workers"), cfg.get("ignore_worker_failures")
         if not (recreate or ignore):
             raise WorkerFailureError(

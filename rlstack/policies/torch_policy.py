@@ -48,12 +48,12 @@ def check_finite_update(optimizer: "Adam | RMSProp", loss: torch.Tensor | None =
         bad = [f"#{i} {list(g.shape)}" for i, g in enumerate(grads) if not bool(torch.isfinite(g).all())]
         what = f"gradients of parameters {', '.join(bad)}" if bad else "gradient norm (overflow)"
     else:
-        values = {"loss": loss, "gradient norm": grad_norm}
-        bad = [f"{name} ({value.item()})" for name, value in values.items()
-               if value is not None and not math.isfinite(value.item())]
-        if not bad:
+        values = {name: value for name, value in (("loss", loss), ("gradient norm", grad_norm)) if value is not None}
+        # One read of the device for both scalars (one sync on a GPU).
+        if bool(torch.isfinite(torch.stack([v.detach().reshape(()).float() for v in values.values()])).all()):
             return
-        what = " and ".join(bad)
+        what = " and ".join(f"{name} ({value.item()})" for name, value in values.items()
+                            if not math.isfinite(value.item()))
     raise NonFiniteError.in_update(what, f"a torch {type(optimizer).__name__} step", optimizer.lr)
 
 

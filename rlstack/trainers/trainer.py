@@ -462,8 +462,7 @@ class Trainer(tune.Trainable):
         workers.local_worker().set_filter_state(filter_state)
         if workers.num_remote_workers:
             weights_ref, filter_ref = ray.put(weights), ray.put(filter_state)
-            workers.call_healthy(lambda w: w.set_weights.remote(weights_ref))
-            workers.call_healthy(lambda w: w.set_filter_state.remote(filter_ref))
+            workers.call_healthy(lambda w: [w.set_weights.remote(weights_ref), w.set_filter_state.remote(filter_ref)])
         duration = cfg["evaluation_duration"]
         by_episodes = cfg["evaluation_duration_unit"] == "episodes"
         if workers.num_remote_workers:

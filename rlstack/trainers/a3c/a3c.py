@@ -114,8 +114,7 @@ class A3CTrainer(Trainer):
             if not ok:
                 # One request per worker: a recreated worker (with the current weights)
                 # gets a new one; a dropped one none.
-                if index in self.workers.healthy_positions():
-                    self._request(index)
+                self.workers.replace_requests(self._in_flight, index, self._request, 1)
                 continue
             grads, stats, count = result
             with self._timers["learn"]:

@@ -162,12 +162,9 @@ class ApeXTrainer(Trainer):
         ok, count = self.workers.fetch(count_ref, index)
         if not ok:
             # Its other requests died with it; a recreated worker gets a full set again.
-            for ref in [r for r, (i, _) in self._samples_in_flight.items() if i == index]:
-                del self._samples_in_flight[ref]
-            if index in self.workers.healthy_positions():
-                self._steps_since_sync[index] = 0
-                for _ in range(self.config["max_sample_requests_in_flight_per_worker"]):
-                    self._request_sample(index)
+            self._steps_since_sync[index] = 0
+            self.workers.replace_requests(self._samples_in_flight, index, self._request_sample,
+                                          self.config["max_sample_requests_in_flight_per_worker"])
             return
         # The rows go from the worker's object store straight to a random shard.
         shard = self.replay_shards[int(self._rng.integers(len(self.replay_shards)))]

@@ -152,13 +152,10 @@ class IMPALATrainer(Trainer):
     def _on_worker_failure(self, index: int) -> None:
         # Its other requests died with it; a recreated worker acts with the learner's
         # current weights and gets a full set of requests again.
-        for ref in [r for r, (i, _) in self._in_flight.items() if i == index]:
-            del self._in_flight[ref]
-        if index in self.workers.healthy_positions():
-            self._worker_versions[index] = self.learner.weights_version
-            self._batches_since_broadcast[index] = 0
-            for _ in range(self.config["max_sample_requests_in_flight_per_worker"]):
-                self._request_sample(index)
+        self._worker_versions[index] = self.learner.weights_version
+        self._batches_since_broadcast[index] = 0
+        self.workers.replace_requests(self._in_flight, index, self._request_sample,
+                                      self.config["max_sample_requests_in_flight_per_worker"])
 
     def _request_sample(self, index: int) -> None:
         ref = self.workers.remote_workers()[index].sample.remote()
