@@ -149,6 +149,8 @@ class TFPolicy(Policy):
     model_class: type[tf.Module] = TFModel
     # Shuffle rows before each SGD epoch; sequence losses (V-trace) keep the batch order.
     shuffle_minibatches: bool = True
+    # Actor-critic losses: an ``entropy_coeff`` (tf.Variable) that follows ``entropy_coeff_schedule``.
+    schedules_entropy_coeff: bool = False
 
     @property
     def probe_rows(self) -> int:
@@ -201,6 +203,10 @@ class TFPolicy(Policy):
                 self.train_variables = self.model.variables_list
             self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
             self.lr = tf.Variable(self.lr_schedule.value(0), trainable=False, dtype=tf.float32, name="lr")
+            if self.schedules_entropy_coeff:
+                self.entropy_coeff_schedule = make_schedule(
+                    config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
+                self.entropy_coeff = tf.Variable(self.entropy_coeff_schedule.value(0), trainable=False, dtype=tf.float32)
             self.optimizer = self.make_optimizer(self.train_variables, self.lr)
             self.sampling_rng = (tf.random.Generator.from_non_deterministic_state() if sampling_seed is None
                                  else tf.random.Generator.from_seed(int(sampling_seed)))
@@ -341,6 +347,8 @@ class TFPolicy(Policy):
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)
         self.lr.assign(self.lr_schedule.value(global_timestep))
+        if self.schedules_entropy_coeff:
+            self.entropy_coeff.assign(self.entropy_coeff_schedule.value(global_timestep))
 
     # ----- weights and state ------------------------------------------------------
 

@@ -231,6 +231,8 @@ class TorchPolicy(Policy):
     model_class: type[torch.nn.Module] = TorchModel
     # Shuffle rows before each SGD epoch; sequence losses (V-trace) keep the batch order.
     shuffle_minibatches: bool = True
+    # Actor-critic losses: an ``entropy_coeff`` (float) that follows ``entropy_coeff_schedule``.
+    schedules_entropy_coeff: bool = False
 
     # Batch columns the loss reads; only these are moved to the device.
     loss_columns: tuple[str, ...] = ()
@@ -260,6 +262,10 @@ class TorchPolicy(Policy):
         self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
         self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
         self.optimizer = self.make_optimizer(list(self.model.parameters()), self.lr_schedule.value(0))
+        if self.schedules_entropy_coeff:
+            self.entropy_coeff_schedule = make_schedule(
+                config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
+            self.entropy_coeff = self.entropy_coeff_schedule.value(0)
         self._rng = np.random.default_rng(config.get("seed"))
 
     def make_optimizer(self, params: list[torch.nn.Parameter], lr: float) -> Adam | RMSProp:
@@ -353,6 +359,8 @@ class TorchPolicy(Policy):
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)
         self.optimizer.lr = float(self.lr_schedule.value(global_timestep))
+        if self.schedules_entropy_coeff:
+            self.entropy_coeff = self.entropy_coeff_schedule.value(global_timestep)
 
     # ----- weights and state ------------------------------------------------------
 

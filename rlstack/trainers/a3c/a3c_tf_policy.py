@@ -10,20 +10,18 @@ import tensorflow as tf
 from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm
 from rlstack.sample_batch import SampleBatch
-from rlstack.utils.schedules import make_schedule
 
 
 class A3CTFPolicy(TFPolicy):
     """A2C/A3C in TensorFlow; the loss equals :class:`A3CTorchPolicy`'s to float32 rounding."""
+
+    schedules_entropy_coeff = True
 
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ADVANTAGES, SampleBatch.VALUE_TARGETS)
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
-        self.entropy_coeff_schedule = make_schedule(
-            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
-        self.entropy_coeff = tf.Variable(self.entropy_coeff_schedule.value(0), trainable=False, dtype=tf.float32)
         self._grad_fn = None
         self._apply_fn = tf.function(self._apply)
 
@@ -88,7 +86,3 @@ class A3CTFPolicy(TFPolicy):
         stats["cur_lr"] = float(self.lr.numpy())
         stats["entropy_coeff"] = float(self.entropy_coeff.numpy())
         return stats
-
-    def on_global_var_update(self, global_timestep: int) -> None:
-        super().on_global_var_update(global_timestep)
-        self.entropy_coeff.assign(self.entropy_coeff_schedule.value(global_timestep))

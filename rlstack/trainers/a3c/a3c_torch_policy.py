@@ -6,27 +6,20 @@ compute them on their own samples and the driver apply them as they arrive.
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import torch
 
 from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.policies.torch_policy import TorchPolicy, clip_grad_norm
 from rlstack.sample_batch import SampleBatch
-from rlstack.utils.schedules import make_schedule
 
 
 class A3CTorchPolicy(TorchPolicy):
     """A2C/A3C in torch; the loss equals :class:`A3CTFPolicy`'s to float32 rounding."""
 
-    loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ADVANTAGES, SampleBatch.VALUE_TARGETS)
+    schedules_entropy_coeff = True
 
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
-                 sampling_seed: int | None = None) -> None:
-        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
-        self.entropy_coeff_schedule = make_schedule(
-            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
-        self.entropy_coeff = self.entropy_coeff_schedule.value(0)
+    loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ADVANTAGES, SampleBatch.VALUE_TARGETS)
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return postprocess_advantages(batch, self.config)
@@ -77,7 +70,3 @@ class A3CTorchPolicy(TorchPolicy):
         stats["cur_lr"] = self.optimizer.lr
         stats["entropy_coeff"] = self.entropy_coeff
         return stats
-
-    def on_global_var_update(self, global_timestep: int) -> None:
-        super().on_global_var_update(global_timestep)
-        self.entropy_coeff = self.entropy_coeff_schedule.value(global_timestep)

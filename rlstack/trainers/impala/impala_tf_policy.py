@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import gymnasium as gym
 import tensorflow as tf
 
 from rlstack.policies.tf_policy import Adam, RMSProp, TFPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.impala.vtrace_tf import vtrace
-from rlstack.utils.schedules import make_schedule
 
 
 def to_time_major(x: tf.Tensor, seq_len: int) -> tf.Tensor:
@@ -20,16 +18,11 @@ def to_time_major(x: tf.Tensor, seq_len: int) -> tf.Tensor:
 class ImpalaTFPolicy(TFPolicy):
     """IMPALA in TensorFlow; see :class:`ImpalaTorchPolicy` for the batch layout."""
 
+    schedules_entropy_coeff = True
+
     shuffle_minibatches = False
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ACTION_LOGP, SampleBatch.REWARDS,
                     SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.BOOTSTRAP_VALUE)
-
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
-                 sampling_seed: int | None = None) -> None:
-        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
-        self.entropy_coeff_schedule = make_schedule(
-            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
-        self.entropy_coeff = tf.Variable(self.entropy_coeff_schedule.value(0), trainable=False, dtype=tf.float32)
 
     @property
     def probe_rows(self) -> int:
@@ -85,7 +78,3 @@ class ImpalaTFPolicy(TFPolicy):
 
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
         return {"entropy_coeff": float(self.entropy_coeff.numpy())}
-
-    def on_global_var_update(self, global_timestep: int) -> None:
-        super().on_global_var_update(global_timestep)
-        self.entropy_coeff.assign(self.entropy_coeff_schedule.value(global_timestep))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import gymnasium as gym
 import torch
 
 from rlstack.policies.torch_policy import Adam, RMSProp, TorchPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.impala.vtrace_torch import vtrace
-from rlstack.utils.schedules import make_schedule
 
 
 def to_time_major(x: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -25,16 +23,11 @@ class ImpalaTorchPolicy(TorchPolicy):
     as the bootstrap (classic RLlib's ``vtrace_drop_last_ts``).
     """
 
+    schedules_entropy_coeff = True
+
     shuffle_minibatches = False
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ACTION_LOGP, SampleBatch.REWARDS,
                     SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.BOOTSTRAP_VALUE)
-
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
-                 sampling_seed: int | None = None) -> None:
-        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
-        self.entropy_coeff_schedule = make_schedule(
-            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
-        self.entropy_coeff = self.entropy_coeff_schedule.value(0)
 
     def make_optimizer(self, params: list[torch.nn.Parameter], lr: float) -> Adam | RMSProp:
         if self.config["opt_type"] == "rmsprop":
@@ -85,7 +78,3 @@ class ImpalaTorchPolicy(TorchPolicy):
 
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
         return {"entropy_coeff": self.entropy_coeff}
-
-    def on_global_var_update(self, global_timestep: int) -> None:
-        super().on_global_var_update(global_timestep)
-        self.entropy_coeff = self.entropy_coeff_schedule.value(global_timestep)

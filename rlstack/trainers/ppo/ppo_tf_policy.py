@@ -9,11 +9,12 @@ import tensorflow as tf
 from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.utils.schedules import make_schedule
 
 
 class PPOTFPolicy(TFPolicy):
     """PPO in TensorFlow; the loss equals :class:`PPOTorchPolicy`'s to float32 rounding."""
+
+    schedules_entropy_coeff = True
 
     loss_columns = (
         SampleBatch.OBS,
@@ -29,10 +30,6 @@ class PPOTFPolicy(TFPolicy):
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         # Variables, not Python floats, so that changing them does not retrace the loss.
         self.kl_coeff = tf.Variable(float(config["kl_coeff"]), trainable=False, dtype=tf.float32)
-        self.entropy_coeff_schedule = make_schedule(
-            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule"
-        )
-        self.entropy_coeff = tf.Variable(self.entropy_coeff_schedule.value(0), trainable=False, dtype=tf.float32)
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return postprocess_advantages(batch, self.config)
@@ -75,10 +72,6 @@ class PPOTFPolicy(TFPolicy):
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
         self.kl_coeff.assign(adapt_kl_coeff(float(self.kl_coeff.numpy()), stats["kl"], self.config["kl_target"]))
         return {"kl_coeff": float(self.kl_coeff.numpy()), "entropy_coeff": float(self.entropy_coeff.numpy())}
-
-    def on_global_var_update(self, global_timestep: int) -> None:
-        super().on_global_var_update(global_timestep)
-        self.entropy_coeff.assign(self.entropy_coeff_schedule.value(global_timestep))
 
     def get_state(self) -> dict[str, np.ndarray]:
         state = super().get_state()

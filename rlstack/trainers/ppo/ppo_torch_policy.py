@@ -9,11 +9,12 @@ import torch
 from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
 from rlstack.policies.torch_policy import TorchPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.utils.schedules import make_schedule
 
 
 class PPOTorchPolicy(TorchPolicy):
     """PPO in torch; the loss equals :class:`PPOTFPolicy`'s to float32 rounding."""
+
+    schedules_entropy_coeff = True
 
     loss_columns = (
         SampleBatch.OBS,
@@ -28,10 +29,6 @@ class PPOTorchPolicy(TorchPolicy):
                  sampling_seed: int | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         self.kl_coeff = float(config["kl_coeff"])
-        self.entropy_coeff_schedule = make_schedule(
-            config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule"
-        )
-        self.entropy_coeff = self.entropy_coeff_schedule.value(0)
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return postprocess_advantages(batch, self.config)
@@ -72,10 +69,6 @@ class PPOTorchPolicy(TorchPolicy):
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
         self.kl_coeff = adapt_kl_coeff(self.kl_coeff, stats["kl"], self.config["kl_target"])
         return {"kl_coeff": self.kl_coeff, "entropy_coeff": self.entropy_coeff}
-
-    def on_global_var_update(self, global_timestep: int) -> None:
-        super().on_global_var_update(global_timestep)
-        self.entropy_coeff = self.entropy_coeff_schedule.value(global_timestep)
 
     def get_state(self) -> dict[str, np.ndarray]:
         state = super().get_state()
