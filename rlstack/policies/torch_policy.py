@@ -11,6 +11,7 @@ import hashlib
 import logging
 import math
 from abc import abstractmethod
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -42,7 +43,7 @@ def check_finite_update(optimizer: "Adam | RMSProp", loss: torch.Tensor | None =
         NonFiniteError: Naming what was not finite; no parameter has been touched.
     """
     if loss is None and grad_norm is None:
-        grads = [p.grad for p in optimizer.params]
+        grads = [p.grad for p in optimizer.params if p.grad is not None]
         if bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all()):
             return
         bad = [f"#{i} {list(g.shape)}" for i, g in enumerate(grads) if not bool(torch.isfinite(g).all())]
@@ -93,18 +94,24 @@ class Adam:
             NonFiniteError: If what is checked (see :func:`check_finite_update`) is NaN
                 or inf; nothing is updated.
         """
-        params = [p for p in self.params if p.grad is not None]
-        if len(params) != len(self.params):
-            raise RuntimeError("Every parameter needs a gradient before Adam.step(); is one unused by the loss?")
         check_finite_update(self, loss, grad_norm)
+        params, exp_avgs, exp_avg_sqs, steps = self.params, self.exp_avgs, self.exp_avg_sqs, self.steps
+        if any(p.grad is None for p in params):
+            # As torch.optim: a parameter the loss does not use (say, the value layers of
+            # PPO with use_critic=False) keeps its weights and its moments.
+            used = [i for i, p in enumerate(params) if p.grad is not None]
+            params, exp_avgs, exp_avg_sqs, steps = ([values[i] for i in used]
+                                                    for values in (params, exp_avgs, exp_avg_sqs, steps))
+            if not params:
+                return
         grads = [p.grad for p in params]
-        torch._foreach_add_(self.steps, 1.0)
+        torch._foreach_add_(steps, 1.0)
         if self._fused:
-            torch._fused_adam_(params, grads, self.exp_avgs, self.exp_avg_sqs, [], self.steps, lr=self.lr,
+            torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=self.lr,
                                beta1=self.beta1, beta2=self.beta2, weight_decay=0.0, eps=self.eps, amsgrad=False,
                                maximize=False)
             return
-        for p, g, m, v, step in zip(params, grads, self.exp_avgs, self.exp_avg_sqs, self.steps):
+        for p, g, m, v, step in zip(params, grads, exp_avgs, exp_avg_sqs, steps):
             m.mul_(self.beta1).add_(g, alpha=1.0 - self.beta1)
             v.mul_(self.beta2).addcmul_(g, g, value=1.0 - self.beta2)
             correction1 = 1.0 - self.beta1 ** float(step)
@@ -311,6 +318,21 @@ class TorchPolicy(Policy):
         columns = self.loss_columns or tuple(batch.keys())
         return {key: torch.from_numpy(_writable(batch[key])).to(self.device) for key in columns}
 
+    def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], tuple[torch.Tensor, dict]]:
+        """Returns ``grads(index) -> (loss, stats)``, which puts d loss / d parameter of
+        the minibatch ``tensors[...][index]`` into every parameter's ``.grad``.
+
+        The default runs :meth:`loss` and autograd; a policy whose loss gradient is
+        known in closed form may return a faster function with the same result.
+        """
+        def grads(index: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            loss, stats = self.loss({key: value[index] for key, value in tensors.items()})
+            self.optimizer.zero_grad()
+            loss.backward()
+            return loss, stats
+
+        return grads
+
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
         """Runs ``num_sgd_iter`` epochs of minibatch SGD (one full-batch step by default).
 
@@ -318,22 +340,18 @@ class TorchPolicy(Policy):
             The loss statistics averaged over the last epoch's minibatches, plus the
             current learning rate and whatever :meth:`after_learn` adds.
         """
-        tensors = self._to_tensors(batch)
         n = batch.count
         minibatch_size = min(int(self.config.get("sgd_minibatch_size") or n), n)
         num_epochs = int(self.config.get("num_sgd_iter", 1))
         grad_clip = self.config.get("grad_clip")
         self.model.train()
+        grads = self.make_grad_fn(self._to_tensors(batch))
+        last_epoch_stats: list[dict[str, torch.Tensor]] = []
         for epoch in range(num_epochs):
-            epoch_stats: list[dict[str, torch.Tensor]] = []
             order = torch.from_numpy(self._rng.permutation(n) if self.shuffle_minibatches else np.arange(n))
             order = order.to(self.device)
             for start in range(0, n, minibatch_size):
-                index = order[start : start + minibatch_size]
-                minibatch = {key: value[index] for key, value in tensors.items()}
-                loss, stats = self.loss(minibatch)
-                self.optimizer.zero_grad()
-                loss.backward()
+                loss, stats = grads(order[start : start + minibatch_size])
                 if grad_clip is not None:
                     stats["grad_gnorm"] = clip_grad_norm(self.optimizer.params, grad_clip)
                 try:
@@ -342,9 +360,11 @@ class TorchPolicy(Policy):
                 except NonFiniteError:
                     self.model.eval()
                     raise self._non_finite_error(stats, epoch, start // minibatch_size) from None
-                epoch_stats.append({key: value.detach() for key, value in stats.items()})
+                if epoch == num_epochs - 1:
+                    last_epoch_stats.append({key: value.detach() for key, value in stats.items()})
         self.model.eval()
-        mean_stats = {key: float(torch.stack([s[key] for s in epoch_stats]).float().mean()) for key in epoch_stats[0]}
+        mean_stats = {key: float(torch.stack([s[key] for s in last_epoch_stats]).float().mean())
+                      for key in last_epoch_stats[0]}
         mean_stats["cur_lr"] = self.optimizer.lr
         mean_stats.update(self.after_learn(mean_stats))
         return mean_stats

@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from rlstack.models.torch.fused import DenseGraph
 from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
 from rlstack.policies.torch_policy import TorchPolicy
 from rlstack.sample_batch import SampleBatch
@@ -15,6 +16,10 @@ class PPOTorchPolicy(TorchPolicy):
     """PPO in torch; the loss equals :class:`PPOTFPolicy`'s to float32 rounding."""
 
     schedules_entropy_coeff = True
+    # Built-in dense models with Discrete actions learn through the closed-form gradient
+    # below instead of autograd (same result, ~2-4x the SGD steps per second on CPU);
+    # False forces autograd.
+    use_fused_sgd = True
 
     loss_columns = (
         SampleBatch.OBS,
@@ -65,6 +70,79 @@ class PPOTorchPolicy(TorchPolicy):
             "entropy": entropy,
         }
         return total_loss, stats
+
+    def make_grad_fn(self, tensors: dict[str, torch.Tensor]):
+        # Without a critic the value layers get no gradient (autograd leaves them out of
+        # the update); that case keeps autograd.
+        if not (self.use_fused_sgd and self.config["use_critic"] and self.dist_spec.kind == "categorical"
+                and DenseGraph.supports(self.model)):
+            return super().make_grad_fn(tensors)
+        return self._fused_grad_fn(tensors)
+
+    def _fused_grad_fn(self, tensors: dict[str, torch.Tensor]):
+        """:meth:`loss` and its gradient written out for a categorical policy on a
+        :class:`DenseGraph` (see models/torch/fused.py for why). With ``z`` the logits,
+        ``p = softmax(z)``, ``a`` the one-hot action, ``B`` the minibatch size:
+
+        * surrogate: d/dz of ``-mean(min(A r, A clip(r)))`` is ``-g r (a - p) / B``
+          with ``g = A`` where the unclipped term is the minimum (ties included,
+          which is every row inside the clip range) and 0 where the clip binds;
+        * KL(old || new): ``(p - p_old) / B``; entropy H: ``-p (log p + H) / B``;
+        * value loss ``clamp((v - v_target)^2, 0, vf_clip)``: ``2 (v - v_target) / B``
+          where the square is within the clip, else 0.
+        """
+        cfg = self.config
+        graph = DenseGraph(self.model)
+        graph.attach_grads()
+        clip_low, clip_high = 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"]
+        kl_coeff, entropy_coeff = self.kl_coeff, float(self.entropy_coeff)
+        vf_coeff, vf_clip = float(cfg["vf_loss_coeff"]), float(cfg["vf_clip_param"])
+        # Every column the loss reads in one matrix: one gather per minibatch.
+        obs = tensors[SampleBatch.OBS].float()
+        logp_old_all = torch.log_softmax(tensors[SampleBatch.ACTION_DIST_INPUTS].float(), dim=1)
+        num_actions = logp_old_all.shape[1]
+        onehot = torch.nn.functional.one_hot(tensors[SampleBatch.ACTIONS].long(), num_actions).float()
+        packed = torch.cat([obs, onehot, logp_old_all.exp(), logp_old_all,
+                            torch.stack([tensors[SampleBatch.ACTION_LOGP].float(), tensors[SampleBatch.ADVANTAGES].float(),
+                                         tensors[SampleBatch.VALUE_TARGETS].float()], dim=1)], dim=1)
+        widths = [obs.shape[1], num_actions, num_actions, num_actions, 3]
+        # total = -surrogate + kl_coeff kl + vf_coeff vf - entropy_coeff entropy
+        loss_weights = torch.tensor([-1.0, kl_coeff, vf_coeff, -entropy_coeff],
+                                    device=self.device)
+
+        def grads(index: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            rows = len(index)
+            obs, a, p_old, logp_old_all, rest = packed.index_select(0, index).split(widths, dim=1)
+            logp_old, advantages, value_targets = rest.unbind(1)
+            dist_inputs, values, saved = graph.forward(obs)
+
+            logp_all = torch.log_softmax(dist_inputs, dim=1)
+            p = logp_all.exp()
+            ratio = torch.exp((logp_all * a).sum(1) - logp_old)
+            pg_loss1 = advantages * ratio
+            pg_loss2 = advantages * ratio.clamp(clip_low, clip_high)
+            surrogate = torch.minimum(pg_loss1, pg_loss2)
+            kl = (p_old * (logp_old_all - logp_all)).sum(1)
+            entropy = -(p * logp_all).sum(1)
+
+            grad_logp = torch.where(pg_loss1 <= pg_loss2, advantages, 0.0).mul_(ratio).mul_(-1.0 / rows)
+            grad_logits = (a - p).mul_(grad_logp.unsqueeze(1))
+            grad_logits.add_(p - p_old, alpha=kl_coeff / rows)
+            if entropy_coeff:
+                grad_logits.add_(p * (logp_all + entropy.unsqueeze(1)), alpha=entropy_coeff / rows)
+            error = values - value_targets
+            squared_error = error * error
+            vf_loss = squared_error.clamp(max=vf_clip)
+            grad_values = torch.where(squared_error <= vf_clip, error, 0.0).mul_(2.0 * vf_coeff / rows)
+            graph.backward(saved, grad_logits, grad_values)
+
+            means = torch.stack([surrogate, kl, vf_loss, entropy], dim=1).mean(0)
+            total_loss = (means * loss_weights).sum()
+            policy_loss, mean_kl, mean_vf_loss, mean_entropy = (-means[0], means[1], means[2], means[3])
+            return total_loss, {"total_loss": total_loss, "policy_loss": policy_loss, "vf_loss": mean_vf_loss,
+                                "kl": mean_kl, "entropy": mean_entropy}
+
+        return grads
 
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
         self.kl_coeff = adapt_kl_coeff(self.kl_coeff, stats["kl"], self.config["kl_target"])

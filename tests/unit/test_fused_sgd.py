@@ -1,0 +1,155 @@
+"""The torch PPO policy's closed-form gradient (models/torch/fused.py) against autograd.
+
+The fused path is what every torch PPO run with a built-in dense model and Discrete
+actions uses, so it must give autograd's gradients, statistics and weights on every
+branch of the loss: clipped and unclipped ratios on both signs of the advantage, value
+errors inside and beyond vf_clip_param, the entropy bonus, the KL penalty, shared and
+separate value networks, tanh / relu / linear layers, and grad_clip.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rlstack.models.torch.fused import DenseGraph  # noqa: E402
+from rlstack.sample_batch import SampleBatch  # noqa: E402
+from rlstack.trainers.config import merge_config  # noqa: E402
+from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
+from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy  # noqa: E402
+
+B = SampleBatch
+OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
+
+CASES = {
+    "defaults (separate 256x256 tanh value net)": {},
+    "shared relu trunk, entropy, tight clips": {
+        "model": {"fcnet_hiddens": [32, 16], "fcnet_activation": "relu", "vf_share_layers": True},
+        "entropy_coeff": 0.05, "clip_param": 0.05, "vf_clip_param": 0.5},
+    "linear layers, post_fcnet, grad_clip": {
+        "model": {"fcnet_hiddens": [16], "fcnet_activation": "linear", "post_fcnet_hiddens": [8]},
+        "grad_clip": 0.01},
+    "no hidden layers, shared": {"model": {"fcnet_hiddens": [], "vf_share_layers": True}},
+}
+
+
+def _policy(overrides, num_actions=3, seed=0):
+    config = merge_config(DEFAULT_CONFIG, {"seed": seed, "train_batch_size": 96, "sgd_minibatch_size": 32,
+                                           "num_sgd_iter": 3, **overrides}, "PPO")
+    return PPOTorchPolicy(OBS_SPACE, gym.spaces.Discrete(num_actions), config)
+
+
+def _batch(policy, n=96, seed=0):
+    # Old logits far enough from the current ones that ratios leave the clip range on
+    # both sides, and value targets spread beyond vf_clip_param.
+    rng = np.random.default_rng(seed)
+    obs = rng.uniform(-1, 1, (n, OBS_SPACE.shape[0])).astype(np.float32)
+    _, extras = policy.compute_actions(obs, explore=False)
+    old_inputs = (extras[B.ACTION_DIST_INPUTS] + rng.normal(0, 1.0, extras[B.ACTION_DIST_INPUTS].shape))
+    old_inputs = old_inputs.astype(np.float32)
+    actions = rng.integers(0, old_inputs.shape[1], n)
+    shifted = old_inputs - old_inputs.max(1, keepdims=True)
+    old_logp = (shifted - np.log(np.exp(shifted).sum(1, keepdims=True)))[np.arange(n), actions]
+    return SampleBatch({
+        B.OBS: obs, B.ACTIONS: actions, B.ACTION_LOGP: old_logp.astype(np.float32),
+        B.ACTION_DIST_INPUTS: old_inputs,
+        B.ADVANTAGES: rng.normal(0, 1, n).astype(np.float32),
+        B.VALUE_TARGETS: rng.normal(0, 3, n).astype(np.float32),
+    })
+
+
+def _grads_and_stats(policy, batch, fused):
+    policy.use_fused_sgd = fused
+    grads = policy.make_grad_fn(policy._to_tensors(batch))
+    loss, stats = grads(torch.arange(40))
+    return ([p.grad.clone() for p in policy.model.parameters()],
+            {key: float(value.detach()) for key, value in stats.items()}, float(loss.detach()))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fused_gradient_equals_autograd(case):
+    policy = _policy(CASES[case])
+    assert DenseGraph.supports(policy.model)
+    batch = _batch(policy)
+    fused_grads, fused_stats, fused_loss = _grads_and_stats(policy, batch, fused=True)
+    auto_grads, auto_stats, auto_loss = _grads_and_stats(policy, batch, fused=False)
+    for fused, auto in zip(fused_grads, auto_grads):
+        assert fused.shape == auto.shape
+        torch.testing.assert_close(fused, auto, rtol=1e-4, atol=1e-6)
+    assert fused_stats.keys() == auto_stats.keys()
+    for key in auto_stats:
+        assert fused_stats[key] == pytest.approx(auto_stats[key], rel=1e-5, abs=1e-7), key
+    assert fused_loss == pytest.approx(auto_loss, rel=1e-5, abs=1e-7)
+    # The batch reaches every branch: some ratios clipped, some value errors clipped.
+    tensors = policy._to_tensors(batch)
+    with torch.no_grad():
+        logits, values = policy.model(tensors[B.OBS])
+    if policy.config["use_critic"]:
+        assert ((values - tensors[B.VALUE_TARGETS]) ** 2 > policy.config["vf_clip_param"]).any()
+    ratio = torch.exp(torch.log_softmax(logits, 1).gather(1, tensors[B.ACTIONS].unsqueeze(1)).squeeze(1)
+                      - tensors[B.ACTION_LOGP])
+    eps = policy.config["clip_param"]
+    assert (ratio > 1 + eps).any() and (ratio < 1 - eps).any()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fused_learning_matches_autograd_over_several_batches(case):
+    fused, auto = _policy(CASES[case]), _policy(CASES[case])
+    auto.use_fused_sgd = False
+    for seed in range(3):
+        batch = _batch(fused, seed=seed)
+        fused_stats, auto_stats = fused.learn_on_batch(batch), auto.learn_on_batch(batch)
+        for key in auto_stats:
+            assert fused_stats[key] == pytest.approx(auto_stats[key], rel=1e-4, abs=1e-6), key
+    fused_weights, auto_weights = fused.get_weights(), auto.get_weights()
+    for name in auto_weights:
+        np.testing.assert_allclose(fused_weights[name], auto_weights[name], rtol=1e-4, atol=1e-6)
+    fused_state, auto_state = fused.get_state(), auto.get_state()
+    for key in auto_state:
+        if key.startswith("optimizer/"):
+            np.testing.assert_allclose(fused_state[key], auto_state[key], rtol=1e-3, atol=1e-7)
+
+
+def test_models_outside_the_fused_path_fall_back_to_autograd():
+    # Continuous actions, images and other activations keep the autograd loss.
+    box = PPOTorchPolicy(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32),
+                         merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
+    assert DenseGraph.supports(box.model)  # the model would do; the distribution is not covered
+    image = PPOTorchPolicy(gym.spaces.Box(0, 255, (42, 42, 3), np.uint8), gym.spaces.Discrete(2),
+                           merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
+    swish = _policy({"model": {"fcnet_hiddens": [8], "fcnet_activation": "swish"}})
+    no_critic = _policy({"use_critic": False, "use_gae": False})
+    assert not DenseGraph.supports(image.model)
+    assert not DenseGraph.supports(swish.model)
+    assert not DenseGraph.supports(torch.nn.Linear(5, 3))
+    for policy in (box, image, swish, no_critic):
+        grad_fn = policy.make_grad_fn({})
+        assert grad_fn.__qualname__.startswith("TorchPolicy.make_grad_fn"), type(policy.model)
+
+
+def test_fused_path_rejects_a_non_finite_loss_before_the_update():
+    from rlstack.errors import NonFiniteError
+
+    policy = _policy({})
+    batch = _batch(policy)
+    batch[B.VALUE_TARGETS][5] = np.nan
+    before = policy.get_weights()
+    with pytest.raises(NonFiniteError, match="vf_loss"):
+        policy.learn_on_batch(batch)
+    for name, value in policy.get_weights().items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+def test_without_a_critic_the_value_layers_stay_as_they_were():
+    # The value layers get no gradient; Adam leaves them (and their moments) alone, as
+    # torch.optim does, instead of refusing the step.
+    policy = _policy({"use_critic": False, "use_gae": False})
+    before = policy.get_weights()
+    policy.learn_on_batch(_batch(policy))
+    after = policy.get_weights()
+    changed = {name for name in before if not np.array_equal(before[name], after[name])}
+    assert changed and all(not name.startswith(("value_", "vf_")) for name in changed), changed
+    assert any(name.startswith(("value_", "vf_")) for name in before)
