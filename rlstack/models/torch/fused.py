@@ -9,6 +9,11 @@ chain rule layer by layer with one matrix product per weight and writes the resu
 straight into each parameter's ``.grad`` buffer: the same numbers as autograd (to float32
 rounding), about a third of the ops.
 
+With a separate value network of the policy network's shape (the default,
+``vf_share_layers=False``) the two run as one batched product per layer (``bmm`` over a
+leading axis of 2): the two networks' weights, and their gradients, are made views of
+one stacked tensor per layer, so nothing is copied per step.
+
 Only what the catalog builds from ``fcnet_hiddens`` / ``post_fcnet_hiddens`` qualifies:
 dense layers with tanh, relu or linear activations, optionally a separate value
 encoder and a free log-std parameter. Anything else (images, other activations, custom
@@ -46,6 +51,9 @@ class DenseGraph:
         self.logits = model.layers["logits"]
         self.value_out = model.layers["value_out"]
         self.log_std = model.log_std
+        self.twin = (not self.shared and self.pi_columns == self.vf_columns and bool(self.pi_layers)
+                     and [(l.weight.shape, a) for l, a in self.pi_layers] == [(l.weight.shape, a) for l, a in self.vf_layers])
+        self.stacked: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]] = []
 
     @staticmethod
     def supports(model: nn.Module) -> bool:
@@ -63,15 +71,39 @@ class DenseGraph:
         return all(layer.activation == "linear" for layer in (spec.logits, spec.value_out))
 
     def attach_grads(self) -> None:
-        """Gives every parameter a ``.grad`` buffer that :meth:`backward` overwrites."""
+        """Gives every parameter a ``.grad`` buffer that :meth:`backward` overwrites
+        (and, for twin networks, makes weights and gradients views of stacked tensors)."""
+        if self.twin:
+            self._stack_twins()
         for p in self.model.parameters():
             if p.grad is None or p.grad.shape != p.shape:
                 p.grad = torch.empty_like(p)
+
+    def _stack_twins(self) -> None:
+        stacked = []
+        for i, ((pi, activation), (vf, _)) in enumerate(zip(self.pi_layers, self.vf_layers)):
+            tensors = []
+            for j, name in enumerate(("weight", "bias")):
+                a, b = getattr(pi, name), getattr(vf, name)
+                both = self.stacked[i][2 * j] if self.stacked else None
+                if both is None or a.data_ptr() != both[0].data_ptr() or b.data_ptr() != both[1].data_ptr():
+                    # Weights become views of one tensor; in-place updates (the optimizer,
+                    # set_weights, load_state_dict) keep them so.
+                    both = torch.stack([a.data, b.data])
+                    a.data, b.data = both[0], both[1]
+                grad = torch.empty_like(both)
+                a.grad, b.grad = grad[0], grad[1]
+                tensors += [both, grad]
+            stacked.append((tensors[0], tensors[2], tensors[1], tensors[3], activation))
+        # Per layer: weight [2, out, in], bias [2, out], their gradients, the activation.
+        self.stacked = stacked
 
     @torch.no_grad()
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tuple]:
         """Returns ``(dist_inputs, values, saved)``: the model's outputs, equal to
         ``model(obs)``, and the activations :meth:`backward` needs."""
+        if self.twin:
+            return self._twin_forward(obs)
         pi_acts = _forward_stack(self.pi_layers, obs[:, self.pi_columns])
         dist_inputs = torch.addmm(self.logits.bias, pi_acts[-1], self.logits.weight.t())
         if self.log_std is not None:
@@ -85,6 +117,9 @@ class DenseGraph:
         """Writes d loss / d parameter into each parameter's ``.grad`` (call
         :meth:`attach_grads` first), given d loss / d ``dist_inputs`` ``[B, n]`` and
         d loss / d ``values`` ``[B]`` of the rows :meth:`forward` saw."""
+        if self.twin:
+            self._twin_backward(saved, grad_dist_inputs, grad_values)
+            return
         pi_acts, vf_acts = saved
         if self.log_std is not None:
             num_means = self.log_std.shape[0]
@@ -101,6 +136,46 @@ class DenseGraph:
             _backward_stack(self.pi_layers, pi_acts, grad_pi)
         if self.vf_layers:
             _backward_stack(self.vf_layers, vf_acts, torch.mm(grad_values, self.value_out.weight))
+
+    def _twin_forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tuple]:
+        x = obs[:, self.pi_columns]
+        acts = [x.unsqueeze(0).expand(2, *x.shape)]
+        for weight, bias, _, _, activation in self.stacked:
+            y = torch.baddbmm(bias.unsqueeze(1), acts[-1], weight.transpose(1, 2))
+            if activation == "tanh":
+                y.tanh_()
+            elif activation == "relu":
+                y.relu_()
+            acts.append(y)
+        dist_inputs = torch.addmm(self.logits.bias, acts[-1][0], self.logits.weight.t())
+        if self.log_std is not None:
+            dist_inputs = torch.cat([dist_inputs, self.log_std.expand_as(dist_inputs)], dim=1)
+        values = torch.addmm(self.value_out.bias, acts[-1][1], self.value_out.weight.t()).squeeze(1)
+        return dist_inputs, values, acts
+
+    def _twin_backward(self, acts: list[torch.Tensor], grad_dist_inputs: torch.Tensor,
+                       grad_values: torch.Tensor) -> None:
+        if self.log_std is not None:
+            num_means = self.log_std.shape[0]
+            torch.sum(grad_dist_inputs[:, num_means:], 0, out=self.log_std.grad)
+            grad_dist_inputs = grad_dist_inputs[:, :num_means]
+        grad_values = grad_values.unsqueeze(1)
+        _linear_param_grads(self.logits, grad_dist_inputs, acts[-1][0])
+        _linear_param_grads(self.value_out, grad_values, acts[-1][1])
+        grad = torch.empty_like(acts[-1])
+        torch.mm(grad_dist_inputs, self.logits.weight, out=grad[0])
+        torch.mm(grad_values, self.value_out.weight, out=grad[1])
+        for i in range(len(self.stacked) - 1, -1, -1):
+            weight, _, weight_grad, bias_grad, activation = self.stacked[i]
+            out = acts[i + 1]
+            if activation == "tanh":
+                grad = torch.ops.aten.tanh_backward(grad, out)
+            elif activation == "relu":
+                grad = torch.ops.aten.threshold_backward(grad, out, 0)
+            torch.bmm(grad.transpose(1, 2), acts[i], out=weight_grad)
+            torch.sum(grad, 1, out=bias_grad)
+            if i > 0:
+                grad = torch.bmm(grad, weight)
 
 
 def _column_slice(columns: tuple[int, ...]) -> slice | list[int]:

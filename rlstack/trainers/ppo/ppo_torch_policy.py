@@ -92,7 +92,9 @@ class PPOTorchPolicy(TorchPolicy):
           where the square is within the clip, else 0.
         """
         cfg = self.config
-        graph = DenseGraph(self.model)
+        if getattr(self, "_dense_graph", None) is None:
+            self._dense_graph = DenseGraph(self.model)
+        graph = self._dense_graph
         graph.attach_grads()
         clip_low, clip_high = 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"]
         kl_coeff, entropy_coeff = self.kl_coeff, float(self.entropy_coeff)
