@@ -2,7 +2,11 @@
 the JSON line it prints, and summarise repeated runs.
 
 Wall time is measured from the child's own process start (interpreter start, imports,
-``ray.init`` and trainer build included), as in ../shared/ANCHORS.md. Peak RSS is the
+``ray.init`` and trainer build included), as in ../shared/ANCHORS.md: the parent reads
+the clock just before it starts the child and hands that time down. (The kernel's own
+record of a process's start, which psutil reads, is offset by up to a second: Linux
+reports the boot time in whole seconds. On the benchmark machine of 2026-11-22 that
+offset was 0.70 s, added to every figure measured before this was fixed.) Peak RSS is the
 largest sum of RSS over the child and all its descendants (Ray's gcs_server, raylet,
 agents and workers), sampled every 0.5 s.
 """
@@ -44,6 +48,7 @@ def run_child(args: list[str], timeout: float = 900, env: dict[str, str] | None 
     the child's descendants while it runs, and sampled like any other process.
     """
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_AUTH_MODE": "disabled", **(env or {})}
+    child_env[LAUNCH_TIME_VAR] = repr(time.time())
     proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=child_env)
     root = psutil.Process(proc.pid)
@@ -81,9 +86,14 @@ def run_child(args: list[str], timeout: float = 900, env: dict[str, str] | None 
     return record
 
 
+LAUNCH_TIME_VAR = "RLSTACK_BENCH_LAUNCH_TIME"
+
+
 def seconds_since_process_start() -> float:
-    """Wall seconds since this process was created (per the OS)."""
-    return time.time() - psutil.Process().create_time()
+    """Wall seconds since this process was launched by :func:`run_child` (or, run by
+    hand, since the OS says it was created)."""
+    launched = os.environ.get(LAUNCH_TIME_VAR)
+    return time.time() - (float(launched) if launched else psutil.Process().create_time())
 
 
 def summarise(values: list[float]) -> dict[str, float]:
