@@ -15,7 +15,7 @@ import time
 from harness import seconds_since_process_start
 
 
-def rllib_child(workers: int, target: float, max_steps: int, seed: int) -> None:
+def rllib_child(workers: int, target: float, max_steps: int, seed: int, max_wall: float = float("inf")) -> None:
     """RLlib 2.60 PPO with its defaults on CartPole-v1, until the mean return of the last
     100 episodes >= target.
 
@@ -26,7 +26,8 @@ def rllib_child(workers: int, target: float, max_steps: int, seed: int) -> None:
     per env runner) and the run stops when the last 100 of them, in the order they
     ended, average >= target: the criterion rlstack (``metrics_smoothing_episodes``
     100) and SB3 (``ep_info_buffer``) stop on. The first time RLlib's own metric
-    reached the target is reported too (``own_metric_*``).
+    reached the target is reported too (``own_metric_*``). ``max_wall`` bounds the
+    training seconds (the run then reports ``reached: false``).
     """
     import glob
     import tempfile
@@ -76,7 +77,7 @@ def rllib_child(workers: int, target: float, max_steps: int, seed: int) -> None:
             own_metric = {"own_metric_wall_s": round(seconds_since_process_start(), 2),
                           "own_metric_env_steps": int(steps)}
         ret = last_100_mean()
-        if ret >= target or steps >= max_steps:
+        if ret >= target or steps >= max_steps or time.time() - train_start >= max_wall:
             break
     wall = seconds_since_process_start()
     print(json.dumps({

@@ -96,6 +96,9 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=400_000)
     parser.add_argument("--preset", default="rllib-defaults", choices=sorted(PRESETS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-wall", type=float, default=float("inf"),
+                        help="RLlib only: stop after this many seconds of training")
+    parser.add_argument("--only", default="", help="--compare: only the comparisons whose label contains this")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--system", default="rlstack", choices=["rlstack", "rllib", "sb3"], help=argparse.SUPPRESS)
     parser.add_argument("--compare", action="store_true", help="run rlstack and the peers interleaved")
@@ -104,7 +107,7 @@ def main() -> None:
         if args.system == "rllib":
             from peers import rllib_child
 
-            rllib_child(args.workers, args.target, args.max_steps, args.seed)
+            rllib_child(args.workers, args.target, args.max_steps, args.seed, args.max_wall)
         elif args.system == "sb3":
             from peers import sb3_child
 
@@ -145,12 +148,14 @@ COMPARISONS = [
 
 def compare(args: argparse.Namespace) -> None:
     """Runs every entry of COMPARISONS once per round, ``--runs`` rounds."""
-    records: dict[str, list[dict]] = {label: [] for label, *_ in COMPARISONS}
+    comparisons = [c for c in COMPARISONS if args.only in c[0] or (c[5] and args.only in c[5])]
+    records: dict[str, list[dict]] = {label: [] for label, *_ in comparisons}
     for run in range(args.runs):
-        for label, system, framework, workers, preset, _ in COMPARISONS:
+        for label, system, framework, workers, preset, _ in comparisons:
             child_args = [os.path.abspath(__file__), "--child", "--system", system, "--framework", framework,
                           "--workers", str(workers), "--target", str(args.target), "--max-steps",
-                          str(args.max_steps), "--preset", preset, "--seed", str(args.seed + run)]
+                          str(args.max_steps), "--preset", preset, "--seed", str(args.seed + run),
+                          "--max-wall", str(args.max_wall)]
             record = run_child(child_args)
             print(f"round {run + 1}/{args.runs} {label}: {record}", file=sys.stderr, flush=True)
             records[label].append(record)
@@ -159,8 +164,8 @@ def compare(args: argparse.Namespace) -> None:
     summary = {label: {key: summarise([r[key] for r in runs]) for key in keys if all(r.get(key) for r in runs)} |
                {"reached": [r["reached"] for r in runs]} for label, runs in records.items()}
     ratios = {}
-    for label, *_, peer in COMPARISONS:
-        if peer:
+    for label, *_, peer in comparisons:
+        if peer and peer in records:
             ratios[f"{label} / {peer}"] = {
                 key: summarise([a[key] / b[key] for a, b in zip(records[label], records[peer])])
                 for key in ("wall_s", "start_to_ready_s", "peak_rss_mib", "env_steps_per_s")
