@@ -15,9 +15,9 @@ leading axis of 2): the two networks' weights, and their gradients, are made vie
 one stacked tensor per layer, so nothing is copied per step.
 
 Only what the catalog builds from ``fcnet_hiddens`` / ``post_fcnet_hiddens`` qualifies:
-dense layers with tanh, relu or linear activations, optionally a separate value
-encoder and a free log-std parameter. Anything else (images, other activations, custom
-models) goes through autograd as before.
+dense layers with tanh, relu or linear activations and an optional separate value
+encoder. Anything else (images, other activations, a free log-std, custom models) goes
+through autograd as before.
 """
 
 from __future__ import annotations
@@ -45,20 +45,21 @@ class DenseGraph:
         self.pi_layers = [(model.layers[layer.name], layer.activation)
                           for layer in (*spec.encoder.fc, *spec.encoder.post_fc)]
         self.shared = spec.vf_encoder is None
-        self.vf_columns = None if self.shared else _column_slice(spec.vf_encoder.vector_columns)
         self.vf_layers = [] if self.shared else [(model.layers[layer.name], layer.activation)
                                                  for layer in (*spec.vf_encoder.fc, *spec.vf_encoder.post_fc)]
+        self.vf_columns = self.pi_columns if self.shared else _column_slice(spec.vf_encoder.vector_columns)
         self.logits = model.layers["logits"]
         self.value_out = model.layers["value_out"]
-        self.log_std = model.log_std
         self.twin = (not self.shared and self.pi_columns == self.vf_columns and bool(self.pi_layers)
                      and [(l.weight.shape, a) for l, a in self.pi_layers] == [(l.weight.shape, a) for l, a in self.vf_layers])
+        # Twin networks, per layer: weight [2, out, in], bias [2, 1, out], their
+        # gradients [2, out, in] and [2, out], the activation.
         self.stacked: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]] = []
 
     @staticmethod
     def supports(model: nn.Module) -> bool:
         """Whether ``model`` is a built-in model made of dense layers only."""
-        if type(model) is not TorchModel:
+        if type(model) is not TorchModel or model.spec.free_log_std:
             return False
         spec = model.spec
         encoders = [spec.encoder] + ([spec.vf_encoder] if spec.vf_encoder is not None else [])
@@ -82,10 +83,10 @@ class DenseGraph:
     def _stack_twins(self) -> None:
         stacked = []
         for i, ((pi, activation), (vf, _)) in enumerate(zip(self.pi_layers, self.vf_layers)):
-            tensors = []
+            values, grads = [], []
             for j, name in enumerate(("weight", "bias")):
                 a, b = getattr(pi, name), getattr(vf, name)
-                both = self.stacked[i][2 * j] if self.stacked else None
+                both = self.stacked[i][j].view(2, *a.shape) if self.stacked else None
                 if both is None or a.data_ptr() != both[0].data_ptr() or b.data_ptr() != both[1].data_ptr():
                     # Weights become views of one tensor; in-place updates (the optimizer,
                     # set_weights, load_state_dict) keep them so.
@@ -93,9 +94,9 @@ class DenseGraph:
                     a.data, b.data = both[0], both[1]
                 grad = torch.empty_like(both)
                 a.grad, b.grad = grad[0], grad[1]
-                tensors += [both, grad]
-            stacked.append((tensors[0], tensors[2], tensors[1], tensors[3], activation))
-        # Per layer: weight [2, out, in], bias [2, out], their gradients, the activation.
+                values.append(both)
+                grads.append(grad)
+            stacked.append((values[0], values[1].unsqueeze(1), grads[0], grads[1], activation))
         self.stacked = stacked
 
     @torch.no_grad()
@@ -103,32 +104,42 @@ class DenseGraph:
         """Returns ``(dist_inputs, values, saved)``: the model's outputs, equal to
         ``model(obs)``, and the activations :meth:`backward` needs."""
         if self.twin:
-            return self._twin_forward(obs)
-        pi_acts = _forward_stack(self.pi_layers, obs[:, self.pi_columns])
-        dist_inputs = torch.addmm(self.logits.bias, pi_acts[-1], self.logits.weight.t())
-        if self.log_std is not None:
-            dist_inputs = torch.cat([dist_inputs, self.log_std.expand_as(dist_inputs)], dim=1)
-        vf_acts = pi_acts if self.shared else _forward_stack(self.vf_layers, obs[:, self.vf_columns])
-        values = torch.addmm(self.value_out.bias, vf_acts[-1], self.value_out.weight.t()).squeeze(1)
-        return dist_inputs, values, (pi_acts, vf_acts)
+            x = obs[:, self.pi_columns]
+            acts = [x.unsqueeze(0).expand(2, *x.shape)]
+            for weight, bias, _, _, activation in self.stacked:
+                acts.append(_activate(torch.baddbmm(bias, acts[-1], weight.transpose(1, 2)), activation))
+            pi_acts = vf_acts = acts
+            pi_features, vf_features = acts[-1][0], acts[-1][1]
+        else:
+            pi_acts = _forward_stack(self.pi_layers, obs[:, self.pi_columns])
+            vf_acts = pi_acts if self.shared else _forward_stack(self.vf_layers, obs[:, self.vf_columns])
+            pi_features, vf_features = pi_acts[-1], vf_acts[-1]
+        dist_inputs = torch.addmm(self.logits.bias, pi_features, self.logits.weight.t())
+        values = torch.addmm(self.value_out.bias, vf_features, self.value_out.weight.t()).squeeze(1)
+        return dist_inputs, values, (pi_acts, vf_acts, pi_features, vf_features)
 
     @torch.no_grad()
     def backward(self, saved: tuple, grad_dist_inputs: torch.Tensor, grad_values: torch.Tensor) -> None:
         """Writes d loss / d parameter into each parameter's ``.grad`` (call
         :meth:`attach_grads` first), given d loss / d ``dist_inputs`` ``[B, n]`` and
         d loss / d ``values`` ``[B]`` of the rows :meth:`forward` saw."""
-        if self.twin:
-            self._twin_backward(saved, grad_dist_inputs, grad_values)
-            return
-        pi_acts, vf_acts = saved
-        if self.log_std is not None:
-            num_means = self.log_std.shape[0]
-            torch.sum(grad_dist_inputs[:, num_means:], 0, out=self.log_std.grad)
-            grad_dist_inputs = grad_dist_inputs[:, :num_means]
+        pi_acts, vf_acts, pi_features, vf_features = saved
         grad_values = grad_values.unsqueeze(1)
         # Each head: dW = g^T h, db = sum(g), dh = g W.
-        _linear_param_grads(self.logits, grad_dist_inputs, pi_acts[-1])
-        _linear_param_grads(self.value_out, grad_values, vf_acts[-1])
+        _linear_param_grads(self.logits, grad_dist_inputs, pi_features)
+        _linear_param_grads(self.value_out, grad_values, vf_features)
+        if self.twin:
+            grad = torch.empty_like(pi_acts[-1])
+            torch.mm(grad_dist_inputs, self.logits.weight, out=grad[0])
+            torch.mm(grad_values, self.value_out.weight, out=grad[1])
+            for i in range(len(self.stacked) - 1, -1, -1):
+                weight, _, weight_grad, bias_grad, activation = self.stacked[i]
+                grad = _activation_grad(grad, pi_acts[i + 1], activation)
+                torch.bmm(grad.transpose(1, 2), pi_acts[i], out=weight_grad)
+                torch.sum(grad, 1, out=bias_grad)
+                if i > 0:
+                    grad = torch.bmm(grad, weight)
+            return
         if self.pi_layers:
             grad_pi = torch.mm(grad_dist_inputs, self.logits.weight)
             if self.shared:  # both heads read the same features
@@ -137,46 +148,6 @@ class DenseGraph:
         if self.vf_layers:
             _backward_stack(self.vf_layers, vf_acts, torch.mm(grad_values, self.value_out.weight))
 
-    def _twin_forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tuple]:
-        x = obs[:, self.pi_columns]
-        acts = [x.unsqueeze(0).expand(2, *x.shape)]
-        for weight, bias, _, _, activation in self.stacked:
-            y = torch.baddbmm(bias.unsqueeze(1), acts[-1], weight.transpose(1, 2))
-            if activation == "tanh":
-                y.tanh_()
-            elif activation == "relu":
-                y.relu_()
-            acts.append(y)
-        dist_inputs = torch.addmm(self.logits.bias, acts[-1][0], self.logits.weight.t())
-        if self.log_std is not None:
-            dist_inputs = torch.cat([dist_inputs, self.log_std.expand_as(dist_inputs)], dim=1)
-        values = torch.addmm(self.value_out.bias, acts[-1][1], self.value_out.weight.t()).squeeze(1)
-        return dist_inputs, values, acts
-
-    def _twin_backward(self, acts: list[torch.Tensor], grad_dist_inputs: torch.Tensor,
-                       grad_values: torch.Tensor) -> None:
-        if self.log_std is not None:
-            num_means = self.log_std.shape[0]
-            torch.sum(grad_dist_inputs[:, num_means:], 0, out=self.log_std.grad)
-            grad_dist_inputs = grad_dist_inputs[:, :num_means]
-        grad_values = grad_values.unsqueeze(1)
-        _linear_param_grads(self.logits, grad_dist_inputs, acts[-1][0])
-        _linear_param_grads(self.value_out, grad_values, acts[-1][1])
-        grad = torch.empty_like(acts[-1])
-        torch.mm(grad_dist_inputs, self.logits.weight, out=grad[0])
-        torch.mm(grad_values, self.value_out.weight, out=grad[1])
-        for i in range(len(self.stacked) - 1, -1, -1):
-            weight, _, weight_grad, bias_grad, activation = self.stacked[i]
-            out = acts[i + 1]
-            if activation == "tanh":
-                grad = torch.ops.aten.tanh_backward(grad, out)
-            elif activation == "relu":
-                grad = torch.ops.aten.threshold_backward(grad, out, 0)
-            torch.bmm(grad.transpose(1, 2), acts[i], out=weight_grad)
-            torch.sum(grad, 1, out=bias_grad)
-            if i > 0:
-                grad = torch.bmm(grad, weight)
-
 
 def _column_slice(columns: tuple[int, ...]) -> slice | list[int]:
     if columns == tuple(range(columns[0], columns[0] + len(columns))):
@@ -184,16 +155,29 @@ def _column_slice(columns: tuple[int, ...]) -> slice | list[int]:
     return list(columns)
 
 
+def _activate(y: torch.Tensor, activation: str) -> torch.Tensor:
+    # In place: y is a fresh layer output; backward needs only the activated values.
+    if activation == "tanh":
+        return y.tanh_()
+    if activation == "relu":
+        return y.relu_()
+    return y
+
+
+def _activation_grad(grad: torch.Tensor, out: torch.Tensor, activation: str) -> torch.Tensor:
+    # d loss / d pre-activation from d loss / d output and the output itself.
+    if activation == "tanh":
+        return torch.ops.aten.tanh_backward(grad, out)
+    if activation == "relu":
+        return torch.ops.aten.threshold_backward(grad, out, 0)
+    return grad
+
+
 def _forward_stack(layers: list[tuple[nn.Linear, str]], x: torch.Tensor) -> list[torch.Tensor]:
     # acts[0] is the input, acts[i + 1] the output of layer i (after its activation).
     acts = [x]
     for linear, activation in layers:
-        y = torch.addmm(linear.bias, acts[-1], linear.weight.t())
-        if activation == "tanh":
-            y.tanh_()
-        elif activation == "relu":
-            y.relu_()
-        acts.append(y)
+        acts.append(_activate(torch.addmm(linear.bias, acts[-1], linear.weight.t()), activation))
     return acts
 
 
@@ -202,15 +186,11 @@ def _linear_param_grads(linear: nn.Linear, grad_out: torch.Tensor, x: torch.Tens
     torch.sum(grad_out, 0, out=linear.bias.grad)
 
 
-def _backward_stack(layers: list[tuple[nn.Linear, str]], acts: list[torch.Tensor], grad: torch.Tensor | None) -> None:
+def _backward_stack(layers: list[tuple[nn.Linear, str]], acts: list[torch.Tensor], grad: torch.Tensor) -> None:
     # grad is d loss / d (output of the last layer, after its activation).
     for i in range(len(layers) - 1, -1, -1):
         linear, activation = layers[i]
-        out = acts[i + 1]
-        if activation == "tanh":
-            grad = torch.ops.aten.tanh_backward(grad, out)
-        elif activation == "relu":
-            grad = torch.ops.aten.threshold_backward(grad, out, 0)
+        grad = _activation_grad(grad, acts[i + 1], activation)
         _linear_param_grads(linear, grad, acts[i])
         if i > 0:  # the observation needs no gradient
             grad = torch.mm(grad, linear.weight)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -17,8 +19,8 @@ class PPOTorchPolicy(TorchPolicy):
 
     schedules_entropy_coeff = True
     # Built-in dense models with Discrete actions learn through the closed-form gradient
-    # below instead of autograd (same result, ~2-4x the SGD steps per second on CPU);
-    # False forces autograd.
+    # below instead of autograd (same result; 1.6x the SGD steps per second on RLlib's
+    # 256x256 nets, 1.8x on 64x64 ones, bench/learner.py); False forces autograd.
     use_fused_sgd = True
 
     loss_columns = (
@@ -34,6 +36,7 @@ class PPOTorchPolicy(TorchPolicy):
                  sampling_seed: int | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         self.kl_coeff = float(config["kl_coeff"])
+        self._dense_graph: DenseGraph | None = None  # built at the first fused learn_on_batch
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return postprocess_advantages(batch, self.config)
@@ -71,7 +74,7 @@ class PPOTorchPolicy(TorchPolicy):
         }
         return total_loss, stats
 
-    def make_grad_fn(self, tensors: dict[str, torch.Tensor]):
+    def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], tuple[torch.Tensor, dict]]:
         # Without a critic the value layers get no gradient (autograd leaves them out of
         # the update); that case keeps autograd.
         if not (self.use_fused_sgd and self.config["use_critic"] and self.dist_spec.kind == "categorical"
@@ -79,7 +82,7 @@ class PPOTorchPolicy(TorchPolicy):
             return super().make_grad_fn(tensors)
         return self._fused_grad_fn(tensors)
 
-    def _fused_grad_fn(self, tensors: dict[str, torch.Tensor]):
+    def _fused_grad_fn(self, tensors: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], tuple[torch.Tensor, dict]]:
         """:meth:`loss` and its gradient written out for a categorical policy on a
         :class:`DenseGraph` (see models/torch/fused.py for why). With ``z`` the logits,
         ``p = softmax(z)``, ``a`` the one-hot action, ``B`` the minibatch size:
@@ -92,7 +95,7 @@ class PPOTorchPolicy(TorchPolicy):
           where the square is within the clip, else 0.
         """
         cfg = self.config
-        if getattr(self, "_dense_graph", None) is None:
+        if self._dense_graph is None:
             self._dense_graph = DenseGraph(self.model)
         graph = self._dense_graph
         graph.attach_grads()
