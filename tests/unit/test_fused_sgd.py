@@ -36,10 +36,10 @@ CASES = {
 }
 
 
-def _policy(overrides, num_actions=3, seed=0):
+def _policy(overrides, num_actions=3, seed=0, num_gpus=0):
     config = merge_config(DEFAULT_CONFIG, {"seed": seed, "train_batch_size": 96, "sgd_minibatch_size": 32,
                                            "num_sgd_iter": 3, **overrides}, "PPO")
-    return PPOTorchPolicy(OBS_SPACE, gym.spaces.Discrete(num_actions), config)
+    return PPOTorchPolicy(OBS_SPACE, gym.spaces.Discrete(num_actions), config, num_gpus=num_gpus)
 
 
 def _batch(policy, n=96, seed=0):
@@ -64,7 +64,7 @@ def _batch(policy, n=96, seed=0):
 def _grads_and_stats(policy, batch, fused):
     policy.use_fused_sgd = fused
     grads = policy.make_grad_fn(policy._to_tensors(batch))
-    loss, stats = grads(torch.arange(40))
+    loss, stats = grads(torch.arange(40, device=policy.device))
     return ([p.grad.clone() for p in policy.model.parameters()],
             {key: float(value.detach()) for key, value in stats.items()}, float(loss.detach()))
 
@@ -95,9 +95,31 @@ def test_fused_gradient_equals_autograd(case):
     assert (ratio > 1 + eps).any() and (ratio < 1 - eps).any()
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA GPU (runs on the lent GPU machine)")
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fused_path_on_the_gpu(case):
+    # The same equalities with the policy on cuda:0 (num_gpus=1).
+    policy = _policy(CASES[case], num_gpus=1)
+    assert policy.device.type == "cuda"
+    batch = _batch(policy)
+    fused_grads, fused_stats, fused_loss = _grads_and_stats(policy, batch, fused=True)
+    auto_grads, auto_stats, auto_loss = _grads_and_stats(policy, batch, fused=False)
+    for fused, auto in zip(fused_grads, auto_grads):
+        assert fused.device.type == "cuda"
+        torch.testing.assert_close(fused, auto, rtol=1e-4, atol=1e-6)
+    for key in auto_stats:
+        assert fused_stats[key] == pytest.approx(auto_stats[key], rel=1e-5, abs=1e-7), key
+    assert fused_loss == pytest.approx(auto_loss, rel=1e-5, abs=1e-7)
+    _learn_three_batches_both_ways(case, num_gpus=1)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_fused_learning_matches_autograd_over_several_batches(case):
-    fused, auto = _policy(CASES[case]), _policy(CASES[case])
+    _learn_three_batches_both_ways(case, num_gpus=0)
+
+
+def _learn_three_batches_both_ways(case, num_gpus):
+    fused, auto = _policy(CASES[case], num_gpus=num_gpus), _policy(CASES[case], num_gpus=num_gpus)
     auto.use_fused_sgd = False
     for seed in range(3):
         if seed == 1:
