@@ -58,7 +58,8 @@ def _has_float_box(space: gym.Space) -> bool:
     return not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
 
 
-def _resolve(policy_class: type[Policy] | str) -> type[Policy]:
+def resolve_class(policy_class: type[Policy] | str) -> type[Policy]:
+    """The class itself, or the class an ``"module:Class"`` import path names (imported here)."""
     if isinstance(policy_class, str):
         module_name, class_name = policy_class.split(":")
         return getattr(importlib.import_module(module_name), class_name)
@@ -139,13 +140,13 @@ class RolloutWorker:
         # Numpy acting is opt-in: the algorithm supplies its framework-free postprocessing.
         numpy_acting = postprocess_fn is not None and numpy_inference_applies(
             self.observation_space, self.action_space, config, num_gpus)
-        numpy_class = _resolve(numpy_policy_class) if numpy_policy_class is not None else NumpyPolicy
+        numpy_class = resolve_class(numpy_policy_class) if numpy_policy_class is not None else NumpyPolicy
         if worker_index > 0 and numpy_acting:
             # A remote worker that acts in numpy never imports torch or TensorFlow.
             self.policy: Policy = numpy_class(self.observation_space, self.action_space, config,
                                               sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
         else:
-            policy_class = _resolve(policy_class)
+            policy_class = resolve_class(policy_class)
             if worker_index > 0:
                 # Rollout workers share the machine's cores with each other and the learner.
                 policy_class.pin_threads(1)

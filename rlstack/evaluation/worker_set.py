@@ -13,7 +13,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from rlstack.env.registry import registered_envs
 from rlstack.errors import WorkerFailureError
 from rlstack.evaluation.metrics import EpisodeStats
-from rlstack.evaluation.rollout_worker import RolloutWorker, class_path
+from rlstack.evaluation.rollout_worker import RolloutWorker, class_path, resolve_class
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch, concat_samples
@@ -93,6 +93,9 @@ class WorkerSet:
             self._remote_workers = [make_remote(position) for position in range(num_workers)]
         spaces = None
         try:
+            # The driver's policy imports its framework (torch: ~1.2 s here) while the
+            # remote workers start, rather than after the first of them answers.
+            policy_class = resolve_class(policy_class)
             if num_workers > 0 and not local_env:
                 # The driver holds no env: ask the first worker for the spaces (this also
                 # waits until the workers are up, surfacing env construction errors here).

@@ -99,7 +99,8 @@ class TFModel(tf.Module):
         # One graph call reads every variable: eager reads cost ~0.2 ms each, which
         # adds up when weights are synced after every few env steps (DQN).
         if getattr(self, "_read_all", None) is None:
-            self._read_all = tf.function(lambda: {name: tf.identity(var) for name, var in self.weight_vars.items()})
+            self._read_all = tf.function(lambda: {name: tf.identity(var) for name, var in self.weight_vars.items()},
+                                         autograph=False)
         return {name: value.numpy().copy() for name, value in self._read_all().items()}
 
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:

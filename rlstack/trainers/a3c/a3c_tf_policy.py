@@ -23,7 +23,7 @@ class A3CTFPolicy(TFPolicy):
                  sampling_seed: int | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         self._grad_fn = None
-        self._apply_fn = tf.function(self._apply)
+        self._apply_fn = self.graph_function(self._apply)
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return postprocess_advantages(batch, self.config)
@@ -59,7 +59,7 @@ class A3CTFPolicy(TFPolicy):
             if self._grad_fn is None:
                 signature = ({key: tf.TensorSpec([None, *value.shape[1:]], value.dtype)
                               for key, value in tensors.items()},)
-                self._grad_fn = tf.function(self._gradients, input_signature=signature)
+                self._grad_fn = self.graph_function(self._gradients, signature)
             total_grads = None
             totals: dict[str, float] = {}
             for start in range(0, n, step):

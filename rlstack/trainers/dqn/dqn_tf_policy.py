@@ -40,7 +40,7 @@ class DQNTFPolicy(TFPolicy):
                 self.target_variables = list(self.target_model.trainable_variables)
         self.update_target()
         obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
-        self._q_fn = tf.function(lambda obs: self._q(self.model, obs), input_signature=[obs_spec])
+        self._q_fn = self.graph_function(lambda obs: self._q(self.model, obs), [obs_spec])
         self._dqn_train_fn = None
         self._dqn_stat_keys: list[str] = []
 
@@ -105,10 +105,9 @@ class DQNTFPolicy(TFPolicy):
 
     def _dqn_train_loop(self, tensors: dict[str, tf.Tensor], starts: tf.Tensor, ends: tf.Tensor):
         num_steps = tf.shape(starts)[0]
-        rows = tf.TensorArray(tf.float32, size=num_steps)
-        td_errors = tf.TensorArray(tf.float32, size=num_steps, infer_shape=False)
         grad_clip = self.config.get("grad_clip")
-        for i in tf.range(num_steps):
+
+        def step(i, rows, td_errors):
             minibatch = {key: value[starts[i] : ends[i]] for key, value in tensors.items()}
             with tf.GradientTape() as tape:
                 loss, stats = self.loss(minibatch)
@@ -118,6 +117,11 @@ class DQNTFPolicy(TFPolicy):
             self.optimizer.apply(grads, self.train_variables)
             td_errors = td_errors.write(i, stats.pop("td_error"))
             rows = rows.write(i, tf.stack([tf.cast(stats[key], tf.float32) for key in self._dqn_stat_keys]))
+            return i + 1, rows, td_errors
+
+        start = (tf.constant(0), tf.TensorArray(tf.float32, size=num_steps),
+                 tf.TensorArray(tf.float32, size=num_steps, infer_shape=False))
+        _, rows, td_errors = tf.while_loop(lambda i, *_: i < num_steps, step, start)
         return rows.stack(), td_errors.concat()
 
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
@@ -136,7 +140,7 @@ class DQNTFPolicy(TFPolicy):
                 index_spec = tf.TensorSpec([None], tf.int64)
                 signature = ({key: tf.TensorSpec([None, *value.shape[1:]], value.dtype)
                               for key, value in tensors.items()}, index_spec, index_spec)
-                self._dqn_train_fn = tf.function(self._dqn_train_loop, input_signature=signature)
+                self._dqn_train_fn = self.graph_function(self._dqn_train_loop, signature)
             rows, td_error = self._dqn_train_fn(tensors, tf.constant(starts), tf.constant(ends))
         mean_stats = {key: float(value) for key, value in zip(self._dqn_stat_keys, rows.numpy().mean(axis=0))}
         mean_stats["cur_lr"] = float(self.lr.numpy())
