@@ -32,7 +32,7 @@ def _grads_finite(grads: list[tf.Tensor]) -> tf.Tensor:
     # One scalar: the sum of every gradient entry is NaN or inf iff some entry is (inf - inf
     # is NaN), or the sum overflows float32, which no sane update does. Summing costs a
     # few percent of a small DQN step; an is_finite per tensor cost ~15%.
-    return tf.math.is_finite(tf.add_n([tf.reduce_sum(g) for g in grads]))
+    return tf.math.is_finite(tf.add_n([tf.reduce_sum(g) for g in grads if g is not None]))
 
 
 def _finite_guard(grads: list[tf.Tensor], check_finite: bool, name: str) -> list:
@@ -76,6 +76,8 @@ class Adam:
             # with e = eps sqrt(1 - b2^t) that is exactly the update above.
             epsilon = self.eps * tf.sqrt(1.0 - beta2_power)
             for grad, var, m, v in zip(grads, variables, self.m, self.v):
+                if grad is None:  # not in the loss (value layers without a critic): left alone, as torch does
+                    continue
                 tf.raw_ops.ResourceApplyAdam(
                     var=var.handle, m=m.handle, v=v.handle, beta1_power=beta1_power, beta2_power=beta2_power,
                     lr=self.lr, beta1=self.beta1, beta2=self.beta2, epsilon=epsilon, grad=grad)
@@ -111,6 +113,8 @@ class RMSProp:
         """Applies one update (inside a tf.function); ``check_finite`` as in :meth:`Adam.apply`."""
         with tf.control_dependencies(_finite_guard(grads, check_finite, "RMSProp")):
             for grad, var, ms, mom in zip(grads, variables, self.mean_squares, self.moments):
+                if grad is None:
+                    continue
                 # TF's fused kernel computes exactly these three lines, in one op.
                 tf.raw_ops.ResourceApplyRMSProp(
                     var=var.handle, ms=ms.handle, mom=mom.handle, lr=self.lr, rho=self.decay,
@@ -133,9 +137,9 @@ class RMSProp:
 
 def clip_by_global_norm(grads: list[tf.Tensor], max_norm: float) -> tuple[list[tf.Tensor], tf.Tensor]:
     """Scales gradients so their global norm is at most ``max_norm`` (torch's formula)."""
-    norm = tf.linalg.global_norm(grads)
+    norm = tf.linalg.global_norm(grads)  # None (a variable outside the loss) counts as zero
     coef = tf.minimum(1.0, max_norm / (norm + 1e-6))
-    return [g * coef for g in grads], norm
+    return [None if g is None else g * coef for g in grads], norm
 
 
 class TFPolicy(Policy):
@@ -272,12 +276,18 @@ class TFPolicy(Policy):
         """Called once per ``learn_on_batch`` with the mean stats; returns extra stats."""
         return {}
 
+    def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
+        """``(loss, stats, d loss / d train_variables)`` on a minibatch, inside the train
+        graph: :meth:`loss` through a GradientTape (an algorithm with a closed-form
+        gradient overrides this)."""
+        with tf.GradientTape() as tape:
+            loss, stats = self.loss(minibatch)
+        return loss, stats, tape.gradient(loss, self.train_variables)
+
     def _train_step(self, tensors: dict[str, tf.Tensor], index: tf.Tensor,
                     enabled: tf.Tensor) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
         minibatch = {key: tf.gather(value, index) for key, value in tensors.items()}
-        with tf.GradientTape() as tape:
-            loss, stats = self.loss(minibatch)
-        grads = tape.gradient(loss, self.train_variables)
+        loss, stats, grads = self.loss_and_gradients(minibatch)
         grad_clip = self.config.get("grad_clip")
         if grad_clip is not None:
             grads, stats["grad_gnorm"] = clip_by_global_norm(grads, float(grad_clip))

@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
+from rlstack.models.tf.fused import DenseGraph
 from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
@@ -15,6 +16,9 @@ class PPOTFPolicy(TFPolicy):
     """PPO in TensorFlow; the loss equals :class:`PPOTorchPolicy`'s to float32 rounding."""
 
     schedules_entropy_coeff = True
+    # The closed-form gradient (see _fused_loss_and_gradients) where the model and the
+    # action distribution allow it; False: always the GradientTape.
+    use_fused_sgd = True
 
     loss_columns = (
         SampleBatch.OBS,
@@ -30,6 +34,7 @@ class PPOTFPolicy(TFPolicy):
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         # Variables, not Python floats, so that changing them does not retrace the loss.
         self.kl_coeff = tf.Variable(float(config["kl_coeff"]), trainable=False, dtype=tf.float32)
+        self._dense_graph: DenseGraph | None = None
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return postprocess_advantages(batch, self.config)
@@ -68,6 +73,57 @@ class PPOTFPolicy(TFPolicy):
             "entropy": entropy,
         }
         return total_loss, stats
+
+    def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
+        # Without a critic the value layers get no gradient; that case keeps the tape.
+        if not (self.use_fused_sgd and self.builtin_model and self.config["use_critic"]
+                and self.dist_spec.kind == "categorical" and DenseGraph.supports(self.model)):
+            return super().loss_and_gradients(minibatch)
+        return self._fused_loss_and_gradients(minibatch)
+
+    def _fused_loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
+        """:meth:`loss` and its gradient written out for a categorical policy on a
+        :class:`DenseGraph`; the formulas are :meth:`PPOTorchPolicy._fused_grad_fn`'s.
+        ``tf.minimum``'s gradient goes to its first argument on ties, as torch's does."""
+        cfg = self.config
+        if self._dense_graph is None:
+            self._dense_graph = DenseGraph(self.model)
+        graph = self._dense_graph
+        dist_inputs, values, saved = graph.forward(minibatch[SampleBatch.OBS])
+        rows = tf.cast(tf.shape(dist_inputs)[0], tf.float32)
+        num_actions = dist_inputs.shape[1]
+        a = tf.one_hot(minibatch[SampleBatch.ACTIONS], num_actions, dtype=tf.float32)
+        logp_old_all = tf.nn.log_softmax(minibatch[SampleBatch.ACTION_DIST_INPUTS])
+        p_old = tf.exp(logp_old_all)
+        logp_all = tf.nn.log_softmax(dist_inputs)
+        p = tf.exp(logp_all)
+        advantages = minibatch[SampleBatch.ADVANTAGES]
+        ratio = tf.exp(tf.reduce_sum(logp_all * a, axis=1) - minibatch[SampleBatch.ACTION_LOGP])
+        pg_loss1 = advantages * ratio
+        pg_loss2 = advantages * tf.clip_by_value(ratio, 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"])
+        kl = tf.reduce_sum(p_old * (logp_old_all - logp_all), axis=1)
+        entropy = -tf.reduce_sum(p * logp_all, axis=1)
+        error = values - minibatch[SampleBatch.VALUE_TARGETS]
+        squared_error = tf.square(error)
+        vf_clip = float(cfg["vf_clip_param"])
+
+        # d/dz of -mean(min(A r, A clip(r))): -A r (a - p) / B where the unclipped term is
+        # the minimum, else 0; of KL(old || new): (p - p_old) / B; of the entropy:
+        # -p (log p + H) / B; of the clipped squared error: 2 (v - v_target) / B inside.
+        grad_logp = tf.where(pg_loss1 <= pg_loss2, advantages, 0.0) * ratio * (-1.0 / rows)
+        grad_logits = ((a - p) * tf.expand_dims(grad_logp, 1) + (p - p_old) * (self.kl_coeff / rows)
+                       + p * (logp_all + tf.expand_dims(entropy, 1)) * (self.entropy_coeff / rows))
+        grad_values = tf.where(squared_error <= vf_clip, error, 0.0) * (2.0 * float(cfg["vf_loss_coeff"]) / rows)
+        grads = graph.gradients(saved, grad_logits, grad_values)
+
+        surrogate = tf.reduce_mean(tf.minimum(pg_loss1, pg_loss2))
+        mean_kl, mean_entropy = tf.reduce_mean(kl), tf.reduce_mean(entropy)
+        vf_loss = tf.reduce_mean(tf.minimum(squared_error, vf_clip))
+        total_loss = (-surrogate + self.kl_coeff * mean_kl + cfg["vf_loss_coeff"] * vf_loss
+                      - self.entropy_coeff * mean_entropy)
+        stats = {"total_loss": total_loss, "policy_loss": -surrogate, "vf_loss": vf_loss, "kl": mean_kl,
+                 "entropy": mean_entropy}
+        return total_loss, stats, grads
 
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
         self.kl_coeff.assign(adapt_kl_coeff(float(self.kl_coeff.numpy()), stats["kl"], self.config["kl_target"]))

@@ -1,0 +1,119 @@
+"""The TF PPO policy's closed-form gradient (models/tf/fused.py) against the GradientTape.
+
+Every TF PPO run with a built-in dense model and Discrete actions takes the fused path,
+so it must give the tape's gradients, statistics and weights on every branch of the
+loss, for the same model shapes as the torch twin (tests/fused_cases.py).
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from rlstack.models.tf.fused import DenseGraph  # noqa: E402
+from rlstack.trainers.config import merge_config  # noqa: E402
+from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
+from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
+from tests.fused_cases import B, CASES, OBS_SPACE, make_policy, ppo_batch  # noqa: E402
+
+
+def _loss_and_gradients(policy, batch, fused):
+    policy.use_fused_sgd = fused
+    tensors = {key: tf.convert_to_tensor(batch[key]) for key in policy.loss_columns}
+    loss, stats, grads = policy.loss_and_gradients(tensors)
+    return [g.numpy() for g in grads], {key: float(value) for key, value in stats.items()}, float(loss)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fused_gradient_equals_the_tape(case):
+    policy = make_policy(PPOTFPolicy, CASES[case])
+    assert DenseGraph.supports(policy.model)
+    batch = ppo_batch(policy)
+    fused_grads, fused_stats, fused_loss = _loss_and_gradients(policy, batch, fused=True)
+    tape_grads, tape_stats, tape_loss = _loss_and_gradients(policy, batch, fused=False)
+    assert len(fused_grads) == len(tape_grads) == len(policy.train_variables)
+    for fused, tape, var in zip(fused_grads, tape_grads, policy.train_variables):
+        assert fused.shape == tape.shape == tuple(var.shape)
+        np.testing.assert_allclose(fused, tape, rtol=1e-4, atol=1e-6, err_msg=var.name)
+    assert fused_stats.keys() == tape_stats.keys()
+    for key in tape_stats:
+        assert fused_stats[key] == pytest.approx(tape_stats[key], rel=1e-5, abs=1e-7), key
+    assert fused_loss == pytest.approx(tape_loss, rel=1e-5, abs=1e-7)
+    # The batch reaches every branch: some ratios clipped on each side, some value
+    # errors beyond the clip.
+    logits, values = policy.model(tf.convert_to_tensor(batch[B.OBS]))
+    logp = tf.nn.log_softmax(logits).numpy()[np.arange(batch.count), batch[B.ACTIONS]]
+    ratio = np.exp(logp - batch[B.ACTION_LOGP])
+    eps = policy.config["clip_param"]
+    assert (ratio > 1 + eps).any() and (ratio < 1 - eps).any()
+    assert ((values.numpy() - batch[B.VALUE_TARGETS]) ** 2 > policy.config["vf_clip_param"]).any()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fused_learning_matches_the_tape_over_several_batches(case):
+    fused, tape = make_policy(PPOTFPolicy, CASES[case]), make_policy(PPOTFPolicy, CASES[case])
+    tape.use_fused_sgd = False
+    for seed in range(3):
+        if seed == 1:
+            weights = make_policy(PPOTFPolicy, CASES[case], seed=7).get_weights()
+            fused.set_weights(weights)
+            tape.set_weights(weights)
+        batch = ppo_batch(fused, seed=seed)
+        fused_stats, tape_stats = fused.learn_on_batch(batch), tape.learn_on_batch(batch)
+        for key in tape_stats:
+            assert fused_stats[key] == pytest.approx(tape_stats[key], rel=1e-4, abs=1e-6), key
+    fused_weights, tape_weights = fused.get_weights(), tape.get_weights()
+    for name in tape_weights:
+        np.testing.assert_allclose(fused_weights[name], tape_weights[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    fused_state, tape_state = fused.get_state(), tape.get_state()
+    for key in tape_state:
+        if key.startswith("optimizer/"):
+            np.testing.assert_allclose(fused_state[key], tape_state[key], rtol=1e-3, atol=1e-7, err_msg=key)
+
+
+def test_models_outside_the_fused_path_keep_the_tape(monkeypatch):
+    # Continuous actions, images, other activations and no critic use the tape: the
+    # fused method is never reached for them.
+    calls = []
+    monkeypatch.setattr(PPOTFPolicy, "_fused_loss_and_gradients",
+                        lambda self, minibatch: calls.append(self) or pytest.fail("fused path taken"))
+    box = PPOTFPolicy(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32), merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
+    image = PPOTFPolicy(gym.spaces.Box(0, 255, (42, 42, 3), np.uint8), gym.spaces.Discrete(2),
+                        merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
+    swish = make_policy(PPOTFPolicy, {"model": {"fcnet_hiddens": [8], "fcnet_activation": "swish"}})
+    no_critic = make_policy(PPOTFPolicy, {"use_critic": False, "use_gae": False})
+    assert DenseGraph.supports(box.model)  # the model would do; the distribution is not covered
+    assert not DenseGraph.supports(image.model)
+    assert not DenseGraph.supports(swish.model)
+    for policy in (swish, no_critic):
+        stats = policy.learn_on_batch(ppo_batch(policy))
+        assert np.isfinite(stats["total_loss"])
+    assert calls == []
+
+
+def test_fused_path_rejects_a_non_finite_loss_before_the_update():
+    from rlstack.errors import NonFiniteError
+
+    policy = make_policy(PPOTFPolicy, {})
+    batch = ppo_batch(policy)
+    batch[B.VALUE_TARGETS][5] = np.nan
+    before = policy.get_weights()
+    with pytest.raises(NonFiniteError, match="vf_loss"):
+        policy.learn_on_batch(batch)
+    for name, value in policy.get_weights().items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+def test_without_a_critic_the_value_layers_stay_as_they_were():
+    # The tape gives the value layers no gradient (None); Adam leaves them and their
+    # moments alone, as the torch policy does, instead of failing on the None.
+    policy = make_policy(PPOTFPolicy, {"use_critic": False, "use_gae": False, "grad_clip": 1.0})
+    before = policy.get_weights()
+    policy.learn_on_batch(ppo_batch(policy))
+    after = policy.get_weights()
+    changed = {name for name in before if not np.array_equal(before[name], after[name])}
+    assert changed and all(not name.startswith(("value_", "vf_")) for name in changed), changed
+    assert any(name.startswith(("value_", "vf_")) for name in before)
