@@ -161,12 +161,6 @@ class TFPolicy(Policy):
     # Actor-critic losses: an ``entropy_coeff`` (tf.Variable) that follows ``entropy_coeff_schedule``.
     schedules_entropy_coeff: bool = False
 
-    @property
-    def probe_rows(self) -> int:
-        """Rows of the eager call that finds the loss's statistics (a whole sequence for
-        sequence losses)."""
-        return 2
-
     # Batch columns the loss reads.
     loss_columns: tuple[str, ...] = ()
 
@@ -315,6 +309,9 @@ class TFPolicy(Policy):
 
         def step(i, rows, first_bad):
             stats, finite = self._train_step(tensors, order[starts[i] : ends[i]], first_bad < 0)
+            # The statistics' names are known once the step is traced (the trace runs
+            # this Python once); learn_on_batch reads them to label the rows.
+            self._stat_keys = sorted(stats)
             rows = rows.write(i, tf.stack([tf.cast(stats[key], tf.float32) for key in self._stat_keys]))
             first_bad = tf.where(tf.logical_and(first_bad < 0, tf.logical_not(finite)), i, first_bad)
             return i + 1, rows, first_bad
@@ -325,10 +322,6 @@ class TFPolicy(Policy):
 
     def _compiled_train_loop(self, tensors: dict[str, tf.Tensor]):
         if self._train_fn is None:
-            # The loss's statistics (their names) from one eager call on a few rows.
-            _, stats = self.loss({key: value[: self.probe_rows] for key, value in tensors.items()})
-            extra = ["grad_gnorm"] if self.config.get("grad_clip") is not None else []
-            self._stat_keys = sorted([*stats, *extra])
             index_spec = tf.TensorSpec([None], tf.int64)
             signature = (
                 {key: tf.TensorSpec([None, *value.shape[1:]], value.dtype) for key, value in tensors.items()},

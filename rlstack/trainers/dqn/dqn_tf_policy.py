@@ -116,6 +116,7 @@ class DQNTFPolicy(TFPolicy):
                 grads, stats["grad_gnorm"] = clip_by_global_norm(grads, float(grad_clip))
             self.optimizer.apply(grads, self.train_variables)
             td_errors = td_errors.write(i, stats.pop("td_error"))
+            self._dqn_stat_keys = sorted(stats)  # named while tracing, read by learn_on_batch
             rows = rows.write(i, tf.stack([tf.cast(stats[key], tf.float32) for key in self._dqn_stat_keys]))
             return i + 1, rows, td_errors
 
@@ -134,9 +135,6 @@ class DQNTFPolicy(TFPolicy):
         with tf.device(self.device):
             tensors = {key: tf.convert_to_tensor(batch[key]) for key in self.loss_columns}
             if self._dqn_train_fn is None:
-                _, stats = self.loss({key: value[:2] for key, value in tensors.items()})
-                extra = ["grad_gnorm"] if self.config.get("grad_clip") is not None else []
-                self._dqn_stat_keys = sorted([*(k for k in stats if k != "td_error"), *extra])
                 index_spec = tf.TensorSpec([None], tf.int64)
                 signature = ({key: tf.TensorSpec([None, *value.shape[1:]], value.dtype)
                               for key, value in tensors.items()}, index_spec, index_spec)

@@ -24,10 +24,6 @@ class ImpalaTFPolicy(TFPolicy):
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ACTION_LOGP, SampleBatch.REWARDS,
                     SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.BOOTSTRAP_VALUE)
 
-    @property
-    def probe_rows(self) -> int:
-        return int(self.config["rollout_fragment_length"])
-
     def make_optimizer(self, variables: list[tf.Variable], lr: tf.Variable) -> Adam | RMSProp:
         if self.config["opt_type"] == "rmsprop":
             cfg = self.config
