@@ -9,6 +9,8 @@ overhead), and a worker that never imports torch or TensorFlow starts faster and
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec
@@ -46,6 +48,12 @@ class NumpyModel:
             raise ValueError("NumpyModel covers dense models only; this one has conv layers.")
         self.spec = spec
         self.weights: dict[str, np.ndarray] = {}
+        # Per layer name: (kernel, bias, activation), bound when weights are loaded.
+        self._layers: dict[str, tuple[np.ndarray, np.ndarray, Any]] = {}
+        # A separate value encoder of the policy encoder's shape (the default) runs with
+        # it as one stacked product per layer: (kernels [2, in, out], biases [2, 1, out],
+        # activation) per layer; None otherwise.
+        self._twin: list[tuple[np.ndarray, np.ndarray, Any]] | None = None
 
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads weights in the canonical layout (copies them as float32).
@@ -66,34 +74,47 @@ class NumpyModel:
         if self.spec.free_log_std:
             loaded["log_std"] = np.array(weights["log_std"], dtype=np.float32)
         self.weights = loaded
+        self._layers = {layer.name: (loaded[f"{layer.name}/kernel"], loaded[f"{layer.name}/bias"],
+                                     _ACTIVATIONS[layer.activation]) for layer in self.spec.layers}
+        self._twin = None
+        pi, vf = self.spec.encoder, self.spec.vf_encoder
+        if vf is not None and _same_shape(pi, vf):
+            self._twin = [(np.stack([loaded[f"{a.name}/kernel"], loaded[f"{b.name}/kernel"]]),
+                           np.stack([loaded[f"{a.name}/bias"], loaded[f"{b.name}/bias"]])[:, None, :],
+                           _ACTIVATIONS[a.activation])
+                          for a, b in zip((*pi.fc, *pi.post_fc), (*vf.fc, *vf.post_fc))]
 
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """The weights in the canonical layout (copies)."""
         return {name: value.copy() for name, value in self.weights.items()}
 
     def _run(self, layer: LayerSpec, x: np.ndarray) -> np.ndarray:
-        x = x @ self.weights[f"{layer.name}/kernel"] + self.weights[f"{layer.name}/bias"]
-        activation = _ACTIVATIONS[layer.activation]
+        kernel, bias, activation = self._layers[layer.name]
+        x = x @ kernel + bias
         return activation(x) if activation is not None else x
 
     def _encode(self, encoder: EncoderSpec, obs: np.ndarray) -> np.ndarray:
-        columns = encoder.vector_columns
-        if columns == tuple(range(columns[0], columns[0] + len(columns))):
-            x = obs[:, columns[0] : columns[0] + len(columns)]
-        else:
-            x = obs[:, list(columns)]
+        x = _columns(obs, encoder)
         for layer in (*encoder.fc, *encoder.post_fc):
             x = self._run(layer, x)
         return x
 
     def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Returns ``(dist_inputs [B, num_outputs], values [B])`` for flat observations."""
-        features = self._encode(self.spec.encoder, obs)
+        if self._twin is not None:
+            x = _columns(obs, self.spec.encoder)
+            for kernel, bias, activation in self._twin:
+                x = np.matmul(x, kernel) + bias  # [B, in] or [2, B, in] times [2, in, out]
+                if activation is not None:
+                    x = activation(x)
+            features, vf_features = x[0], x[1]
+        else:
+            features = self._encode(self.spec.encoder, obs)
+            vf_features = features if self.spec.vf_encoder is None else self._encode(self.spec.vf_encoder, obs)
         dist_inputs = self._run(self.spec.logits, features)
         if self.spec.free_log_std:
             log_std = np.broadcast_to(self.weights["log_std"], dist_inputs.shape)
             dist_inputs = np.concatenate([dist_inputs, log_std], axis=1)
-        vf_features = features if self.spec.vf_encoder is None else self._encode(self.spec.vf_encoder, obs)
         return dist_inputs, self._run(self.spec.value_out, vf_features)[:, 0]
 
     def value(self, obs: np.ndarray) -> np.ndarray:
@@ -101,6 +122,20 @@ class NumpyModel:
         if self.spec.vf_encoder is None:
             return self(obs)[1]
         return self._run(self.spec.value_out, self._encode(self.spec.vf_encoder, obs))[:, 0]
+
+
+def _columns(obs: np.ndarray, encoder: EncoderSpec) -> np.ndarray:
+    columns = encoder.vector_columns
+    if columns == tuple(range(columns[0], columns[0] + len(columns))):
+        return obs[:, columns[0] : columns[0] + len(columns)]
+    return obs[:, list(columns)]
+
+
+def _same_shape(a: EncoderSpec, b: EncoderSpec) -> bool:
+    # Both read the same columns through dense layers of the same shapes and activations.
+    layers_a, layers_b = (*a.fc, *a.post_fc), (*b.fc, *b.post_fc)
+    return (not a.images and not b.images and bool(layers_a) and a.vector_columns == b.vector_columns
+            and [(l.kernel_shape, l.activation) for l in layers_a] == [(l.kernel_shape, l.activation) for l in layers_b])
 
 
 class NumpyQModel(NumpyModel):
