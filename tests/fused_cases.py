@@ -53,3 +53,29 @@ def ppo_batch(policy, n=96, seed=0):
         B.ADVANTAGES: rng.normal(0, 1, n).astype(np.float32),
         B.VALUE_TARGETS: rng.normal(0, 3, n).astype(np.float32),
     })
+
+
+def check_non_finite_target_stops_the_update(policy):
+    """A NaN value target: learn_on_batch raises NonFiniteError naming vf_loss, and no
+    weight changed."""
+    import pytest
+
+    from rlstack.errors import NonFiniteError
+
+    batch = ppo_batch(policy)
+    batch[B.VALUE_TARGETS][5] = np.nan
+    before = policy.get_weights()
+    with pytest.raises(NonFiniteError, match="vf_loss"):
+        policy.learn_on_batch(batch)
+    for name, value in policy.get_weights().items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+def check_value_layers_stay_without_a_critic(policy):
+    """One update of a ``use_critic=False`` policy changes policy layers only."""
+    before = policy.get_weights()
+    policy.learn_on_batch(ppo_batch(policy))
+    after = policy.get_weights()
+    changed = {name for name in before if not np.array_equal(before[name], after[name])}
+    assert changed and all(not name.startswith(("value_", "vf_")) for name in changed), changed
+    assert any(name.startswith(("value_", "vf_")) for name in before)

@@ -227,6 +227,23 @@ class QModelSpec:
         return [*self.encoder.layers, *self.advantage_hiddens, self.advantage_out, *value]
 
 
+def plain_dense(spec: ModelSpec) -> bool:
+    """Whether ``spec`` is dense layers only, each tanh, relu or linear, with linear heads
+    and no free log-std: the models whose gradient the fused PPO learners
+    (``models/torch/fused.py``, ``models/tf/fused.py``) write out by hand."""
+    if spec.free_log_std:
+        return False
+    for encoder in (spec.encoder, spec.vf_encoder):
+        if encoder is None:
+            continue
+        if encoder.images or not encoder.vector_columns:
+            return False
+        if any(layer.kind != "dense" or layer.activation not in ("tanh", "relu", "linear")
+               for layer in (*encoder.fc, *encoder.post_fc)):
+            return False
+    return spec.logits.activation == "linear" and spec.value_out.activation == "linear"
+
+
 def _conv_out(size: int, kernel: int, stride: int, padding: str) -> int:
     if padding == "same":
         return math.ceil(size / stride)

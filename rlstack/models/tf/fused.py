@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from rlstack.models.catalog import EncoderSpec, LayerSpec
+from rlstack.models.catalog import EncoderSpec, LayerSpec, plain_dense
 from rlstack.models.tf.model import TFModel
-
-_FUSABLE_ACTIVATIONS = ("tanh", "relu", "linear")
-
 
 class DenseGraph:
     """The layers of a dense :class:`TFModel`, run forward and backward by hand.
@@ -44,17 +41,7 @@ class DenseGraph:
     @staticmethod
     def supports(model: tf.Module) -> bool:
         """Whether ``model`` is a built-in model made of dense layers only."""
-        if type(model) is not TFModel or model.spec.free_log_std:
-            return False
-        spec = model.spec
-        encoders = [spec.encoder] + ([spec.vf_encoder] if spec.vf_encoder is not None else [])
-        for encoder in encoders:
-            if encoder.images or not encoder.vector_columns:
-                return False
-            if any(layer.kind != "dense" or layer.activation not in _FUSABLE_ACTIVATIONS
-                   for layer in (*encoder.fc, *encoder.post_fc)):
-                return False
-        return all(layer.activation == "linear" for layer in (spec.logits, spec.value_out))
+        return type(model) is TFModel and plain_dense(model.spec)
 
     def forward(self, obs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tuple]:
         """Returns ``(dist_inputs, values, saved)``: the model's outputs, equal to

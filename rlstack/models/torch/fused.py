@@ -25,10 +25,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rlstack.models.catalog import plain_dense
 from rlstack.models.torch.model import TorchModel
-
-_FUSABLE_ACTIVATIONS = ("tanh", "relu", "linear")
-
 
 class DenseGraph:
     """The layers of a dense :class:`TorchModel`, run forward and backward by hand.
@@ -59,17 +57,7 @@ class DenseGraph:
     @staticmethod
     def supports(model: nn.Module) -> bool:
         """Whether ``model`` is a built-in model made of dense layers only."""
-        if type(model) is not TorchModel or model.spec.free_log_std:
-            return False
-        spec = model.spec
-        encoders = [spec.encoder] + ([spec.vf_encoder] if spec.vf_encoder is not None else [])
-        for encoder in encoders:
-            if encoder.images or not encoder.vector_columns:
-                return False
-            if any(layer.kind != "dense" or layer.activation not in _FUSABLE_ACTIVATIONS
-                   for layer in (*encoder.fc, *encoder.post_fc)):
-                return False
-        return all(layer.activation == "linear" for layer in (spec.logits, spec.value_out))
+        return type(model) is TorchModel and plain_dense(model.spec)
 
     def attach_grads(self) -> None:
         """Gives every parameter a ``.grad`` buffer that :meth:`backward` overwrites
