@@ -10,6 +10,7 @@ An algorithm adds ``loss()`` and, where needed, the hooks ``after_learn`` and
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from abc import abstractmethod
 
@@ -35,13 +36,29 @@ def _grads_finite(grads: list[tf.Tensor]) -> tf.Tensor:
     return tf.math.is_finite(tf.add_n([tf.reduce_sum(g) for g in grads if g is not None]))
 
 
+_NON_FINITE_MARK = "rlstack: non-finite gradients"
+
+
+@contextlib.contextmanager
+def non_finite_as_error(where: str, lr: tf.Variable):
+    """Turns the assertion :func:`_finite_guard` puts in a graph (TF raises it as an
+    ``InvalidArgumentError``) into the :class:`NonFiniteError` torch policies raise, so
+    callers catch one error whatever the framework. ``where`` names the step."""
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as err:
+        if _NON_FINITE_MARK not in str(err):
+            raise
+        raise NonFiniteError.in_update("gradients (NaN or inf)", where, float(lr.numpy())) from None
+
+
 def _finite_guard(grads: list[tf.Tensor], check_finite: bool, name: str) -> list:
     # Control inputs for an update: an assertion that fails (InvalidArgumentError) before
     # any variable is touched when a gradient is NaN or inf.
     if not check_finite:
         return []
     return [tf.debugging.Assert(_grads_finite(grads), [
-        f"rlstack: non-finite gradients (NaN or inf) in a TF {name} step; the update was not applied. Usual causes: "
+        f"{_NON_FINITE_MARK} (NaN or inf) in a TF {name} step; the update was not applied. Usual causes: "
         "a learning rate too high (lower lr or set grad_clip), NaN/inf or very large rewards, observations on a "
         "large scale (observation_filter='MeanStdFilter'), or a log(0) / division by zero in a custom loss."])]
 

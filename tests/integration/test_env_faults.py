@@ -449,13 +449,8 @@ def test_optimizer_rejects_non_finite_gradients(framework):
     grads, _ = policy.compute_gradients(trainer.workers.local_worker().sample())
     grads[0] = np.full_like(grads[0], np.nan)
     before = policy.get_weights()
-    if framework == "torch":
-        expected = NonFiniteError
-    else:
-        import tensorflow as tf
-
-        expected = tf.errors.InvalidArgumentError  # raised inside the tf.function
-    with pytest.raises(expected, match="(?i)non-finite gradients"):
+    # TF's in-graph assertion surfaces as the same error type as torch's.
+    with pytest.raises(NonFiniteError, match=r"(?i)non-finite gradients.*lr="):
         policy.apply_gradients(grads)
     _assert_weights_equal(before, policy.get_weights())
     trainer.stop()

@@ -541,3 +541,18 @@ def test_q_model_spec_needs_discrete_actions():
         ModelCatalog.get_q_model_spec(OBS_SPACE, box, {"fcnet_hiddens": [16]}, [8], True)
     with pytest.raises(ConfigError, match="Discrete"):
         DQNNumpyPolicy(OBS_SPACE, box, _config())
+
+
+
+def test_non_finite_gradients_raise_the_same_error_in_both_frameworks(framework):
+    # A NaN reward makes the TD targets and so the gradients NaN: the update is not
+    # applied, and TF's in-graph assertion surfaces as the error torch raises.
+    from rlstack.errors import NonFiniteError
+
+    policy = _build(framework)
+    batch = _make_batch()
+    batch[B.REWARDS][3] = np.nan
+    before = _weights(policy)
+    with pytest.raises(NonFiniteError, match="(?i)non-finite"):
+        policy.learn_on_batch(batch)
+    _assert_weights_equal(_weights(policy), before)

@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from rlstack.policies.postprocessing import postprocess_advantages
-from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm
+from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm, non_finite_as_error
 from rlstack.sample_batch import SampleBatch
 
 
@@ -76,7 +76,7 @@ class A3CTFPolicy(TFPolicy):
 
     def apply_gradients(self, grads: list[np.ndarray]) -> None:
         """One optimizer step with the given gradients (from :meth:`compute_gradients`)."""
-        with tf.device(self.device):
+        with tf.device(self.device), non_finite_as_error(f"{type(self).__name__}.apply_gradients", self.lr):
             self._apply_fn([tf.convert_to_tensor(g, dtype=tf.float32) for g in grads])
 
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:

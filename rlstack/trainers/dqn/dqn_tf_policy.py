@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from rlstack.models.catalog import QModelSpec
 from rlstack.models.tf.model import TFQModel
-from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm
+from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm, non_finite_as_error
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.dqn.q_learning import act_on_q_values, make_exploration, postprocess_q_learning, q_model_spec
 
@@ -139,7 +139,8 @@ class DQNTFPolicy(TFPolicy):
                 signature = ({key: tf.TensorSpec([None, *value.shape[1:]], value.dtype)
                               for key, value in tensors.items()}, index_spec, index_spec)
                 self._dqn_train_fn = self.graph_function(self._dqn_train_loop, signature)
-            rows, td_error = self._dqn_train_fn(tensors, tf.constant(starts), tf.constant(ends))
+            with non_finite_as_error(f"{type(self).__name__}.learn_on_batch", self.lr):
+                rows, td_error = self._dqn_train_fn(tensors, tf.constant(starts), tf.constant(ends))
         mean_stats = {key: float(value) for key, value in zip(self._dqn_stat_keys, rows.numpy().mean(axis=0))}
         mean_stats["cur_lr"] = float(self.lr.numpy())
         mean_stats["td_error"] = td_error.numpy()
