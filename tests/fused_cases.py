@@ -25,34 +25,70 @@ CASES = {
         "model": {"fcnet_hiddens": [16], "fcnet_activation": "linear", "post_fcnet_hiddens": [8]},
         "grad_clip": 0.01},
     "no hidden layers, shared": {"model": {"fcnet_hiddens": [], "vf_share_layers": True}},
+    # Box actions: a diagonal Gaussian over [means, log stds].
+    "box actions, defaults": {"_box": True},
+    "box actions, shared relu trunk, entropy, KL, grad_clip": {
+        "_box": True, "model": {"fcnet_hiddens": [32, 16], "fcnet_activation": "relu", "vf_share_layers": True},
+        "entropy_coeff": 0.05, "kl_coeff": 0.7, "grad_clip": 0.05},
 }
+BOX_SPACE = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
 
 
 def make_policy(policy_class, overrides, num_actions=3, seed=0, **kwargs):
-    """A PPO policy of ``policy_class`` on OBS_SPACE with minibatches of 32 rows."""
+    """A PPO policy of ``policy_class`` on OBS_SPACE with minibatches of 32 rows (Box
+    actions where ``overrides`` has ``"_box": True``)."""
+    overrides = dict(overrides)
+    action_space = BOX_SPACE if overrides.pop("_box", False) else gym.spaces.Discrete(num_actions)
     config = merge_config(DEFAULT_CONFIG, {"seed": seed, "train_batch_size": 96, "sgd_minibatch_size": 32,
                                            "num_sgd_iter": 3, **overrides}, "PPO")
-    return policy_class(OBS_SPACE, gym.spaces.Discrete(num_actions), config, **kwargs)
+    return policy_class(OBS_SPACE, action_space, config, **kwargs)
+
+
+def logp(dist_inputs, actions, box):
+    """Log-probabilities of ``actions`` under categorical logits or Gaussian
+    ``[means, log stds]`` (float64 numpy)."""
+    dist_inputs = np.asarray(dist_inputs, np.float64)
+    if box:
+        mean, log_std = np.split(dist_inputs, 2, axis=1)
+        z = (np.asarray(actions, np.float64) - mean) / np.exp(log_std)
+        return (-0.5 * z * z - log_std - 0.5 * np.log(2 * np.pi)).sum(1)
+    shifted = dist_inputs - dist_inputs.max(1, keepdims=True)
+    logp_all = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+    return logp_all[np.arange(len(actions)), actions]
 
 
 def ppo_batch(policy, n=96, seed=0):
-    """A batch whose old logits are far enough from the policy's current ones that
-    ratios leave the clip range on both sides, with value targets spread beyond
+    """A batch whose old distribution inputs are far enough from the policy's current
+    ones that ratios leave the clip range on both sides, with value targets spread beyond
     vf_clip_param."""
     rng = np.random.default_rng(seed)
+    box = isinstance(policy.action_space, gym.spaces.Box)
     obs = rng.uniform(-1, 1, (n, OBS_SPACE.shape[0])).astype(np.float32)
     _, extras = policy.compute_actions(obs, explore=False)
-    old_inputs = (extras[B.ACTION_DIST_INPUTS] + rng.normal(0, 1.0, extras[B.ACTION_DIST_INPUTS].shape))
-    old_inputs = old_inputs.astype(np.float32)
-    actions = rng.integers(0, old_inputs.shape[1], n)
-    shifted = old_inputs - old_inputs.max(1, keepdims=True)
-    old_logp = (shifted - np.log(np.exp(shifted).sum(1, keepdims=True)))[np.arange(n), actions]
+    shape = extras[B.ACTION_DIST_INPUTS].shape
+    old_inputs = (extras[B.ACTION_DIST_INPUTS] + rng.normal(0, 0.5 if box else 1.0, shape)).astype(np.float32)
+    if box:
+        mean, log_std = np.split(old_inputs, 2, axis=1)
+        actions = (mean + np.exp(log_std) * rng.normal(size=mean.shape)).astype(np.float32)
+    else:
+        actions = rng.integers(0, old_inputs.shape[1], n)
     return SampleBatch({
-        B.OBS: obs, B.ACTIONS: actions, B.ACTION_LOGP: old_logp.astype(np.float32),
+        B.OBS: obs, B.ACTIONS: actions, B.ACTION_LOGP: logp(old_inputs, actions, box).astype(np.float32),
         B.ACTION_DIST_INPUTS: old_inputs,
         B.ADVANTAGES: rng.normal(0, 1, n).astype(np.float32),
         B.VALUE_TARGETS: rng.normal(0, 3, n).astype(np.float32),
     })
+
+
+def check_every_branch_is_hit(policy, dist_inputs, values, batch):
+    """The batch reaches every branch of the loss for the policy's current outputs
+    (numpy ``dist_inputs`` and ``values``): ratios clipped on both sides, value errors
+    beyond the clip."""
+    box = isinstance(policy.action_space, gym.spaces.Box)
+    ratio = np.exp(logp(dist_inputs, batch[B.ACTIONS], box) - batch[B.ACTION_LOGP])
+    eps = policy.config["clip_param"]
+    assert (ratio > 1 + eps).any() and (ratio < 1 - eps).any()
+    assert ((np.asarray(values) - batch[B.VALUE_TARGETS]) ** 2 > policy.config["vf_clip_param"]).any()
 
 
 def check_non_finite_target_stops_the_update(policy):

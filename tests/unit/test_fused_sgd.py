@@ -20,7 +20,8 @@ from rlstack.trainers.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy  # noqa: E402
 from tests.fused_cases import (  # noqa: E402
-    B, CASES, OBS_SPACE, check_non_finite_target_stops_the_update, check_value_layers_stay_without_a_critic,
+    B, CASES, OBS_SPACE, check_every_branch_is_hit, check_non_finite_target_stops_the_update,
+    check_value_layers_stay_without_a_critic,
     make_policy, ppo_batch,
 )
 
@@ -53,16 +54,9 @@ def test_fused_gradient_equals_autograd(case):
     for key in auto_stats:
         assert fused_stats[key] == pytest.approx(auto_stats[key], rel=1e-5, abs=1e-7), key
     assert fused_loss == pytest.approx(auto_loss, rel=1e-5, abs=1e-7)
-    # The batch reaches every branch: some ratios clipped, some value errors clipped.
-    tensors = policy._to_tensors(batch)
     with torch.no_grad():
-        logits, values = policy.model(tensors[B.OBS])
-    if policy.config["use_critic"]:
-        assert ((values - tensors[B.VALUE_TARGETS]) ** 2 > policy.config["vf_clip_param"]).any()
-    ratio = torch.exp(torch.log_softmax(logits, 1).gather(1, tensors[B.ACTIONS].unsqueeze(1)).squeeze(1)
-                      - tensors[B.ACTION_LOGP])
-    eps = policy.config["clip_param"]
-    assert (ratio > 1 + eps).any() and (ratio < 1 - eps).any()
+        dist_inputs, values = policy.model(policy._to_tensors(batch)[B.OBS])
+    check_every_branch_is_hit(policy, dist_inputs.numpy(), values.numpy(), batch)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA GPU (runs on the lent GPU machine)")
@@ -111,10 +105,9 @@ def _learn_three_batches_both_ways(case, num_gpus):
 
 
 def test_models_outside_the_fused_path_fall_back_to_autograd():
-    # Continuous actions, images and other activations keep the autograd loss.
-    box = PPOTorchPolicy(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32),
-                         merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
-    assert DenseGraph.supports(box.model)  # the model would do; the distribution is not covered
+    # Multi-discrete actions, images and other activations keep the autograd loss.
+    multi = PPOTorchPolicy(OBS_SPACE, gym.spaces.MultiDiscrete([2, 3]), merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
+    assert DenseGraph.supports(multi.model)  # the model would do; the distribution is not covered
     image = PPOTorchPolicy(gym.spaces.Box(0, 255, (42, 42, 3), np.uint8), gym.spaces.Discrete(2),
                            merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
     swish = _policy({"model": {"fcnet_hiddens": [8], "fcnet_activation": "swish"}})
@@ -122,7 +115,7 @@ def test_models_outside_the_fused_path_fall_back_to_autograd():
     assert not DenseGraph.supports(image.model)
     assert not DenseGraph.supports(swish.model)
     assert not DenseGraph.supports(torch.nn.Linear(5, 3))
-    for policy in (box, image, swish, no_critic):
+    for policy in (multi, image, swish, no_critic):
         grad_fn = policy.make_grad_fn({})
         assert grad_fn.__qualname__.startswith("TorchPolicy.make_grad_fn"), type(policy.model)
 

@@ -18,7 +18,8 @@ from rlstack.trainers.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
 from tests.fused_cases import (  # noqa: E402
-    B, CASES, OBS_SPACE, check_non_finite_target_stops_the_update, check_value_layers_stay_without_a_critic,
+    B, CASES, OBS_SPACE, check_every_branch_is_hit, check_non_finite_target_stops_the_update,
+    check_value_layers_stay_without_a_critic,
     make_policy, ppo_batch,
 )
 
@@ -45,14 +46,8 @@ def test_fused_gradient_equals_the_tape(case):
     for key in tape_stats:
         assert fused_stats[key] == pytest.approx(tape_stats[key], rel=1e-5, abs=1e-7), key
     assert fused_loss == pytest.approx(tape_loss, rel=1e-5, abs=1e-7)
-    # The batch reaches every branch: some ratios clipped on each side, some value
-    # errors beyond the clip.
-    logits, values = policy.model(tf.convert_to_tensor(batch[B.OBS]))
-    logp = tf.nn.log_softmax(logits).numpy()[np.arange(batch.count), batch[B.ACTIONS]]
-    ratio = np.exp(logp - batch[B.ACTION_LOGP])
-    eps = policy.config["clip_param"]
-    assert (ratio > 1 + eps).any() and (ratio < 1 - eps).any()
-    assert ((values.numpy() - batch[B.VALUE_TARGETS]) ** 2 > policy.config["vf_clip_param"]).any()
+    dist_inputs, values = policy.model(tf.convert_to_tensor(batch[B.OBS]))
+    check_every_branch_is_hit(policy, dist_inputs.numpy(), values.numpy(), batch)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -78,17 +73,17 @@ def test_fused_learning_matches_the_tape_over_several_batches(case):
 
 
 def test_models_outside_the_fused_path_keep_the_tape(monkeypatch):
-    # Continuous actions, images, other activations and no critic use the tape: the
+    # Multi-discrete actions, images, other activations and no critic use the tape: the
     # fused method is never reached for them.
     calls = []
     monkeypatch.setattr(PPOTFPolicy, "_fused_loss_and_gradients",
                         lambda self, minibatch: calls.append(self) or pytest.fail("fused path taken"))
-    box = PPOTFPolicy(OBS_SPACE, gym.spaces.Box(-1, 1, (2,), np.float32), merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
+    multi = PPOTFPolicy(OBS_SPACE, gym.spaces.MultiDiscrete([2, 3]), merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
     image = PPOTFPolicy(gym.spaces.Box(0, 255, (42, 42, 3), np.uint8), gym.spaces.Discrete(2),
                         merge_config(DEFAULT_CONFIG, {"seed": 0}, "PPO"))
     swish = make_policy(PPOTFPolicy, {"model": {"fcnet_hiddens": [8], "fcnet_activation": "swish"}})
     no_critic = make_policy(PPOTFPolicy, {"use_critic": False, "use_gae": False})
-    assert DenseGraph.supports(box.model)  # the model would do; the distribution is not covered
+    assert DenseGraph.supports(multi.model)  # the model would do; the distribution is not covered
     assert not DenseGraph.supports(image.model)
     assert not DenseGraph.supports(swish.model)
     for policy in (swish, no_critic):

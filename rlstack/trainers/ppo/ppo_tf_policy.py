@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
@@ -77,44 +79,35 @@ class PPOTFPolicy(TFPolicy):
     def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
         # Without a critic the value layers get no gradient; that case keeps the tape.
         if not (self.use_fused_sgd and self.builtin_model and self.config["use_critic"]
-                and self.dist_spec.kind == "categorical" and DenseGraph.supports(self.model)):
+                and self.dist_spec.kind in _FUSED_HEADS and DenseGraph.supports(self.model)):
             return super().loss_and_gradients(minibatch)
         return self._fused_loss_and_gradients(minibatch)
 
     def _fused_loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
-        """:meth:`loss` and its gradient written out for a categorical policy on a
-        :class:`DenseGraph`; the formulas are :meth:`PPOTorchPolicy._fused_grad_fn`'s.
-        ``tf.minimum``'s gradient goes to its first argument on ties, as torch's does."""
+        """:meth:`loss` and its gradient written out for a :class:`DenseGraph`; the
+        formulas are :meth:`PPOTorchPolicy._fused_grad_fn`'s. ``tf.minimum``'s gradient
+        goes to its first argument on ties, as torch's does."""
         cfg = self.config
         if self._dense_graph is None:
             self._dense_graph = DenseGraph(self.model)
         graph = self._dense_graph
         dist_inputs, values, saved = graph.forward(minibatch[SampleBatch.OBS])
         rows = tf.cast(tf.shape(dist_inputs)[0], tf.float32)
-        num_actions = dist_inputs.shape[1]
-        a = tf.one_hot(minibatch[SampleBatch.ACTIONS], num_actions, dtype=tf.float32)
-        logp_old_all = tf.nn.log_softmax(minibatch[SampleBatch.ACTION_DIST_INPUTS])
-        p_old = tf.exp(logp_old_all)
-        logp_all = tf.nn.log_softmax(dist_inputs)
-        p = tf.exp(logp_all)
+        logp, kl, entropy, dlogp, dkl, dentropy = _FUSED_HEADS[self.dist_spec.kind](
+            dist_inputs, minibatch[SampleBatch.ACTIONS], minibatch[SampleBatch.ACTION_DIST_INPUTS])
         advantages = minibatch[SampleBatch.ADVANTAGES]
-        ratio = tf.exp(tf.reduce_sum(logp_all * a, axis=1) - minibatch[SampleBatch.ACTION_LOGP])
+        ratio = tf.exp(logp - minibatch[SampleBatch.ACTION_LOGP])
         pg_loss1 = advantages * ratio
         pg_loss2 = advantages * tf.clip_by_value(ratio, 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"])
-        kl = tf.reduce_sum(p_old * (logp_old_all - logp_all), axis=1)
-        entropy = -tf.reduce_sum(p * logp_all, axis=1)
         error = values - minibatch[SampleBatch.VALUE_TARGETS]
         squared_error = tf.square(error)
         vf_clip = float(cfg["vf_clip_param"])
 
-        # d/dz of -mean(min(A r, A clip(r))): -A r (a - p) / B where the unclipped term is
-        # the minimum, else 0; of KL(old || new): (p - p_old) / B; of the entropy:
-        # -p (log p + H) / B; of the clipped squared error: 2 (v - v_target) / B inside.
         grad_logp = tf.where(pg_loss1 <= pg_loss2, advantages, 0.0) * ratio * (-1.0 / rows)
-        grad_logits = ((a - p) * tf.expand_dims(grad_logp, 1) + (p - p_old) * (self.kl_coeff / rows)
-                       + p * (logp_all + tf.expand_dims(entropy, 1)) * (self.entropy_coeff / rows))
+        grad_inputs = (dlogp * tf.expand_dims(grad_logp, 1) + dkl * (self.kl_coeff / rows)
+                       - dentropy * (self.entropy_coeff / rows))
         grad_values = tf.where(squared_error <= vf_clip, error, 0.0) * (2.0 * float(cfg["vf_loss_coeff"]) / rows)
-        grads = graph.gradients(saved, grad_logits, grad_values)
+        grads = graph.gradients(saved, grad_inputs, grad_values)
 
         surrogate = tf.reduce_mean(tf.minimum(pg_loss1, pg_loss2))
         mean_kl, mean_entropy = tf.reduce_mean(kl), tf.reduce_mean(entropy)
@@ -138,3 +131,40 @@ class PPOTFPolicy(TFPolicy):
         super().set_state(state)
         if "kl_coeff" in state:
             self.kl_coeff.assign(float(state["kl_coeff"]))
+
+
+def _categorical_terms(z: tf.Tensor, actions: tf.Tensor, old_inputs: tf.Tensor) -> tuple:
+    # Per-row logp, KL(old || new), entropy of a categorical over logits z and their
+    # d/dz: a - p, p - p_old, -p (log p + H) (a the one-hot action).
+    a = tf.one_hot(actions, z.shape[1], dtype=tf.float32)
+    logp_old_all = tf.nn.log_softmax(old_inputs)
+    p_old = tf.exp(logp_old_all)
+    logp_all = tf.nn.log_softmax(z)
+    p = tf.exp(logp_all)
+    entropy = -tf.reduce_sum(p * logp_all, axis=1)
+    kl = tf.reduce_sum(p_old * (logp_old_all - logp_all), axis=1)
+    return (tf.reduce_sum(logp_all * a, axis=1), kl, entropy, a - p, p - p_old,
+            -p * (logp_all + tf.expand_dims(entropy, 1)))
+
+
+def _diag_gaussian_terms(z: tf.Tensor, actions: tf.Tensor, old_inputs: tf.Tensor) -> tuple:
+    # The same for z = [mu, s] (s = log std): d logp = [(a - mu) / var, ((a - mu) / std)^2 - 1];
+    # d KL = [(mu - mu_old) / var, 1 - (var_old + (mu - mu_old)^2) / var]; d H = [0, 1].
+    mean, log_std = tf.split(z, 2, axis=1)
+    mean_old, log_std_old = tf.split(old_inputs, 2, axis=1)
+    inv_var = tf.exp(-2.0 * log_std)
+    diff = tf.reshape(tf.cast(actions, tf.float32), tf.shape(mean)) - mean
+    scaled = diff * diff * inv_var
+    k = float(mean.shape[1])
+    logp = -0.5 * tf.reduce_sum(scaled, axis=1) - 0.5 * math.log(2.0 * math.pi) * k - tf.reduce_sum(log_std, axis=1)
+    shift = mean - mean_old
+    spread = (tf.exp(2.0 * log_std_old) + shift * shift) * inv_var
+    kl = tf.reduce_sum(log_std - log_std_old + 0.5 * spread - 0.5, axis=1)
+    entropy = tf.reduce_sum(log_std + 0.5 * math.log(2.0 * math.pi * math.e), axis=1)
+    dlogp = tf.concat([diff * inv_var, scaled - 1.0], axis=1)
+    dkl = tf.concat([shift * inv_var, 1.0 - spread], axis=1)
+    dentropy = tf.concat([tf.zeros_like(mean), tf.ones_like(log_std)], axis=1)
+    return logp, kl, entropy, dlogp, dkl, dentropy
+
+
+_FUSED_HEADS = {"categorical": _categorical_terms, "diag_gaussian": _diag_gaussian_terms}

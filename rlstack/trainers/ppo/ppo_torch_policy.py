@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import gymnasium as gym
@@ -18,9 +19,9 @@ class PPOTorchPolicy(TorchPolicy):
     """PPO in torch; the loss equals :class:`PPOTFPolicy`'s to float32 rounding."""
 
     schedules_entropy_coeff = True
-    # Built-in dense models with Discrete actions learn through the closed-form gradient
-    # below instead of autograd (same result; 1.6x the SGD steps per second on RLlib's
-    # 256x256 nets, 1.8x on 64x64 ones, bench/learner.py); False forces autograd.
+    # Built-in dense models with Discrete or Box actions learn through the closed-form
+    # gradient below instead of autograd (same result; 1.6x the SGD steps per second on
+    # RLlib's 256x256 nets, 1.8x on 64x64 ones, bench/learner.py); False forces autograd.
     use_fused_sgd = True
 
     loss_columns = (
@@ -77,20 +78,20 @@ class PPOTorchPolicy(TorchPolicy):
     def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], tuple[torch.Tensor, dict]]:
         # Without a critic the value layers get no gradient (autograd leaves them out of
         # the update); that case keeps autograd.
-        if not (self.use_fused_sgd and self.config["use_critic"] and self.dist_spec.kind == "categorical"
+        if not (self.use_fused_sgd and self.config["use_critic"] and self.dist_spec.kind in _FUSED_HEADS
                 and DenseGraph.supports(self.model)):
             return super().make_grad_fn(tensors)
         return self._fused_grad_fn(tensors)
 
     def _fused_grad_fn(self, tensors: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], tuple[torch.Tensor, dict]]:
-        """:meth:`loss` and its gradient written out for a categorical policy on a
-        :class:`DenseGraph` (see models/torch/fused.py for why). With ``z`` the logits,
-        ``p = softmax(z)``, ``a`` the one-hot action, ``B`` the minibatch size:
+        """:meth:`loss` and its gradient written out for a :class:`DenseGraph` (see
+        models/torch/fused.py for why). With ``z`` the distribution inputs, ``r`` the
+        ratio, ``B`` the minibatch size:
 
-        * surrogate: d/dz of ``-mean(min(A r, A clip(r)))`` is ``-g r (a - p) / B``
-          with ``g = A`` where the unclipped term is the minimum (ties included,
-          which is every row inside the clip range) and 0 where the clip binds;
-        * KL(old || new): ``(p - p_old) / B``; entropy H: ``-p (log p + H) / B``;
+        * surrogate: d/dz of ``-mean(min(A r, A clip(r)))`` is ``-g r dlogp/dz / B`` with
+          ``g = A`` where the unclipped term is the minimum (ties included, which is
+          every row inside the clip range) and 0 where the clip binds;
+        * KL(old || new) and the entropy H: their own d/dz over ``B`` (``_FUSED_HEADS``);
         * value loss ``clamp((v - v_target)^2, 0, vf_clip)``: ``2 (v - v_target) / B``
           where the square is within the clip, else 0.
         """
@@ -102,44 +103,39 @@ class PPOTorchPolicy(TorchPolicy):
         clip_low, clip_high = 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"]
         kl_coeff, entropy_coeff = self.kl_coeff, float(self.entropy_coeff)
         vf_coeff, vf_clip = float(cfg["vf_loss_coeff"]), float(cfg["vf_clip_param"])
+        head = _FUSED_HEADS[self.dist_spec.kind]
         # Every column the loss reads in one matrix: one gather per minibatch.
         obs = tensors[SampleBatch.OBS].float()
-        logp_old_all = torch.log_softmax(tensors[SampleBatch.ACTION_DIST_INPUTS].float(), dim=1)
-        num_actions = logp_old_all.shape[1]
-        onehot = torch.nn.functional.one_hot(tensors[SampleBatch.ACTIONS].long(), num_actions).float()
-        packed = torch.cat([obs, onehot, logp_old_all.exp(), logp_old_all,
+        dist_columns = head.columns(tensors[SampleBatch.ACTIONS], tensors[SampleBatch.ACTION_DIST_INPUTS].float())
+        packed = torch.cat([obs, *dist_columns,
                             torch.stack([tensors[SampleBatch.ACTION_LOGP].float(), tensors[SampleBatch.ADVANTAGES].float(),
                                          tensors[SampleBatch.VALUE_TARGETS].float()], dim=1)], dim=1)
-        widths = [obs.shape[1], num_actions, num_actions, num_actions, 3]
+        widths = [obs.shape[1], *(c.shape[1] for c in dist_columns), 3]
         # total = -surrogate + kl_coeff kl + vf_coeff vf - entropy_coeff entropy
-        loss_weights = torch.tensor([-1.0, kl_coeff, vf_coeff, -entropy_coeff],
-                                    device=self.device)
+        loss_weights = torch.tensor([-1.0, kl_coeff, vf_coeff, -entropy_coeff], device=self.device)
 
         def grads(index: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             rows = len(index)
-            obs, a, p_old, logp_old_all, rest = packed.index_select(0, index).split(widths, dim=1)
+            obs, *dist_parts, rest = packed.index_select(0, index).split(widths, dim=1)
             logp_old, advantages, value_targets = rest.unbind(1)
             dist_inputs, values, saved = graph.forward(obs)
 
-            logp_all = torch.log_softmax(dist_inputs, dim=1)
-            p = logp_all.exp()
-            ratio = torch.exp((logp_all * a).sum(1) - logp_old)
+            logp, kl, entropy, dlogp, dkl, dentropy = head.terms(dist_inputs, *dist_parts)
+            ratio = torch.exp(logp - logp_old)
             pg_loss1 = advantages * ratio
             pg_loss2 = advantages * ratio.clamp(clip_low, clip_high)
             surrogate = torch.minimum(pg_loss1, pg_loss2)
-            kl = (p_old * (logp_old_all - logp_all)).sum(1)
-            entropy = -(p * logp_all).sum(1)
 
             grad_logp = torch.where(pg_loss1 <= pg_loss2, advantages, 0.0).mul_(ratio).mul_(-1.0 / rows)
-            grad_logits = (a - p).mul_(grad_logp.unsqueeze(1))
-            grad_logits.add_(p - p_old, alpha=kl_coeff / rows)
+            grad_inputs = dlogp.mul_(grad_logp.unsqueeze(1))
+            grad_inputs.add_(dkl, alpha=kl_coeff / rows)
             if entropy_coeff:
-                grad_logits.add_(p * (logp_all + entropy.unsqueeze(1)), alpha=entropy_coeff / rows)
+                grad_inputs.add_(dentropy, alpha=-entropy_coeff / rows)
             error = values - value_targets
             squared_error = error * error
             vf_loss = squared_error.clamp(max=vf_clip)
             grad_values = torch.where(squared_error <= vf_clip, error, 0.0).mul_(2.0 * vf_coeff / rows)
-            graph.backward(saved, grad_logits, grad_values)
+            graph.backward(saved, grad_inputs, grad_values)
 
             means = torch.stack([surrogate, kl, vf_loss, entropy], dim=1).mean(0)
             total_loss = (means * loss_weights).sum()
@@ -162,3 +158,53 @@ class PPOTorchPolicy(TorchPolicy):
         super().set_state(state)
         if "kl_coeff" in state:
             self.kl_coeff = float(state["kl_coeff"])
+
+
+class _CategoricalHead:
+    """Per-row logp, KL(old || new), entropy of a categorical over logits ``z``, and each
+    one's d/dz: ``a - p``, ``p - p_old``, ``-p (log p + H)`` (``a`` the one-hot action)."""
+
+    @staticmethod
+    def columns(actions: torch.Tensor, old_inputs: torch.Tensor) -> list[torch.Tensor]:
+        logp_old_all = torch.log_softmax(old_inputs, dim=1)
+        onehot = torch.nn.functional.one_hot(actions.long(), old_inputs.shape[1]).float()
+        return [onehot, logp_old_all.exp(), logp_old_all]
+
+    @staticmethod
+    def terms(z: torch.Tensor, a: torch.Tensor, p_old: torch.Tensor, logp_old_all: torch.Tensor) -> tuple:
+        logp_all = torch.log_softmax(z, dim=1)
+        p = logp_all.exp()
+        entropy = -(p * logp_all).sum(1)
+        kl = (p_old * (logp_old_all - logp_all)).sum(1)
+        return ((logp_all * a).sum(1), kl, entropy, a - p, p - p_old, -p * (logp_all + entropy.unsqueeze(1)))
+
+
+class _DiagGaussianHead:
+    """The same for a diagonal Gaussian with inputs ``z = [mu, s]`` (``s`` = log std):
+    d logp = ``[(a - mu) / var, ((a - mu) / std)^2 - 1]``; d KL = ``[(mu - mu_old) / var,
+    1 - (var_old + (mu - mu_old)^2) / var]``; d entropy = ``[0, 1]``."""
+
+    @staticmethod
+    def columns(actions: torch.Tensor, old_inputs: torch.Tensor) -> list[torch.Tensor]:
+        return [actions.float().reshape(old_inputs.shape[0], -1), old_inputs]
+
+    @staticmethod
+    def terms(z: torch.Tensor, a: torch.Tensor, old_inputs: torch.Tensor) -> tuple:
+        mean, log_std = z.chunk(2, dim=1)
+        mean_old, log_std_old = old_inputs.chunk(2, dim=1)
+        inv_var = torch.exp(-2.0 * log_std)
+        diff = a - mean
+        scaled = diff * diff * inv_var
+        k = mean.shape[1]
+        logp = -0.5 * scaled.sum(1) - 0.5 * math.log(2.0 * math.pi) * k - log_std.sum(1)
+        shift = mean - mean_old
+        spread = (torch.exp(2.0 * log_std_old) + shift * shift) * inv_var
+        kl = (log_std - log_std_old + 0.5 * spread - 0.5).sum(1)
+        entropy = (log_std + 0.5 * math.log(2.0 * math.pi * math.e)).sum(1)
+        dlogp = torch.cat([diff * inv_var, scaled - 1.0], dim=1)
+        dkl = torch.cat([shift * inv_var, 1.0 - spread], dim=1)
+        dentropy = torch.cat([torch.zeros_like(mean), torch.ones_like(log_std)], dim=1)
+        return logp, kl, entropy, dlogp, dkl, dentropy
+
+
+_FUSED_HEADS = {"categorical": _CategoricalHead, "diag_gaussian": _DiagGaussianHead}
