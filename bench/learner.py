@@ -3,7 +3,8 @@
     python bench/learner.py [--repeats 3]
 
 Prints one JSON line, torch and tf, for RLlib's default PPO learner settings (batch 4000,
-minibatch 128, 30 epochs, 256x256) and RL-Zoo's (batch 256, minibatch 256, 20 epochs, 64x64).
+minibatch 128, 30 epochs, 256x256) and RL-Zoo's (batch 256, minibatch 256, 20 epochs, 64x64)
+with Discrete actions, and RLlib's defaults with one Box action (a Gaussian policy).
 """
 
 from __future__ import annotations
@@ -21,14 +22,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import summarise  # noqa: E402
 
+DISCRETE = gym.spaces.Discrete(2)
+# One continuous action, as Pendulum's: a diagonal Gaussian over [mean, log std].
+BOX = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+
+# name: (config overrides, batch size, action space)
 SETTINGS = {
-    "rllib-defaults": ({}, 4000),
+    "rllib-defaults": ({}, 4000, DISCRETE),
     "rl-zoo": ({"sgd_minibatch_size": 256, "num_sgd_iter": 20, "train_batch_size": 256,
-                "model": {"fcnet_hiddens": [64, 64]}}, 256),
+                "model": {"fcnet_hiddens": [64, 64]}}, 256, DISCRETE),
+    "rllib-defaults-box": ({}, 4000, BOX),
 }
 
 
-def make_policy(framework: str, overrides: dict):
+def make_policy(framework: str, overrides: dict, action_space: gym.Space = DISCRETE):
     from rlstack.trainers.config import merge_config
     from rlstack.trainers.ppo import DEFAULT_CONFIG
 
@@ -37,7 +44,7 @@ def make_policy(framework: str, overrides: dict):
         from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy as cls
     else:
         from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy as cls
-    return cls(gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2), config), config
+    return cls(gym.spaces.Box(-1, 1, (4,), np.float32), action_space, config), config
 
 
 def batch_for(policy, n: int):
@@ -58,8 +65,8 @@ def main() -> None:
     args = parser.parse_args()
     out = {}
     for framework in ("torch", "tf"):
-        for name, (overrides, n) in SETTINGS.items():
-            policy, config = make_policy(framework, overrides)
+        for name, (overrides, n, action_space) in SETTINGS.items():
+            policy, config = make_policy(framework, overrides, action_space)
             batch = batch_for(policy, n)
             policy.learn_on_batch(batch)  # warm-up (and TF tracing)
             rates = []
