@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from abc import abstractmethod
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -240,13 +241,13 @@ class TFPolicy(Policy):
         self._train_fn = None
         self._stat_keys: list[str] = []
 
-    def graph_function(self, fn, input_signature: list | tuple | None = None):
+    def graph_function(self, fn: Callable, input_signature: list | tuple | None = None) -> Callable:
         """``tf.function(fn)``; AutoGraph only for custom models.
 
         Our own code (losses, built-in models, the SGD loops) has no Python control flow
-        on tensors, so AutoGraph's source rewriting only cost time: ~1.2 s of the first
-        ``train()`` on this 2-core machine, a third of a small PPO run's start-up. A custom
-        model may branch on tensors in Python, so its graphs keep AutoGraph.
+        on tensors, so AutoGraph's source rewriting only cost time: ~1 s of the first
+        ``train()`` on this 2-core machine (1.86 s -> 0.86 s with RL-Zoo's PPO settings).
+        A custom model may branch on tensors in Python, so its graphs keep AutoGraph.
         """
         return tf.function(fn, input_signature=input_signature, autograph=not self.builtin_model)
 
