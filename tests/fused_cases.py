@@ -115,3 +115,30 @@ def check_value_layers_stay_without_a_critic(policy):
     changed = {name for name in before if not np.array_equal(before[name], after[name])}
     assert changed and all(not name.startswith(("value_", "vf_")) for name in changed), changed
     assert any(name.startswith(("value_", "vf_")) for name in before)
+
+
+def check_fused_learning_matches_reference(policy_class, overrides, **kwargs):
+    """Three batches of learning (with a set_weights between the first and second)
+    give the same statistics, weights and optimizer state with ``use_fused_sgd`` on as
+    with it off (autograd / the GradientTape)."""
+    import pytest
+
+    fused, reference = make_policy(policy_class, overrides, **kwargs), make_policy(policy_class, overrides, **kwargs)
+    reference.use_fused_sgd = False
+    for seed in range(3):
+        if seed == 1:
+            # Loading weights writes into torch's stacked twin-network tensors in place.
+            weights = make_policy(policy_class, overrides, seed=7).get_weights()
+            fused.set_weights(weights)
+            reference.set_weights(weights)
+        batch = ppo_batch(fused, seed=seed)
+        fused_stats, reference_stats = fused.learn_on_batch(batch), reference.learn_on_batch(batch)
+        for key in reference_stats:
+            assert fused_stats[key] == pytest.approx(reference_stats[key], rel=1e-4, abs=1e-6), key
+    fused_weights, reference_weights = fused.get_weights(), reference.get_weights()
+    for name in reference_weights:
+        np.testing.assert_allclose(fused_weights[name], reference_weights[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    fused_state, reference_state = fused.get_state(), reference.get_state()
+    for key in reference_state:
+        if key.startswith("optimizer/"):
+            np.testing.assert_allclose(fused_state[key], reference_state[key], rtol=1e-3, atol=1e-7, err_msg=key)

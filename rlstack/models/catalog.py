@@ -153,6 +153,15 @@ class EncoderSpec:
         convs = [conv for branch in self.images for conv in branch.convs]
         return [*convs, *self.fc, *self.post_fc]
 
+    @property
+    def column_index(self) -> slice | list[int]:
+        """``vector_columns`` as an index into a flat observation's second axis: a
+        slice when they are contiguous (a view, no copy), else the list."""
+        columns = self.vector_columns
+        if columns and columns == tuple(range(columns[0], columns[0] + len(columns))):
+            return slice(columns[0], columns[0] + len(columns))
+        return list(columns)
+
 
 @dataclass(frozen=True)
 class ActionDistSpec:
@@ -242,6 +251,19 @@ def plain_dense(spec: ModelSpec) -> bool:
                for layer in (*encoder.fc, *encoder.post_fc)):
             return False
     return spec.logits.activation == "linear" and spec.value_out.activation == "linear"
+
+
+def twin_encoders(spec: ModelSpec) -> bool:
+    """Whether the value encoder is separate and of the policy encoder's shape (the
+    default, ``vf_share_layers=False``): the same columns through dense layers of the
+    same shapes and activations, so both can run as one stacked product per layer."""
+    pi, vf = spec.encoder, spec.vf_encoder
+    if vf is None or pi.images or vf.images:
+        return False
+    layers_pi, layers_vf = (*pi.fc, *pi.post_fc), (*vf.fc, *vf.post_fc)
+    return (bool(layers_pi) and pi.vector_columns == vf.vector_columns
+            and [(layer.kernel_shape, layer.activation) for layer in layers_pi]
+            == [(layer.kernel_shape, layer.activation) for layer in layers_vf])
 
 
 def _conv_out(size: int, kernel: int, stride: int, padding: str) -> int:

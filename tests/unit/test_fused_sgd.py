@@ -20,16 +20,14 @@ from rlstack.trainers.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy  # noqa: E402
 from tests.fused_cases import (  # noqa: E402
-    B, CASES, OBS_SPACE, check_every_branch_is_hit, check_non_finite_target_stops_the_update,
-    check_value_layers_stay_without_a_critic,
+    B, CASES, OBS_SPACE, check_every_branch_is_hit, check_fused_learning_matches_reference,
+    check_non_finite_target_stops_the_update, check_value_layers_stay_without_a_critic,
     make_policy, ppo_batch,
 )
 
 def _policy(overrides, num_actions=3, seed=0, num_gpus=0):
     return make_policy(PPOTorchPolicy, overrides, num_actions, seed, num_gpus=num_gpus)
 
-
-_batch = ppo_batch
 
 
 def _grads_and_stats(policy, batch, fused):
@@ -44,7 +42,7 @@ def _grads_and_stats(policy, batch, fused):
 def test_fused_gradient_equals_autograd(case):
     policy = _policy(CASES[case])
     assert DenseGraph.supports(policy.model)
-    batch = _batch(policy)
+    batch = ppo_batch(policy)
     fused_grads, fused_stats, fused_loss = _grads_and_stats(policy, batch, fused=True)
     auto_grads, auto_stats, auto_loss = _grads_and_stats(policy, batch, fused=False)
     for fused, auto in zip(fused_grads, auto_grads):
@@ -65,7 +63,7 @@ def test_fused_path_on_the_gpu(case):
     # The same equalities with the policy on cuda:0 (num_gpus=1).
     policy = _policy(CASES[case], num_gpus=1)
     assert policy.device.type == "cuda"
-    batch = _batch(policy)
+    batch = ppo_batch(policy)
     fused_grads, fused_stats, fused_loss = _grads_and_stats(policy, batch, fused=True)
     auto_grads, auto_stats, auto_loss = _grads_and_stats(policy, batch, fused=False)
     for fused, auto in zip(fused_grads, auto_grads):
@@ -74,34 +72,12 @@ def test_fused_path_on_the_gpu(case):
     for key in auto_stats:
         assert fused_stats[key] == pytest.approx(auto_stats[key], rel=1e-5, abs=1e-7), key
     assert fused_loss == pytest.approx(auto_loss, rel=1e-5, abs=1e-7)
-    _learn_three_batches_both_ways(case, num_gpus=1)
+    check_fused_learning_matches_reference(PPOTorchPolicy, CASES[case], num_gpus=1)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_fused_learning_matches_autograd_over_several_batches(case):
-    _learn_three_batches_both_ways(case, num_gpus=0)
-
-
-def _learn_three_batches_both_ways(case, num_gpus):
-    fused, auto = _policy(CASES[case], num_gpus=num_gpus), _policy(CASES[case], num_gpus=num_gpus)
-    auto.use_fused_sgd = False
-    for seed in range(3):
-        if seed == 1:
-            # Loading weights writes into the stacked twin-network tensors in place.
-            weights = _policy(CASES[case], seed=7).get_weights()
-            fused.set_weights(weights)
-            auto.set_weights(weights)
-        batch = _batch(fused, seed=seed)
-        fused_stats, auto_stats = fused.learn_on_batch(batch), auto.learn_on_batch(batch)
-        for key in auto_stats:
-            assert fused_stats[key] == pytest.approx(auto_stats[key], rel=1e-4, abs=1e-6), key
-    fused_weights, auto_weights = fused.get_weights(), auto.get_weights()
-    for name in auto_weights:
-        np.testing.assert_allclose(fused_weights[name], auto_weights[name], rtol=1e-4, atol=1e-6)
-    fused_state, auto_state = fused.get_state(), auto.get_state()
-    for key in auto_state:
-        if key.startswith("optimizer/"):
-            np.testing.assert_allclose(fused_state[key], auto_state[key], rtol=1e-3, atol=1e-7)
+    check_fused_learning_matches_reference(PPOTorchPolicy, CASES[case])
 
 
 def test_models_outside_the_fused_path_fall_back_to_autograd():

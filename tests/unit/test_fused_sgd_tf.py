@@ -18,8 +18,8 @@ from rlstack.trainers.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
 from tests.fused_cases import (  # noqa: E402
-    B, CASES, OBS_SPACE, check_every_branch_is_hit, check_non_finite_target_stops_the_update,
-    check_value_layers_stay_without_a_critic,
+    B, CASES, OBS_SPACE, check_every_branch_is_hit, check_fused_learning_matches_reference,
+    check_non_finite_target_stops_the_update, check_value_layers_stay_without_a_critic,
     make_policy, ppo_batch,
 )
 
@@ -52,24 +52,7 @@ def test_fused_gradient_equals_the_tape(case):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_fused_learning_matches_the_tape_over_several_batches(case):
-    fused, tape = make_policy(PPOTFPolicy, CASES[case]), make_policy(PPOTFPolicy, CASES[case])
-    tape.use_fused_sgd = False
-    for seed in range(3):
-        if seed == 1:
-            weights = make_policy(PPOTFPolicy, CASES[case], seed=7).get_weights()
-            fused.set_weights(weights)
-            tape.set_weights(weights)
-        batch = ppo_batch(fused, seed=seed)
-        fused_stats, tape_stats = fused.learn_on_batch(batch), tape.learn_on_batch(batch)
-        for key in tape_stats:
-            assert fused_stats[key] == pytest.approx(tape_stats[key], rel=1e-4, abs=1e-6), key
-    fused_weights, tape_weights = fused.get_weights(), tape.get_weights()
-    for name in tape_weights:
-        np.testing.assert_allclose(fused_weights[name], tape_weights[name], rtol=1e-4, atol=1e-6, err_msg=name)
-    fused_state, tape_state = fused.get_state(), tape.get_state()
-    for key in tape_state:
-        if key.startswith("optimizer/"):
-            np.testing.assert_allclose(fused_state[key], tape_state[key], rtol=1e-3, atol=1e-7, err_msg=key)
+    check_fused_learning_matches_reference(PPOTFPolicy, CASES[case])
 
 
 def test_models_outside_the_fused_path_keep_the_tape(monkeypatch):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec
+from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec, twin_encoders
 
 
 def _elu(x: np.ndarray) -> np.ndarray:
@@ -78,7 +78,7 @@ class NumpyModel:
                                      _ACTIVATIONS[layer.activation]) for layer in self.spec.layers}
         self._twin = None
         pi, vf = self.spec.encoder, self.spec.vf_encoder
-        if vf is not None and _same_shape(pi, vf):
+        if twin_encoders(self.spec):
             self._twin = [(np.stack([loaded[f"{a.name}/kernel"], loaded[f"{b.name}/kernel"]]),
                            np.stack([loaded[f"{a.name}/bias"], loaded[f"{b.name}/bias"]])[:, None, :],
                            _ACTIVATIONS[a.activation])
@@ -94,7 +94,7 @@ class NumpyModel:
         return activation(x) if activation is not None else x
 
     def _encode(self, encoder: EncoderSpec, obs: np.ndarray) -> np.ndarray:
-        x = _columns(obs, encoder)
+        x = obs[:, encoder.column_index]
         for layer in (*encoder.fc, *encoder.post_fc):
             x = self._run(layer, x)
         return x
@@ -102,7 +102,7 @@ class NumpyModel:
     def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Returns ``(dist_inputs [B, num_outputs], values [B])`` for flat observations."""
         if self._twin is not None:
-            x = _columns(obs, self.spec.encoder)
+            x = obs[:, self.spec.encoder.column_index]
             for kernel, bias, activation in self._twin:
                 x = np.matmul(x, kernel) + bias  # [B, in] or [2, B, in] times [2, in, out]
                 if activation is not None:
@@ -122,20 +122,6 @@ class NumpyModel:
         if self.spec.vf_encoder is None:
             return self(obs)[1]
         return self._run(self.spec.value_out, self._encode(self.spec.vf_encoder, obs))[:, 0]
-
-
-def _columns(obs: np.ndarray, encoder: EncoderSpec) -> np.ndarray:
-    columns = encoder.vector_columns
-    if columns == tuple(range(columns[0], columns[0] + len(columns))):
-        return obs[:, columns[0] : columns[0] + len(columns)]
-    return obs[:, list(columns)]
-
-
-def _same_shape(a: EncoderSpec, b: EncoderSpec) -> bool:
-    # Both read the same columns through dense layers of the same shapes and activations.
-    layers_a, layers_b = (*a.fc, *a.post_fc), (*b.fc, *b.post_fc)
-    return (not a.images and not b.images and bool(layers_a) and a.vector_columns == b.vector_columns
-            and [(l.kernel_shape, l.activation) for l in layers_a] == [(l.kernel_shape, l.activation) for l in layers_b])
 
 
 class NumpyQModel(NumpyModel):

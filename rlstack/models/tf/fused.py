@@ -21,7 +21,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from rlstack.models.catalog import EncoderSpec, LayerSpec, plain_dense
-from rlstack.models.tf.model import TFModel
+from rlstack.models.tf.model import TFModel, vector_part
 
 class DenseGraph:
     """The layers of a dense :class:`TFModel`, run forward and backward by hand.
@@ -47,9 +47,9 @@ class DenseGraph:
         """Returns ``(dist_inputs, values, saved)``: the model's outputs, equal to
         ``model(obs)``, and the activations :meth:`gradients` needs."""
         spec = self.model.spec
-        pi_acts = self._forward_stack(self.pi_layers, _columns(obs, spec.encoder))
+        pi_acts = self._forward_stack(self.pi_layers, vector_part(obs, spec.encoder))
         vf_acts = pi_acts if self.vf_encoder is None else self._forward_stack(self.vf_layers,
-                                                                               _columns(obs, self.vf_encoder))
+                                                                               vector_part(obs, self.vf_encoder))
         kernel, bias = self._weights("logits")
         dist_inputs = tf.nn.bias_add(tf.matmul(pi_acts[-1], kernel), bias)
         kernel, bias = self._weights("value_out")
@@ -107,10 +107,3 @@ class DenseGraph:
                 grad = tf.raw_ops.ReluGrad(gradients=grad, features=acts[i + 1])
             # The observation (below layer 0) needs no gradient.
             grad = self._linear_grads(layer.name, acts[i], grad, grads, input_grad=i > 0)
-
-
-def _columns(obs: tf.Tensor, encoder: EncoderSpec) -> tf.Tensor:
-    columns = encoder.vector_columns
-    if columns == tuple(range(columns[0], columns[0] + len(columns))):
-        return obs[:, columns[0] : columns[0] + len(columns)]
-    return tf.gather(obs, list(columns), axis=1)

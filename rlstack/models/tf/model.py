@@ -22,6 +22,12 @@ _ACTIVATIONS = {
 }
 
 
+def vector_part(obs: tf.Tensor, encoder: EncoderSpec) -> tf.Tensor:
+    """The columns of flat observations that ``encoder``'s dense layers read."""
+    index = encoder.column_index
+    return obs[:, index] if isinstance(index, slice) else tf.gather(obs, index, axis=1)
+
+
 class TFModel(tf.Module):
     """The built-in policy-and-value network.
 
@@ -57,11 +63,7 @@ class TFModel(tf.Module):
     def _encode(self, encoder: EncoderSpec, obs: tf.Tensor) -> tf.Tensor:
         parts = []
         if encoder.vector_columns:
-            columns = encoder.vector_columns
-            if columns == tuple(range(columns[0], columns[0] + len(columns))):
-                x = obs[:, columns[0] : columns[0] + len(columns)]
-            else:
-                x = tf.gather(obs, list(columns), axis=1)
+            x = vector_part(obs, encoder)
             for layer in encoder.fc:
                 x = self._run(layer, x)
             parts.append(x)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rlstack.models.catalog import plain_dense
+from rlstack.models.catalog import plain_dense, twin_encoders
 from rlstack.models.torch.model import TorchModel
 
 class DenseGraph:
@@ -39,17 +39,16 @@ class DenseGraph:
     def __init__(self, model: TorchModel) -> None:
         spec = model.spec
         self.model = model
-        self.pi_columns = _column_slice(spec.encoder.vector_columns)
+        self.pi_columns = spec.encoder.column_index
         self.pi_layers = [(model.layers[layer.name], layer.activation)
                           for layer in (*spec.encoder.fc, *spec.encoder.post_fc)]
         self.shared = spec.vf_encoder is None
         self.vf_layers = [] if self.shared else [(model.layers[layer.name], layer.activation)
                                                  for layer in (*spec.vf_encoder.fc, *spec.vf_encoder.post_fc)]
-        self.vf_columns = self.pi_columns if self.shared else _column_slice(spec.vf_encoder.vector_columns)
+        self.vf_columns = self.pi_columns if self.shared else spec.vf_encoder.column_index
         self.logits = model.layers["logits"]
         self.value_out = model.layers["value_out"]
-        self.twin = (not self.shared and self.pi_columns == self.vf_columns and bool(self.pi_layers)
-                     and [(l.weight.shape, a) for l, a in self.pi_layers] == [(l.weight.shape, a) for l, a in self.vf_layers])
+        self.twin = twin_encoders(spec)
         # Twin networks, per layer: weight [2, out, in], bias [2, 1, out], their
         # gradients [2, out, in] and [2, out], the activation.
         self.stacked: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]] = []
@@ -135,12 +134,6 @@ class DenseGraph:
             _backward_stack(self.pi_layers, pi_acts, grad_pi)
         if self.vf_layers:
             _backward_stack(self.vf_layers, vf_acts, torch.mm(grad_values, self.value_out.weight))
-
-
-def _column_slice(columns: tuple[int, ...]) -> slice | list[int]:
-    if columns == tuple(range(columns[0], columns[0] + len(columns))):
-        return slice(columns[0], columns[0] + len(columns))
-    return list(columns)
 
 
 def _activate(y: torch.Tensor, activation: str) -> torch.Tensor:

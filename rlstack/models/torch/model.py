@@ -66,11 +66,7 @@ class TorchModel(nn.Module):
     def _encode(self, encoder: EncoderSpec, obs: torch.Tensor) -> torch.Tensor:
         parts = []
         if encoder.vector_columns:
-            columns = encoder.vector_columns
-            if columns == tuple(range(columns[0], columns[0] + len(columns))):
-                x = obs[:, columns[0] : columns[0] + len(columns)]
-            else:
-                x = obs[:, list(columns)]
+            x = obs[:, encoder.column_index]
             for layer in encoder.fc:
                 x = self._run(layer, x)
             parts.append(x)

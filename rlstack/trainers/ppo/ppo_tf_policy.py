@@ -78,7 +78,7 @@ class PPOTFPolicy(TFPolicy):
 
     def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
         # Without a critic the value layers get no gradient; that case keeps the tape.
-        if not (self.use_fused_sgd and self.builtin_model and self.config["use_critic"]
+        if not (self.use_fused_sgd and self.config["use_critic"]
                 and self.dist_spec.kind in _FUSED_HEADS and DenseGraph.supports(self.model)):
             return super().loss_and_gradients(minibatch)
         return self._fused_loss_and_gradients(minibatch)
