@@ -19,16 +19,24 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PIP_INSTALL) -e '.[all,test,bench]'
 	touch $@
 
+# Byte-compiled up front: rlstack is installed editable, and where PYTHONDONTWRITEBYTECODE
+# is set every process (each Ray worker too) would compile its sources again.
+COMPILE := $(PY) -m compileall -q rlstack
+
 demo: $(VENV)/.installed
+	$(COMPILE)
 	$(VENV)/bin/rlstack train -f tune_configs/cartpole-ppo.yaml
 
 test: $(VENV)/.installed
+	$(COMPILE)
 	$(PY) -m pytest tests -q -p no:cacheprovider
 
 test-unit: $(VENV)/.installed
+	$(COMPILE)
 	$(PY) -m pytest tests/unit -q -p no:cacheprovider
 
 test-learning: $(VENV)/.installed
+	$(COMPILE)
 	$(PY) -m pytest tests/learning -q -p no:cacheprovider
 
 # Each script prints one JSON line; BENCHMARKS.md records them with their commands.

@@ -17,11 +17,11 @@ from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
-import tensorflow as tf
 
 from rlstack.errors import NonFiniteError
 from rlstack.models.catalog import initial_weights
 from rlstack.models.tf.distributions import DISTRIBUTIONS
+from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFModel
 from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
 from rlstack.sample_batch import SampleBatch

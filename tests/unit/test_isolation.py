@@ -48,3 +48,27 @@ def test_training_imports_only_its_framework(framework, present, absent):
     loaded = dict(zip(("torch", "tensorflow"), line.split()[1:]))
     assert loaded[present] == "True"
     assert loaded[absent] == "False", f"framework={framework} imported {absent}"
+
+
+KERAS_SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy
+    from rlstack.models.tf.framework import tf
+    assert not any(m == "keras" or m.startswith("keras.") for m in sys.modules), "importing TF pulled in Keras"
+    assert "TF_USE_LEGACY_KERAS" not in os.environ, "the import switch leaked into the environment"
+    # A user's Keras model still works: tf.keras and the module path both import Keras 3.
+    layer = tf.keras.layers.Dense(3)
+    assert tuple(layer(tf.zeros([2, 4])).shape) == (2, 3)
+    from tensorflow.keras import layers
+    assert layers.Dense is type(layer)
+    print("OK")
+    """
+)
+
+
+def test_tensorflow_import_skips_keras_and_keeps_tf_keras_working():
+    pytest.importorskip("tensorflow")
+    proc = subprocess.run([sys.executable, "-c", KERAS_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[-1] == "OK"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 
-import tensorflow as tf
-
 from rlstack.models.catalog import ActionDistSpec
+from rlstack.models.tf.framework import tf
 
 
 class Categorical:

@@ -18,9 +18,9 @@ the tape.
 
 from __future__ import annotations
 
-import tensorflow as tf
 
 from rlstack.models.catalog import EncoderSpec, LayerSpec, plain_dense
+from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFModel, vector_part
 
 class DenseGraph:

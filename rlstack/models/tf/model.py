@@ -8,9 +8,9 @@ layout (which *is* TF's layout) and the import light.
 from __future__ import annotations
 
 import numpy as np
-import tensorflow as tf
 
 from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec, initial_weights
+from rlstack.models.tf.framework import tf
 
 _ACTIVATIONS = {
     "tanh": tf.tanh,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
-import tensorflow as tf
 
+from rlstack.models.tf.framework import tf
 from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm, non_finite_as_error
 from rlstack.sample_batch import SampleBatch

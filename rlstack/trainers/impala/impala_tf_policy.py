@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import tensorflow as tf
 
+from rlstack.models.tf.framework import tf
 from rlstack.policies.tf_policy import Adam, RMSProp, TFPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.impala.vtrace_tf import vtrace

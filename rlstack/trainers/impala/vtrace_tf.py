@@ -5,7 +5,7 @@ that T may vary between calls of one traced function."""
 
 from __future__ import annotations
 
-import tensorflow as tf
+from rlstack.models.tf.framework import tf
 
 
 def vtrace(

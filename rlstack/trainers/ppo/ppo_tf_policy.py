@@ -6,8 +6,8 @@ import math
 
 import gymnasium as gym
 import numpy as np
-import tensorflow as tf
 
+from rlstack.models.tf.framework import tf
 from rlstack.models.tf.fused import DenseGraph
 from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
 from rlstack.policies.tf_policy import TFPolicy
