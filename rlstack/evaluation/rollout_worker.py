@@ -149,7 +149,7 @@ class RolloutWorker:
             policy_class = resolve_class(policy_class)
             if worker_index > 0:
                 # Rollout workers share the machine's cores with each other and the learner.
-                policy_class.pin_threads(1)
+                policy_class.pin_threads(config)
             self.policy = policy_class(self.observation_space, self.action_space, config, num_gpus=num_gpus,
                                        sampling_seed=sampling_seed)
         # The policy that acts while sampling: the driver's worker keeps the framework

@@ -116,8 +116,9 @@ class Policy(ABC):
     needs_bootstrap_value: bool = True
 
     @staticmethod
-    def pin_threads(num_threads: int) -> None:
-        """Limits the framework's thread pools in this process (no-op by default)."""
+    def pin_threads(config: dict) -> None:
+        """Sizes the framework's thread pools in a rollout worker's process, before its
+        policy is built (no-op by default)."""
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,

@@ -29,6 +29,26 @@ from rlstack.utils.schedules import make_schedule
 
 logger = logging.getLogger(__name__)
 
+_pools_sized = False
+
+
+def size_thread_pools(intra: int | None, inter: int | None) -> None:
+    """Sets TensorFlow's intra- and inter-op thread pools for this process, once: the
+    first policy built in a process decides. None keeps TF's default (one thread per
+    core), 0 lets TF pick. TF fixes its pools at its first op, so a process that already
+    ran TensorFlow keeps the pools it has."""
+    global _pools_sized
+    if _pools_sized:
+        return
+    _pools_sized = True
+    try:
+        if intra is not None:
+            tf.config.threading.set_intra_op_parallelism_threads(intra)
+        if inter is not None:
+            tf.config.threading.set_inter_op_parallelism_threads(inter)
+    except RuntimeError:
+        logger.debug("TensorFlow already ran in this process; its thread pools stay as they are.")
+
 
 def _grads_finite(grads: list[tf.Tensor]) -> tf.Tensor:
     # One scalar: the sum of every gradient entry is NaN or inf iff some entry is (inf - inf
@@ -183,26 +203,35 @@ class TFPolicy(Policy):
     loss_columns: tuple[str, ...] = ()
 
     @staticmethod
-    def pin_threads(num_threads: int) -> None:
-        """Limits TF's op parallelism (call before the first TF op in the process)."""
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(num_threads)
-            tf.config.threading.set_inter_op_parallelism_threads(num_threads)
-        except RuntimeError:  # TF already initialised in this process: keep its pools.
-            pass
+    def pin_threads(config: dict) -> None:
+        """Sizes a rollout worker's TF thread pools from ``tf_session_args`` (None: one
+        thread each, since workers share the machine's cores with each other and the
+        learner). Called before the worker's policy is built."""
+        args = config.get("tf_session_args") or {}
+        intra, inter = args.get("intra_op_parallelism_threads"), args.get("inter_op_parallelism_threads")
+        size_thread_pools(1 if intra is None else intra, 1 if inter is None else inter)
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
         sampling_seed: int | None = None,
     ) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
+        model_config = config.get("model", {})
+        # The driver's (learner's) pools, unless a rollout worker's pin came first. On
+        # vector observations one intra-op thread is faster: a dense layer's matmul is too
+        # small to split (PPO learner on 2 cores, 64x64 to 1024x1024 tanh nets: 1.15-1.45x
+        # the samples/s of TF's default of one thread per core; BENCHMARKS.md).
+        args = config.get("local_tf_session_args") or {}
+        intra = args.get("intra_op_parallelism_threads")
+        if intra is None and not model_config.get("custom_model") and not self.model_spec().encoder.images:
+            intra = 1
+        size_thread_pools(intra, args.get("inter_op_parallelism_threads"))
         self.device = "/CPU:0"
         if num_gpus and num_gpus > 0 and not config.get("_fake_gpus"):
             if tf.config.list_physical_devices("GPU"):
                 self.device = "/GPU:0"
             else:
                 logger.warning("num_gpus=%s but TensorFlow sees no GPU; the policy runs on the CPU.", num_gpus)
-        model_config = config.get("model", {})
         with tf.device(self.device):
             custom = self.make_custom_model()
             if custom is not None:

@@ -230,9 +230,10 @@ class TorchPolicy(Policy):
     framework = "torch"
 
     @staticmethod
-    def pin_threads(num_threads: int) -> None:
-        """Limits torch's intra-op thread pool (rollout workers use one thread each)."""
-        torch.set_num_threads(num_threads)
+    def pin_threads(config: dict) -> None:
+        """One intra-op thread in each rollout worker: workers share the machine's cores
+        with each other and the learner."""
+        torch.set_num_threads(1)
 
     # The module class built from model_spec() for built-in models.
     model_class: type[torch.nn.Module] = TorchModel

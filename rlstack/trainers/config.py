@@ -76,6 +76,14 @@ COMMON_CONFIG: dict[str, Any] = {
     "framework": "torch",
     # Accepted for classic TF configs; TF policies always run as tf.function.
     "eager_tracing": True,
+    # TensorFlow's thread pools (framework="tf"; classic RLlib's keys, of whose
+    # tf.ConfigProto options TF 2 code has only these two): the driver's, where the
+    # learner runs (None: one intra-op thread for models over vector observations,
+    # TF's default of one per core otherwise)...
+    "local_tf_session_args": {"intra_op_parallelism_threads": None, "inter_op_parallelism_threads": None},
+    # ...and each rollout worker's that acts through TF (None: one thread each). 0 lets
+    # TF pick. A process's first TF policy sets them; they cannot change afterwards.
+    "tf_session_args": {"intra_op_parallelism_threads": None, "inter_op_parallelism_threads": None},
     # How rollout workers compute actions: "auto" runs built-in dense models in numpy on
     # CPU workers (faster at small batches, and workers never import torch or TF),
     # "numpy" insists on that, "framework" uses the torch/TF policy everywhere.
@@ -140,7 +148,8 @@ COMMON_CONFIG: dict[str, Any] = {
 
 # Sub-dicts merged key by key rather than replaced.
 DEEP_MERGE_KEYS = ("model", "env_config", "evaluation_config", "exploration_config", "optimizer",
-                   "custom_resources_per_worker")
+                   "custom_resources_per_worker", "tf_session_args", "local_tf_session_args")
+THREAD_POOL_KEYS = ("intra_op_parallelism_threads", "inter_op_parallelism_threads")
 
 # Old names of keys, mapped to today's (classic RLlib renamed these over the 1.x series).
 RENAMED_KEYS = {
@@ -297,6 +306,14 @@ def validate_common_config(config: dict[str, Any]) -> None:
         value = config[key]
         _require(value is None or (isinstance(value, numbers.Real) and value >= 0),
                  f"{key} must be None or >= 0, got {value!r}.")
+    for section in ("tf_session_args", "local_tf_session_args"):
+        for key, value in config[section].items():
+            _require(key in THREAD_POOL_KEYS,
+                     f"{section} has no key {key!r}: rlstack's TF 2 policies take only {' and '.join(THREAD_POOL_KEYS)} "
+                     "from it (classic RLlib's other tf.ConfigProto options have no TF 2 equivalent); remove it.")
+            _require(value is None or (_is_int(value) and value >= 0),
+                     f"{section}.{key} must be None (rlstack's choice), 0 (TensorFlow's) or a number of threads "
+                     f">= 1, got {value!r}.")
     validate_model_config(config["model"])
 
 

@@ -146,3 +146,17 @@ def test_missing_framework_says_what_to_install():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "ERROR framework='tf' needs TensorFlow" in proc.stdout, proc.stderr[-2000:]
     assert "pip install 'rlstack[tf]'" in proc.stdout
+
+
+def test_tf_session_args_reject_tf1_options_and_bad_thread_counts():
+    with pytest.raises(ConfigError, match="tf_session_args has no key 'gpu_options'.*remove it"):
+        PPOTrainer({**SMALL, "tf_session_args": {"gpu_options": {"allow_growth": True}}}, "CartPole-v1")
+    with pytest.raises(ConfigError, match=r"local_tf_session_args.intra_op_parallelism_threads must be .* got -1"):
+        PPOTrainer({**SMALL, "local_tf_session_args": {"intra_op_parallelism_threads": -1}}, "CartPole-v1")
+
+
+def test_tf_session_args_merge_key_by_key():
+    from rlstack.trainers.config import merge_config
+
+    config = merge_config(DEFAULT_CONFIG, {"local_tf_session_args": {"inter_op_parallelism_threads": 4}}, "PPO")
+    assert config["local_tf_session_args"] == {"intra_op_parallelism_threads": None, "inter_op_parallelism_threads": 4}
