@@ -1,6 +1,9 @@
 """Start-up: ``import rlstack`` time, and process start to the first ``train()`` call
 with ``num_workers=2`` (Ray started, workers built and ready), rlstack and RLlib 2.60
-interleaved.
+interleaved. Two scripts each: one that calls ``ray.init(...)`` itself before building
+the trainer (the same arguments for both systems), and one that leaves starting Ray to
+the library (rlstack's trainer starts a local Ray and imports its framework meanwhile;
+RLlib's first actor triggers Ray's own ``ray.init()``).
 
     python bench/startup.py [--runs 5]
 """
@@ -30,8 +33,9 @@ def child(system: str) -> None:
         return
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    if system == "rlstack":
+    if not system.endswith("-own-ray"):
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    if system.startswith("rlstack"):
         from rlstack.trainers.ppo import PPOTrainer
 
         trainer = PPOTrainer({"num_workers": 2}, "CartPole-v1")
@@ -46,21 +50,26 @@ def child(system: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--child", choices=["import", "rlstack", "rllib"])
+    parser.add_argument("--child", choices=["import", "rlstack", "rllib", "rlstack-own-ray", "rllib-own-ray"])
     args = parser.parse_args()
     if args.child:
         child(args.child)
         return
-    results: dict[str, list[float]] = {"import rlstack + PPOTrainer": [], "rlstack start to first train()": [],
-                                       "rllib start to first train()": []}
+    labels = {"rlstack": "rlstack start to first train()", "rllib": "rllib start to first train()",
+              "rlstack-own-ray": "rlstack start to first train(), library starts Ray",
+              "rllib-own-ray": "rllib start to first train(), library starts Ray"}
+    results: dict[str, list[float]] = {"import rlstack + PPOTrainer": [], **{label: [] for label in labels.values()}}
     for _ in range(args.runs):
         record = run_child([os.path.abspath(__file__), "--child", "import"])
         results["import rlstack + PPOTrainer"].append(record["import_rlstack_s"])
-        results["rlstack start to first train()"].append(run_child([os.path.abspath(__file__), "--child", "rlstack"])["wall_s"])
-        results["rllib start to first train()"].append(run_child([os.path.abspath(__file__), "--child", "rllib"])["wall_s"])
-    ratio = [a / b for a, b in zip(results["rlstack start to first train()"], results["rllib start to first train()"])]
+        for child_name, label in labels.items():
+            results[label].append(run_child([os.path.abspath(__file__), "--child", child_name])["wall_s"])
+    ratios = {}
+    for suffix in ("", "-own-ray"):
+        ours, theirs = results[labels["rlstack" + suffix]], results[labels["rllib" + suffix]]
+        ratios["rlstack_over_rllib" + suffix.replace("-", "_")] = summarise([a / b for a, b in zip(ours, theirs)])
     print(json.dumps({"benchmark": "startup", "unit": "s", "summary": {k: summarise(v) for k, v in results.items()},
-                      "rlstack_over_rllib": summarise(ratio)}))
+                      **ratios}))
 
 
 if __name__ == "__main__":

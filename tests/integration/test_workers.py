@@ -146,17 +146,24 @@ def test_num_gpus_without_gpu_falls_back_to_cpu_with_warning(caplog):
 
 
 def test_trainer_starts_local_ray_when_none_is_running(tmp_path):
-    """A trainer built before ray.init() starts its own local Ray (in a fresh process)."""
+    """A trainer built before ray.init() starts its own local Ray (in a fresh process),
+    importing the driver policy's framework on a second thread meanwhile."""
     import subprocess
     import sys
 
     script = (
-        "import os, ray\n"
+        "import os, threading, ray\n"
         "os.environ.pop('RAY_ADDRESS', None)\n"
+        "init, seen = ray.init, []\n"
+        "def spy(*args, **kwargs):\n"
+        "    seen.extend(t.name for t in threading.enumerate())\n"
+        "    return init(*args, **kwargs)\n"
+        "ray.init = spy\n"
         "from rlstack.trainers.ppo import PPOTrainer\n"
         "t = PPOTrainer({'num_workers': 1, 'train_batch_size': 200, 'sgd_minibatch_size': 50, 'num_sgd_iter': 1,"
         " 'model': {'fcnet_hiddens': [8]}}, 'CartPole-v1')\n"
         "assert ray.is_initialized()\n"
+        "assert 'rlstack-preload' in seen, seen\n"
         "r = t.train(); t.stop()\n"
         "print('OK', r['num_healthy_workers'], ray.cluster_resources().get('CPU'))\n"
     )
