@@ -50,11 +50,13 @@ def check_finite_update(optimizer: "Adam | RMSProp", loss: torch.Tensor | None =
         what = f"gradients of parameters {', '.join(bad)}" if bad else "gradient norm (overflow)"
     else:
         values = {name: value for name, value in (("loss", loss), ("gradient norm", grad_norm)) if value is not None}
-        # One read of the device for both scalars (one sync on a GPU).
-        if bool(torch.isfinite(torch.stack([v.detach().reshape(()).float() for v in values.values()])).all()):
+        # One read of the device for both scalars (one sync on a GPU): a NaN or inf in
+        # either makes their sum NaN or inf.
+        if bool(torch.isfinite(sum(v.detach().reshape(()) for v in values.values()))):
             return
-        what = " and ".join(f"{name} ({value.item()})" for name, value in values.items()
-                            if not math.isfinite(value.item()))
+        what = (" and ".join(f"{name} ({value.item()})" for name, value in values.items()
+                             if not math.isfinite(value.item()))
+                or " + ".join(values) + " (overflow)")
     raise NonFiniteError.in_update(what, f"a torch {type(optimizer).__name__} step", optimizer.lr)
 
 
@@ -74,7 +76,11 @@ class Adam:
         self.lr, self.eps, self.beta1, self.beta2 = float(lr), float(eps), beta1, beta2
         self.exp_avgs = [torch.zeros_like(p) for p in self.params]
         self.exp_avg_sqs = [torch.zeros_like(p) for p in self.params]
-        self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in self.params]
+        # Each parameter's step count is a view into one vector, so that a step where every
+        # parameter has a gradient counts them all with one op (not one per parameter).
+        device = self.params[0].device if self.params else None
+        self._all_steps = torch.zeros(len(self.params), dtype=torch.float32, device=device)
+        self.steps = list(self._all_steps.unbind())
         self._fused = hasattr(torch, "_fused_adam_")
 
     def zero_grad(self) -> None:
@@ -96,7 +102,8 @@ class Adam:
         """
         check_finite_update(self, loss, grad_norm)
         params, exp_avgs, exp_avg_sqs, steps = self.params, self.exp_avgs, self.exp_avg_sqs, self.steps
-        if any(p.grad is None for p in params):
+        every_grad = all(p.grad is not None for p in params)
+        if not every_grad:
             # As torch.optim: a parameter the loss does not use (say, the value layers of
             # PPO with use_critic=False) keeps its weights and its moments.
             used = [i for i, p in enumerate(params) if p.grad is not None]
@@ -105,7 +112,10 @@ class Adam:
             if not params:
                 return
         grads = [p.grad for p in params]
-        torch._foreach_add_(steps, 1.0)
+        if every_grad:
+            self._all_steps.add_(1.0)
+        else:
+            torch._foreach_add_(steps, 1.0)
         if self._fused:
             torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=self.lr,
                                beta1=self.beta1, beta2=self.beta2, weight_decay=0.0, eps=self.eps, amsgrad=False,
