@@ -27,6 +27,9 @@ from rlstack.utils.schedules import make_schedule
 
 logger = logging.getLogger(__name__)
 
+# ``grads(index, stats=True) -> (loss, stats)``: see TorchPolicy.make_grad_fn.
+GradFn = Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]]
+
 
 def check_finite_update(optimizer: "Adam | RMSProp", loss: torch.Tensor | None = None,
                         grad_norm: torch.Tensor | None = None) -> None:
@@ -52,7 +55,8 @@ def check_finite_update(optimizer: "Adam | RMSProp", loss: torch.Tensor | None =
         values = {name: value for name, value in (("loss", loss), ("gradient norm", grad_norm)) if value is not None}
         # One read of the device for both scalars (one sync on a GPU): a NaN or inf in
         # either makes their sum NaN or inf.
-        if bool(torch.isfinite(sum(v.detach().reshape(()) for v in values.values()))):
+        total = loss + grad_norm if loss is not None and grad_norm is not None else next(iter(values.values()))
+        if bool(torch.isfinite(total).all()):
             return
         what = (" and ".join(f"{name} ({value.item()})" for name, value in values.items()
                              if not math.isfinite(value.item()))
@@ -329,14 +333,15 @@ class TorchPolicy(Policy):
         columns = self.loss_columns or tuple(batch.keys())
         return {key: torch.from_numpy(_writable(batch[key])).to(self.device) for key in columns}
 
-    def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], tuple[torch.Tensor, dict]]:
-        """Returns ``grads(index) -> (loss, stats)``, which puts d loss / d parameter of
-        the minibatch ``tensors[...][index]`` into every parameter's ``.grad``.
+    def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
+        """Returns ``grads(index, stats=True) -> (loss, stats)``, which puts d loss / d
+        parameter of the minibatch ``tensors[...][index]`` into every parameter's ``.grad``.
 
         The default runs :meth:`loss` and autograd; a policy whose loss gradient is
-        known in closed form may return a faster function with the same result.
+        known in closed form may return a faster function with the same result, and may
+        leave the statistics out (``{}``) when ``stats`` is False.
         """
-        def grads(index: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        def grads(index: torch.Tensor, stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             loss, stats = self.loss({key: value[index] for key, value in tensors.items()})
             self.optimizer.zero_grad()
             loss.backward()
@@ -361,17 +366,23 @@ class TorchPolicy(Policy):
         for epoch in range(num_epochs):
             order = torch.from_numpy(self._rng.permutation(n) if self.shuffle_minibatches else np.arange(n))
             order = order.to(self.device)
+            # Only the last epoch's statistics are reported.
+            last_epoch = epoch == num_epochs - 1
             for start in range(0, n, minibatch_size):
-                loss, stats = grads(order[start : start + minibatch_size])
-                if grad_clip is not None:
-                    stats["grad_gnorm"] = clip_grad_norm(self.optimizer.params, grad_clip)
+                index = order[start : start + minibatch_size]
+                loss, stats = grads(index, stats=last_epoch)
+                grad_norm = clip_grad_norm(self.optimizer.params, grad_clip) if grad_clip is not None else None
                 try:
                     # Checks the loss (and the gradient norm) first: one device sync per step.
-                    self.optimizer.step(loss, stats.get("grad_gnorm"))
+                    self.optimizer.step(loss, grad_norm)
                 except NonFiniteError:
                     self.model.eval()
+                    # Nothing was updated: the same minibatch gives the statistics to name.
+                    stats = stats or grads(index)[1]
                     raise self._non_finite_error(stats, epoch, start // minibatch_size) from None
-                if epoch == num_epochs - 1:
+                if last_epoch:
+                    if grad_norm is not None:
+                        stats["grad_gnorm"] = grad_norm
                     last_epoch_stats.append({key: value.detach() for key, value in stats.items()})
         self.model.eval()
         mean_stats = {key: float(torch.stack([s[key] for s in last_epoch_stats]).float().mean())

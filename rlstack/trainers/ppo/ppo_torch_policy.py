@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -11,7 +10,7 @@ import torch
 
 from rlstack.models.torch.fused import DenseGraph
 from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
-from rlstack.policies.torch_policy import TorchPolicy
+from rlstack.policies.torch_policy import GradFn, TorchPolicy
 from rlstack.sample_batch import SampleBatch
 
 
@@ -75,7 +74,7 @@ class PPOTorchPolicy(TorchPolicy):
         }
         return total_loss, stats
 
-    def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], tuple[torch.Tensor, dict]]:
+    def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
         # Without a critic the value layers get no gradient (autograd leaves them out of
         # the update); that case keeps autograd.
         if not (self.use_fused_sgd and self.config["use_critic"] and self.dist_spec.kind in _FUSED_HEADS
@@ -83,7 +82,7 @@ class PPOTorchPolicy(TorchPolicy):
             return super().make_grad_fn(tensors)
         return self._fused_grad_fn(tensors)
 
-    def _fused_grad_fn(self, tensors: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], tuple[torch.Tensor, dict]]:
+    def _fused_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
         """:meth:`loss` and its gradient written out for a :class:`DenseGraph` (see
         models/torch/fused.py for why). With ``z`` the distribution inputs, ``r`` the
         ratio, ``B`` the minibatch size:
@@ -114,7 +113,7 @@ class PPOTorchPolicy(TorchPolicy):
         # total = -surrogate + kl_coeff kl + vf_coeff vf - entropy_coeff entropy
         loss_weights = torch.tensor([-1.0, kl_coeff, vf_coeff, -entropy_coeff], device=self.device)
 
-        def grads(index: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        def grads(index: torch.Tensor, stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             rows = len(index)
             obs, *dist_parts, rest = packed.index_select(0, index).split(widths, dim=1)
             logp_old, advantages, value_targets = rest.unbind(1)
@@ -139,6 +138,8 @@ class PPOTorchPolicy(TorchPolicy):
 
             means = torch.stack([surrogate, kl, vf_loss, entropy], dim=1).mean(0)
             total_loss = (means * loss_weights).sum()
+            if not stats:
+                return total_loss, {}
             policy_loss, mean_kl, mean_vf_loss, mean_entropy = (-means[0], means[1], means[2], means[3])
             return total_loss, {"total_loss": total_loss, "policy_loss": policy_loss, "vf_loss": mean_vf_loss,
                                 "kl": mean_kl, "entropy": mean_entropy}
