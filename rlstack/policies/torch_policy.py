@@ -27,7 +27,7 @@ from rlstack.utils.schedules import make_schedule
 
 logger = logging.getLogger(__name__)
 
-# ``grads(index, stats=True) -> (loss, stats)``: see TorchPolicy.make_grad_fn.
+# ``grads(index, with_stats=True) -> (loss, stats)``: see TorchPolicy.make_grad_fn.
 GradFn = Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]]
 
 
@@ -334,14 +334,14 @@ class TorchPolicy(Policy):
         return {key: torch.from_numpy(_writable(batch[key])).to(self.device) for key in columns}
 
     def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
-        """Returns ``grads(index, stats=True) -> (loss, stats)``, which puts d loss / d
+        """Returns ``grads(index, with_stats=True) -> (loss, stats)``, which puts d loss / d
         parameter of the minibatch ``tensors[...][index]`` into every parameter's ``.grad``.
 
         The default runs :meth:`loss` and autograd; a policy whose loss gradient is
         known in closed form may return a faster function with the same result, and may
-        leave the statistics out (``{}``) when ``stats`` is False.
+        leave the statistics out (``{}``) when ``with_stats`` is False.
         """
-        def grads(index: torch.Tensor, stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        def grads(index: torch.Tensor, with_stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             loss, stats = self.loss({key: value[index] for key, value in tensors.items()})
             self.optimizer.zero_grad()
             loss.backward()
@@ -370,7 +370,7 @@ class TorchPolicy(Policy):
             last_epoch = epoch == num_epochs - 1
             for start in range(0, n, minibatch_size):
                 index = order[start : start + minibatch_size]
-                loss, stats = grads(index, stats=last_epoch)
+                loss, stats = grads(index, with_stats=last_epoch)
                 grad_norm = clip_grad_norm(self.optimizer.params, grad_clip) if grad_clip is not None else None
                 try:
                     # Checks the loss (and the gradient norm) first: one device sync per step.

@@ -113,7 +113,7 @@ class PPOTorchPolicy(TorchPolicy):
         # total = -surrogate + kl_coeff kl + vf_coeff vf - entropy_coeff entropy
         loss_weights = torch.tensor([-1.0, kl_coeff, vf_coeff, -entropy_coeff], device=self.device)
 
-        def grads(index: torch.Tensor, stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        def grads(index: torch.Tensor, with_stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             rows = len(index)
             obs, *dist_parts, rest = packed.index_select(0, index).split(widths, dim=1)
             logp_old, advantages, value_targets = rest.unbind(1)
@@ -138,7 +138,7 @@ class PPOTorchPolicy(TorchPolicy):
 
             means = torch.stack([surrogate, kl, vf_loss, entropy], dim=1).mean(0)
             total_loss = (means * loss_weights).sum()
-            if not stats:
+            if not with_stats:
                 return total_loss, {}
             policy_loss, mean_kl, mean_vf_loss, mean_entropy = (-means[0], means[1], means[2], means[3])
             return total_loss, {"total_loss": total_loss, "policy_loss": policy_loss, "vf_loss": mean_vf_loss,
