@@ -217,13 +217,14 @@ class TFPolicy(Policy):
     ) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         model_config = config.get("model", {})
+        spec = None if model_config.get("custom_model") else self.model_spec()  # built-in models
         # The driver's (learner's) pools, unless a rollout worker's pin came first. On
         # vector observations one intra-op thread is faster: a dense layer's matmul is too
         # small to split (PPO learner on 2 cores, 64x64 to 1024x1024 tanh nets: 1.15-1.45x
         # the samples/s of TF's default of one thread per core; BENCHMARKS.md).
         args = config.get("local_tf_session_args") or {}
         intra = args.get("intra_op_parallelism_threads")
-        if intra is None and not model_config.get("custom_model") and not self.model_spec().encoder.images:
+        if intra is None and spec is not None and not spec.encoder.images:
             intra = 1
         size_thread_pools(intra, args.get("inter_op_parallelism_threads"))
         self.device = "/CPU:0"
@@ -246,7 +247,6 @@ class TFPolicy(Policy):
                         "call; create its tf.Variables (or Keras layers) in __init__ or on the first call."
                     )
             else:
-                spec = self.model_spec()
                 self.model = self.model_class(spec)
                 self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
                 self.builtin_model = True

@@ -37,7 +37,7 @@ def _import_tensorflow() -> ModuleType:
     from tensorflow.python.tools.module_util import get_parent_dir_for_name
 
     keras_dir = get_parent_dir_for_name("keras.api._v2.keras")
-    tensorflow.__path__ = [p for p in (keras_dir if p is None else p for p in tensorflow.__path__) if p is not None]
+    tensorflow.__path__ = [keras_dir if p is None else p for p in tensorflow.__path__]
     return tensorflow
 
 

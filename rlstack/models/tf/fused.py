@@ -18,10 +18,10 @@ the tape.
 
 from __future__ import annotations
 
-
 from rlstack.models.catalog import EncoderSpec, LayerSpec, plain_dense
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFModel, vector_part
+
 
 class DenseGraph:
     """The layers of a dense :class:`TFModel`, run forward and backward by hand.

@@ -28,6 +28,7 @@ from torch import nn
 from rlstack.models.catalog import plain_dense, twin_encoders
 from rlstack.models.torch.model import TorchModel
 
+
 class DenseGraph:
     """The layers of a dense :class:`TorchModel`, run forward and backward by hand.
 

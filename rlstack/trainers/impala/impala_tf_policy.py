@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from rlstack.models.tf.framework import tf
 from rlstack.policies.tf_policy import Adam, RMSProp, TFPolicy
 from rlstack.sample_batch import SampleBatch
