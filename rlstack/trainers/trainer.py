@@ -1,8 +1,9 @@
 """Trainer: the base of every algorithm, a Ray Tune ``Trainable``.
 
 The base owns everything but the algorithm: config merge and validation, starting Ray
-when needed, building the rollout and evaluation workers, the result dict, acting with
-the trained policy, evaluation, checkpoints and resource requests. An algorithm
+when needed, building the rollout workers, the result dict, checkpoints and resource
+requests; acting with the trained policy and evaluation come from ``acting.py``
+(:class:`ActingMixin`). An algorithm
 subclass supplies ``_name``, ``_default_config``, ``validate_config``,
 ``get_default_policy_class`` and ``training_step``.
 """
@@ -12,12 +13,9 @@ from __future__ import annotations
 import copy
 import importlib
 import logging
-import math
 import os
 import re
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,12 +31,13 @@ from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.evaluation.metrics import EpisodeWindow, summarize_episodes
 from rlstack.evaluation.worker_set import WorkerSet, worker_resources
-from rlstack.policies.policy import Policy, check_observation
+from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
+from rlstack.trainers.acting import DEFAULT_POLICY_ID, ActingMixin
+from rlstack.trainers.ray_start import ensure_ray
 from rlstack.trainers.result_logger import ResultLogger
 from rlstack.trainers.config import (
     COMMON_CONFIG,
-    evaluation_config_of,
     merge_config,
     validate_common_config,
 )
@@ -48,50 +47,10 @@ from rlstack.utils.timers import TimerStat
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_POLICY_ID = "default_policy"
-
 __all__ = ["COMMON_CONFIG", "DEFAULT_POLICY_ID", "Trainer"]
 
 
-def ensure_ray(config: dict[str, Any], preload: str | None = None) -> None:
-    """Starts a local Ray unless Ray is running or ``RAY_ADDRESS`` names a cluster.
-
-    A bare ``ray.init()`` attaches to whatever cluster the default temp dir records,
-    which on a shared machine can be a dead one; so without an explicit address we
-    start our own with ``address="local"`` and enough CPUs for the requested workers.
-
-    ``ray.init`` mostly waits on the daemons it starts (~3.5 s on this project's 2-core
-    machine, ~0.4 s of it in this process), so the module of ``preload`` (the driver
-    policy's ``"module:Class"`` path, whose import brings in torch or TensorFlow) is
-    imported on a second thread meanwhile. (The two imports have no module in common
-    but ``timeit``: no import-lock cycle between the threads.)
-    """
-    if ray.is_initialized():
-        return
-    if preload is not None and preload.split(":")[0] not in sys.modules:
-        threading.Thread(target=_import_quietly, args=(preload.split(":")[0],), name="rlstack-preload",
-                         daemon=True).start()
-    address = os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address)
-        return
-    needed = (config["num_workers"] + config["evaluation_num_workers"]) * config["num_cpus_per_worker"]
-    ray.init(
-        address="local",
-        num_cpus=max(os.cpu_count() or 1, math.ceil(needed)),
-        include_dashboard=False,
-        log_to_driver=True,
-    )
-
-
-def _import_quietly(module_name: str) -> None:
-    try:
-        importlib.import_module(module_name)
-    except Exception:  # noqa: BLE001 - the driver's own import of it raises, where it belongs
-        pass
-
-
-class Trainer(tune.Trainable):
+class Trainer(ActingMixin, tune.Trainable):
     """Base class of rlstack trainers (``PPOTrainer`` and friends).
 
     Args:
@@ -307,6 +266,9 @@ class Trainer(tune.Trainable):
         """The policy that learns (the local worker's)."""
         return self.workers.local_worker().policy
 
+    def _local_filter(self) -> Any:
+        return self.workers.local_worker().filter
+
     def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Policy:
         """Returns the policy (rlstack trains one policy, ``"default_policy"``).
 
@@ -381,124 +343,6 @@ class Trainer(tune.Trainable):
     def extra_results(self) -> dict[str, Any]:
         """Algorithm-specific entries of the result dict (replay buffer sizes, ...)."""
         return {}
-
-    # ----- acting -----------------------------------------------------------------------
-
-    def _local_filter(self) -> Any:
-        return self.workers.local_worker().filter
-
-    def compute_single_action(
-        self,
-        observation: Any,
-        explore: bool | None = None,
-        policy_id: str = DEFAULT_POLICY_ID,
-        full_fetch: bool = False,
-        unsquash_action: bool = True,
-    ) -> Any:
-        """The action the trained policy takes for one raw observation.
-
-        The observation goes through the same preprocessing and observation filter as
-        during training (the filter is applied, not updated).
-
-        Args:
-            observation: One observation as the env returns it.
-            explore: Sample (True) or take the most likely action (False); None uses
-                ``config["explore"]``.
-            policy_id: Must be ``"default_policy"``.
-            full_fetch: Also return ``([], extras)`` like classic RLlib.
-            unsquash_action: Map Box actions onto the action space's bounds.
-
-        Returns:
-            The action, or ``(action, [], extras)`` with ``full_fetch``.
-
-        Raises:
-            ObservationError: (a ValueError) If the observation does not fit the
-                observation space (wrong shape, a non-numeric dtype, an (obs, info) pair).
-        """
-        policy = self.get_policy(policy_id)
-        obs = self._prepare_observations([observation], policy)
-        actions, extras = policy.compute_actions(obs, explore=explore)
-        if unsquash_action:
-            actions = policy.unsquash_actions(actions)
-        action = actions[0]
-        if full_fetch:
-            return action, [], {key: value[0] for key, value in extras.items()}
-        return action
-
-    compute_action = compute_single_action
-
-    def compute_actions(
-        self, observations: Any, explore: bool | None = None, policy_id: str = DEFAULT_POLICY_ID,
-        unsquash_actions: bool = True,
-    ) -> Any:
-        """Actions for several raw observations.
-
-        Args:
-            observations: A dict ``{key: obs}`` (classic multi-agent style: a dict of
-                actions comes back) or a sequence / batch array of observations.
-            explore: As in :meth:`compute_single_action`.
-            policy_id: Must be ``"default_policy"``.
-            unsquash_actions: Map Box actions onto the action space's bounds.
-        """
-        policy = self.get_policy(policy_id)
-        if isinstance(observations, dict) and not _is_single_dict_obs(observations, policy):
-            keys = list(observations)
-            actions = self.compute_actions([observations[k] for k in keys], explore, policy_id, unsquash_actions)
-            return dict(zip(keys, actions))
-        obs = self._prepare_observations(list(observations), policy)
-        actions, _ = policy.compute_actions(obs, explore=explore)
-        return policy.unsquash_actions(actions) if unsquash_actions else actions
-
-    def _prepare_observations(self, observations: list[Any], policy: Policy) -> np.ndarray:
-        space = policy.observation_space
-        for i, obs in enumerate(observations):
-            check_observation(obs, space, "Observation" if len(observations) == 1 else
-                              f"Observation {i} of {len(observations)}")
-        return self._local_filter()(policy.preprocessor.transform_batch(observations), update=False)
-
-    # ----- evaluation ---------------------------------------------------------------------
-
-    def evaluate(self) -> dict[str, Any]:
-        """Plays ``evaluation_duration`` episodes (or timesteps) with ``evaluation_config``.
-
-        Returns:
-            ``episode_reward_mean/min/max``, ``episode_len_mean``, ``episodes_this_iter``
-            and ``timesteps_this_iter`` of the evaluation episodes.
-        """
-        cfg = self.config
-        if self.evaluation_workers is None:
-            eval_config = evaluation_config_of(cfg)
-            num = cfg["evaluation_num_workers"]
-            self.evaluation_workers = WorkerSet(cfg["env"], self.policy_class, eval_config, num,
-                                                local_env=num == 0, name="evaluation",
-                                                postprocess_fn=type(self).postprocess_fn,
-                                                numpy_policy_class=type(self).numpy_policy_class)
-        workers = self.evaluation_workers
-        weights = self.learner_policy.get_weights()
-        filter_state = self._local_filter().get_state()
-        workers.local_worker().set_weights(weights)
-        workers.local_worker().set_filter_state(filter_state)
-        if workers.num_remote_workers:
-            weights_ref, filter_ref = ray.put(weights), ray.put(filter_state)
-            workers.call_healthy(lambda w: [w.set_weights.remote(weights_ref), w.set_filter_state.remote(filter_ref)])
-        duration = cfg["evaluation_duration"]
-        by_episodes = cfg["evaluation_duration_unit"] == "episodes"
-        if workers.num_remote_workers:
-            # A worker recreated or dropped on the way contributes what it finished.
-            positions = workers.healthy_positions()
-            shares = [duration // len(positions) + (1 if i < duration % len(positions) else 0)
-                      for i in range(len(positions))]
-            results = workers.call_each({p: (lambda w, n=n: _run_share(w, n, by_episodes))
-                                         for p, n in zip(positions, shares) if n > 0})
-            episodes = [e for batch in results.values() for e in batch]
-        else:
-            local = workers.local_worker()
-            episodes = local.run_episodes(duration, None) if by_episodes else local.run_episodes(None, duration)
-        return {
-            **summarize_episodes(episodes),
-            "episodes_this_iter": len(episodes),
-            "timesteps_this_iter": sum(e.length for e in episodes),
-        }
 
     # ----- checkpoints ----------------------------------------------------------------------
 
@@ -655,15 +499,3 @@ def _worker_start_error(exc: Exception) -> Exception | None:
     error = error_class(text[matches[-1].end():].strip() + " (raised while a remote rollout worker started)")
     error.worker_traceback = text  # the worker's traceback, as text
     return error
-
-
-def _is_single_dict_obs(observations: dict, policy: Policy) -> bool:
-    import gymnasium as gym
-
-    space = policy.observation_space
-    return isinstance(space, gym.spaces.Dict) and set(observations) == set(space.spaces)
-
-
-def _run_share(worker: Any, n: int, by_episodes: bool) -> Any:
-    # One evaluation worker's share: n episodes or n timesteps.
-    return worker.run_episodes.remote(n, None) if by_episodes else worker.run_episodes.remote(None, n)
