@@ -16,6 +16,7 @@ import numpy as np
 
 from rlstack.errors import ObservationError
 from rlstack.models.catalog import ModelCatalog, action_dist_spec
+from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
 from rlstack.sample_batch import SampleBatch
 
@@ -150,14 +151,29 @@ class Policy(ABC):
         self.worker_index, self.num_workers = worker_index, num_workers
 
     def make_custom_model(self) -> Any:
-        """Builds ``config["model"]["custom_model"]`` per the custom-model contract
-        (see ``ModelCatalog.register_custom_model``), or returns None without one."""
+        """Builds ``config["model"]["custom_model"]`` (a registered name, or the class
+        itself as classic RLlib allowed), or returns None without one.
+
+        The class is constructed as ``cls(obs_space, action_space, num_outputs,
+        model_config, name, **custom_model_config)`` with ``obs_space`` from
+        :func:`~rlstack.models.modelv2.model_obs_space`. A 1.x ``ModelV2`` subclass is
+        returned as it is; any other object (rlstack's shortcut form, called on flat
+        observations and returning ``(dist_inputs, values)``) goes through
+        :meth:`adapt_shortcut_model`, so the policy always holds a ModelV2.
+        """
         model_config = self.config.get("model", {})
-        if not model_config.get("custom_model"):
+        custom = model_config.get("custom_model")
+        if not custom:
             return None
-        model_class = ModelCatalog.get_custom_model(model_config["custom_model"])
-        return model_class(self.observation_space, self.action_space, self.dist_spec.num_outputs, model_config,
-                           "model", **model_config.get("custom_model_config", {}))
+        model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)
+        model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
+                            model_config, "model", **model_config.get("custom_model_config", {}))
+        return model if isinstance(model, ModelV2) else self.adapt_shortcut_model(model)
+
+    def adapt_shortcut_model(self, model: Any) -> ModelV2:
+        """Wraps a shortcut custom model (flat observations in, ``(dist_inputs, values)``
+        out) as a ModelV2; each framework's policy base defines it."""
+        raise NotImplementedError(f"{type(self).__name__} does not support custom models.")
 
     @abstractmethod
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
