@@ -21,6 +21,7 @@ __all__ = [
     "JobSubmissionError",
     "NonFiniteError",
     "ObservationError",
+    "PlacementTimeoutError",
     "RLStackError",
     "WorkerFailureError",
     "closest_matches",
@@ -96,6 +97,11 @@ class ClusterAuthenticationError(RLStackError, PermissionError):
 
 class WorkerFailureError(RLStackError, RuntimeError):
     """A rollout or evaluation worker failed and the config does not let training go on."""
+
+
+class PlacementTimeoutError(RLStackError, TimeoutError):
+    """A standalone trainer's remote workers could not get their CPUs/GPUs within
+    ``placement_timeout_s`` (the resources they asked for were released again)."""
 
 
 def closest_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:

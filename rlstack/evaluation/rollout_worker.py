@@ -30,6 +30,7 @@ from rlstack.env.registry import make_env, restore_registry
 from rlstack.env.vector_env import VectorEnv, env_name
 from rlstack.errors import EnvError, EnvFailureError, NonFiniteError
 from rlstack.evaluation.metrics import EpisodeStats
+from rlstack.evaluation.worker_access import WorkerAccessMixin
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
@@ -71,7 +72,7 @@ def class_path(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-class RolloutWorker:
+class RolloutWorker(WorkerAccessMixin):
     """Collects experience with one policy in ``num_envs_per_worker`` sub-envs.
 
     Args:

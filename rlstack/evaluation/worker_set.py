@@ -11,8 +11,9 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from rlstack.env.registry import registered_envs
-from rlstack.errors import WorkerFailureError
+from rlstack.errors import PlacementTimeoutError, WorkerFailureError
 from rlstack.evaluation.metrics import EpisodeStats
+from rlstack.evaluation.placement import remove_quietly, wait_until_placed, worker_resources, worker_start_error
 from rlstack.evaluation.rollout_worker import RolloutWorker, class_path, resolve_class
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.policy import Policy
@@ -20,13 +21,7 @@ from rlstack.sample_batch import SampleBatch, concat_samples
 
 logger = logging.getLogger(__name__)
 
-
-def worker_resources(config: dict) -> dict[str, float]:
-    """The Ray resources of one remote worker: ``{"CPU": .., "GPU": .., **custom}``
-    (no GPU under ``_fake_gpus``, whose policies stay on the CPU)."""
-    return {"CPU": config["num_cpus_per_worker"],
-            "GPU": 0 if config.get("_fake_gpus") else config["num_gpus_per_worker"],
-            **(config.get("custom_resources_per_worker") or {})}
+__all__ = ["WorkerSet", "synchronous_parallel_sample", "worker_resources", "worker_start_error"]
 
 
 class WorkerSet:
@@ -135,8 +130,14 @@ class WorkerSet:
                                     strategy=config["placement_strategy"])
             self._placement_group = group
             # Freed with the set even when nobody calls stop() (a dropped trainer).
-            self._release_group = weakref.finalize(self, _remove_quietly, remove_placement_group, group)
-            _wait_until_placed(group, config, num_workers, self.name)
+            self._release_group = weakref.finalize(self, remove_quietly, remove_placement_group, group)
+            try:
+                wait_until_placed(group, config, num_workers, self.name)
+            except PlacementTimeoutError:
+                # Give the reserved part back now: the next trainer may need it.
+                self._release_group()
+                self._placement_group = None
+                raise
             first = 0
         return [PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=first + i,
                                                  placement_group_capture_child_tasks=True)
@@ -366,15 +367,61 @@ class WorkerSet:
         return {key: sum(p[key] for p in perfs) / len(perfs) for key in perfs[0]}
 
     def foreach_worker(self, func: Callable[[RolloutWorker], Any], local: bool = True) -> list[Any]:
-        """Calls ``func(worker)`` on the local worker (if ``local``) and every remote one.
+        """Calls ``func(worker)`` on the local worker (if ``local``) and every remote one
+        in use, as RLlib 1.13's ``WorkerSet.foreach_worker``.
+
+        ``func`` travels to the remote workers by pickling (a lambda is fine) and runs
+        there, e.g. ``workers.foreach_worker(lambda w: w.foreach_env(lambda env:
+        env.set_task(task)))``.
 
         Returns:
-            The results, local worker's first.
+            The results: the local worker's first, then the remote workers' by index.
         """
         results = [func(self._local_worker)] if local else []
         if self._remote_workers:
             results.extend(self.call_healthy(lambda w: w.apply.remote(func)).values())
         return results
+
+    def foreach_worker_with_index(self, func: Callable[[RolloutWorker, int], Any]) -> list[Any]:
+        """Calls ``func(worker, worker_index)`` on every worker: index 0 is the local
+        worker, 1..N the remote ones.
+
+        Returns:
+            The results, local worker's first.
+        """
+        results = [func(self._local_worker, 0)]
+        if self._remote_workers:
+            results.extend(self.call_each({position: (lambda w, i=position + 1: w.apply.remote(func, i))
+                                           for position in self.healthy_positions()}).values())
+        return results
+
+    def foreach_policy(self, func: Callable[..., Any]) -> list[Any]:
+        """Calls ``func(policy, policy_id)`` on every worker's policies.
+
+        The local worker's policy is the learner's; a remote worker acting in numpy
+        (``rollout_inference="auto"`` with a built-in dense model) holds a
+        :class:`~rlstack.policies.numpy_policy.NumpyPolicy` copy of it instead, so
+        ``func`` should use what every policy offers (``get_weights``, the spaces,
+        ``config``, ``compute_actions``).
+
+        Returns:
+            The results in one flat list, local worker's first (RLlib 1.13's layout).
+        """
+        return [result for results in self.foreach_worker(lambda w: w.foreach_policy(func)) for result in results]
+
+    def foreach_env(self, func: Callable[[Any], Any]) -> list[list[Any]]:
+        """Calls ``func(sub_env)`` on every sub-env of every worker.
+
+        Returns:
+            One list per worker (the local worker's first; ``[]`` when it has no envs),
+            each with one result per sub-env.
+        """
+        return self.foreach_worker(lambda w: w.foreach_env(func))
+
+    def foreach_env_with_context(self, func: Callable[[Any, Any], Any]) -> list[list[Any]]:
+        """Calls ``func(sub_env, env_context)`` on every sub-env of every worker (see
+        :meth:`foreach_env`)."""
+        return self.foreach_worker(lambda w: w.foreach_env_with_context(func))
 
     def stop(self) -> None:
         """Closes the local envs and ends the remote worker actors."""
@@ -416,29 +463,6 @@ def _kill_quietly(handle: Any) -> None:
     try:
         ray.kill(handle, no_restart=True)
     except Exception:  # noqa: BLE001 - the actor may already be gone
-        pass
-
-
-# How long a standalone trainer waits for its workers' placement group before it says why.
-PLACEMENT_WARN_S = 30.0
-
-
-def _wait_until_placed(group: Any, config: dict, num_workers: int, name: str) -> None:
-    # An autoscaling cluster may need minutes to add nodes: wait, but say what is missing.
-    while not group.wait(timeout_seconds=PLACEMENT_WARN_S):
-        logger.warning(
-            "Waiting for resources for %d %s workers (%s each, strategy %s); the cluster has %s in all and %s free. "
-            "Lower num_workers / num_cpus_per_worker / num_gpus_per_worker, or add nodes.",
-            num_workers, name, worker_resources(config), config["placement_strategy"],
-            ray.cluster_resources(), ray.available_resources(),
-        )
-
-
-def _remove_quietly(remove: Callable[[Any], None], group: Any) -> None:
-    try:
-        if ray.is_initialized():
-            remove(group)
-    except Exception:  # noqa: BLE001 - Ray may be shutting down
         pass
 
 

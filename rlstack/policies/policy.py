@@ -189,10 +189,54 @@ class Policy(ABC):
             ``action_logp``, ``action_dist_inputs`` and ``vf_preds``.
         """
 
-    def compute_single_action(self, obs: np.ndarray, explore: bool | None = None) -> tuple[Any, dict[str, Any]]:
-        """Like :meth:`compute_actions` for one preprocessed observation."""
-        actions, extras = self.compute_actions(obs[None], explore=explore)
-        return actions[0], {key: value[0] for key, value in extras.items()}
+    def compute_single_action(
+        self,
+        obs: Any = None,
+        state: list[Any] | None = None,
+        *,
+        prev_action: Any = None,
+        prev_reward: Any = None,
+        info: dict | None = None,
+        input_dict: dict[str, Any] | None = None,
+        episode: Any = None,
+        explore: bool | None = None,
+        timestep: int | None = None,
+        **kwargs: Any,
+    ) -> tuple[Any, list[Any], dict[str, Any]]:
+        """Classic RLlib's single-observation form of :meth:`compute_actions`.
+
+        As in RLlib 1.13 the observation is already preprocessed (flattened) and
+        filtered, and the action is the distribution's (not yet unsquashed or
+        clipped); ``Trainer.compute_single_action`` does both for raw observations.
+
+        Args:
+            obs: One preprocessed observation ``[obs_size]``.
+            state: RNN state inputs; rlstack's models are not recurrent, so this is
+                accepted and ignored.
+            prev_action: Accepted for 1.13 compatibility; unused by rlstack's models.
+            prev_reward: Accepted for 1.13 compatibility; unused.
+            info: Accepted for 1.13 compatibility; unused.
+            input_dict: ``{"obs": obs}``, used instead of ``obs`` when given.
+            episode: Accepted for 1.13 compatibility; unused.
+            explore: Sample (True) or take the mode (False); None uses ``config["explore"]``.
+            timestep: Accepted for 1.13 compatibility; exploration schedules follow the
+                policy's ``global_timestep`` instead.
+            **kwargs: Forward-compatibility placeholder, as in 1.13.
+
+        Returns:
+            ``(action, state_outs, extra_fetches)``: ``state_outs`` is ``[]`` (no RNN
+            state); ``extra_fetches`` holds this row of ``action_logp``,
+            ``action_dist_inputs``, ``vf_preds`` and the like.
+
+        Raises:
+            ValueError: If neither ``obs`` nor ``input_dict["obs"]`` is given.
+        """
+        if input_dict is not None:
+            obs = input_dict[SampleBatch.OBS]
+        if obs is None:
+            raise ValueError("compute_single_action() needs an observation: pass obs=... or input_dict={'obs': ...}.")
+        actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore)
+        return actions[0], [], {key: value[0] for key, value in extras.items()}
 
     @abstractmethod
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
@@ -234,12 +278,20 @@ class Policy(ABC):
         if "global_timestep" in state:
             self.on_global_var_update(int(state["global_timestep"]))
 
-    def unsquash_actions(self, actions: np.ndarray) -> np.ndarray:
+    def unsquash_actions(self, actions: np.ndarray, normalize: bool | None = None,
+                         clip: bool | None = None) -> np.ndarray:
         """Turns policy outputs into actions the env accepts.
 
         For Box spaces with ``normalize_actions`` the policy acts in [-1, 1], mapped
         linearly onto the space's bounds; with ``clip_actions`` (or after the mapping)
-        actions are clipped to the bounds. Other spaces pass through.
+        actions are clipped to the bounds. Other spaces pass through (Discrete ones
+        shifted by the space's ``start``).
+
+        Args:
+            actions: A batch of policy outputs.
+            normalize: Map onto the bounds (None: ``config["normalize_actions"]``); the
+                ``unsquash_action`` argument of ``Trainer.compute_single_action``.
+            clip: Clip to the bounds when not mapping (None: ``config["clip_actions"]``).
         """
         space = self.action_space
         # Distributions index categories from 0; spaces may start elsewhere.
@@ -251,8 +303,10 @@ class Policy(ABC):
             return actions
         actions = actions.reshape((-1, *space.shape))
         bounded = np.isfinite(space.low).all() and np.isfinite(space.high).all()
-        if self.config.get("normalize_actions", True) and bounded:
+        normalize = self.config.get("normalize_actions", True) if normalize is None else normalize
+        clip = self.config.get("clip_actions", False) if clip is None else clip
+        if normalize and bounded:
             actions = space.low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (space.high - space.low)
-        elif self.config.get("clip_actions", False):
+        elif clip:
             actions = np.clip(actions, space.low, space.high)
         return actions.astype(space.dtype, copy=False)

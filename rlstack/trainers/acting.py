@@ -7,6 +7,8 @@ which supplies ``config``, ``workers``, ``evaluation_workers``, ``policy_class``
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Collection
 from typing import Any
 
 import gymnasium as gym
@@ -14,79 +16,193 @@ import numpy as np
 import ray
 
 from rlstack.evaluation.metrics import summarize_episodes
+from rlstack.evaluation.worker_access import DEFAULT_POLICY_ID
 from rlstack.evaluation.worker_set import WorkerSet
 from rlstack.policies.policy import Policy, check_observation
 from rlstack.trainers.config import evaluation_config_of
 
-DEFAULT_POLICY_ID = "default_policy"
+__all__ = ["DEFAULT_POLICY_ID", "ActingMixin"]
 
 
 class ActingMixin:
     """Acting and evaluation methods of :class:`rlstack.trainers.trainer.Trainer`."""
 
+    # ----- policies and weights (RLlib 1.13's names) ---------------------------------------
+
+    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Policy:
+        """Returns the learner's policy (rlstack trains one policy, ``"default_policy"``).
+
+        Raises:
+            KeyError: For another policy id, naming the known ones.
+        """
+        return self.workers.local_worker().get_policy(policy_id)
+
+    def get_weights(self, policies: Collection[str] | None = None) -> dict[str, dict[str, np.ndarray]]:
+        """The learner's weights by policy id, as numpy arrays (RLlib 1.13's form).
+
+        Args:
+            policies: The policy ids to return (None: all, i.e. ``["default_policy"]``).
+
+        Returns:
+            ``{"default_policy": {name: array}}``.
+
+        Raises:
+            KeyError: For an unknown policy id, naming the known ones.
+        """
+        ids = list(self.workers.local_worker().policy_map) if policies is None else list(policies)
+        return {policy_id: self.get_policy(policy_id).get_weights() for policy_id in ids}
+
+    def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
+        """Loads ``{policy_id: weights}`` (as :meth:`get_weights` returns) into the learner
+        and sends them to the rollout workers.
+
+        Raises:
+            KeyError: For an unknown policy id, naming the known ones (nothing is loaded).
+        """
+        policies = {policy_id: self.get_policy(policy_id) for policy_id in weights}
+        for policy_id, policy in policies.items():
+            policy.set_weights(weights[policy_id])
+        self.workers.sync_weights(self._counters["num_env_steps_sampled"])
+
     # ----- acting -----------------------------------------------------------------------
 
     def compute_single_action(
         self,
-        observation: Any,
-        explore: bool | None = None,
+        observation: Any = None,
+        state: list[Any] | None = None,
+        *,
+        prev_action: Any = None,
+        prev_reward: float | None = None,
+        info: dict | None = None,
+        input_dict: dict[str, Any] | None = None,
         policy_id: str = DEFAULT_POLICY_ID,
         full_fetch: bool = False,
-        unsquash_action: bool = True,
+        explore: bool | None = None,
+        timestep: int | None = None,
+        episode: Any = None,
+        unsquash_action: bool | None = None,
+        clip_action: bool | None = None,
+        unsquash_actions: bool | None = None,
+        clip_actions: bool | None = None,
+        **kwargs: Any,
     ) -> Any:
-        """The action the trained policy takes for one raw observation.
+        """The action the trained policy takes for one raw observation (RLlib 1.13's form).
 
         The observation goes through the same preprocessing and observation filter as
         during training (the filter is applied, not updated).
 
         Args:
             observation: One observation as the env returns it.
+            state: RNN state inputs. rlstack's models are not recurrent: the state is
+                not used, but a non-empty one asks for the 3-tuple return, as in 1.13.
+            prev_action: Accepted for 1.13 compatibility; unused by rlstack's models.
+            prev_reward: Accepted for 1.13 compatibility; unused.
+            info: Accepted for 1.13 compatibility; unused.
+            input_dict: ``{"obs": observation}``, used instead of ``observation``.
+            policy_id: Must be ``"default_policy"``.
+            full_fetch: Return ``(action, state_out, extra_fetches)`` even without a state.
             explore: Sample (True) or take the most likely action (False); None uses
                 ``config["explore"]``.
-            policy_id: Must be ``"default_policy"``.
-            full_fetch: Also return ``([], extras)`` like classic RLlib.
-            unsquash_action: Map Box actions onto the action space's bounds.
+            timestep: Accepted for 1.13 compatibility; schedules follow training.
+            episode: Accepted for 1.13 compatibility; unused.
+            unsquash_action: Map a Box action from [-1, 1] onto the action space's
+                bounds; None: ``config["normalize_actions"]``.
+            clip_action: When not unsquashing, clip a Box action to the bounds; None:
+                ``config["clip_actions"]``.
+            unsquash_actions: 1.13's deprecated spelling of ``unsquash_action``.
+            clip_actions: 1.13's deprecated spelling of ``clip_action``.
+            **kwargs: Forward-compatibility placeholder, as in 1.13.
 
         Returns:
-            The action, or ``(action, [], extras)`` with ``full_fetch``.
+            The action; or ``(action, state_out, extra_fetches)`` when ``state`` is
+            non-empty or ``full_fetch`` is set (``state_out`` is ``[]``;
+            ``extra_fetches`` holds ``action_logp``, ``action_dist_inputs``, ``vf_preds``
+            and the like for this observation).
 
         Raises:
             ObservationError: (a ValueError) If the observation does not fit the
                 observation space (wrong shape, a non-numeric dtype, an (obs, info) pair).
+            KeyError: For a policy id other than ``"default_policy"``.
         """
+        unsquash_action = _renamed("unsquash_actions", unsquash_actions, "unsquash_action", unsquash_action)
+        clip_action = _renamed("clip_actions", clip_actions, "clip_action", clip_action)
+        if input_dict is not None:
+            observation = input_dict["obs"]
+        if observation is None:
+            raise ValueError("compute_single_action() needs an observation: pass the env's observation as "
+                             "the first argument, or input_dict={'obs': observation}.")
         policy = self.get_policy(policy_id)
         obs = self._prepare_observations([observation], policy)
-        actions, extras = policy.compute_actions(obs, explore=explore)
-        if unsquash_action:
-            actions = policy.unsquash_actions(actions)
-        action = actions[0]
-        if full_fetch:
-            return action, [], {key: value[0] for key, value in extras.items()}
+        action, state_out, extras = policy.compute_single_action(obs[0], state, explore=explore, timestep=timestep)
+        action = policy.unsquash_actions(np.asarray(action)[None], normalize=unsquash_action, clip=clip_action)[0]
+        # 1.13 returns the 3-tuple when a (non-empty) RNN state was passed in.
+        if state or full_fetch:
+            return action, state_out, extras
         return action
 
-    compute_action = compute_single_action
+    def compute_action(self, *args: Any, **kwargs: Any) -> Any:
+        """Classic RLlib's deprecated name of :meth:`compute_single_action` (same arguments)."""
+        return self.compute_single_action(*args, **kwargs)
 
     def compute_actions(
-        self, observations: Any, explore: bool | None = None, policy_id: str = DEFAULT_POLICY_ID,
-        unsquash_actions: bool = True,
+        self,
+        observations: Any,
+        state: Any = None,
+        *,
+        prev_action: Any = None,
+        prev_reward: Any = None,
+        info: Any = None,
+        policy_id: str = DEFAULT_POLICY_ID,
+        full_fetch: bool = False,
+        explore: bool | None = None,
+        timestep: int | None = None,
+        episodes: Any = None,
+        unsquash_actions: bool | None = None,
+        clip_actions: bool | None = None,
+        **kwargs: Any,
     ) -> Any:
-        """Actions for several raw observations.
+        """Actions for several raw observations, in one forward pass (RLlib 1.13's form).
 
         Args:
-            observations: A dict ``{key: obs}`` (classic multi-agent style: a dict of
-                actions comes back) or a sequence / batch array of observations.
-            explore: As in :meth:`compute_single_action`.
+            observations: A dict ``{agent_id: obs}`` as in 1.13 (a dict of actions comes
+                back), or, as an rlstack convenience, a sequence or batch array of
+                observations (an array of actions comes back).
+            state: RNN states (a dict by agent id for dict observations); rlstack's models
+                are not recurrent, so it is only used to ask for the 3-tuple return.
+            prev_action: Accepted for 1.13 compatibility; unused.
+            prev_reward: Accepted for 1.13 compatibility; unused.
+            info: Accepted for 1.13 compatibility; unused.
             policy_id: Must be ``"default_policy"``.
-            unsquash_actions: Map Box actions onto the action space's bounds.
+            full_fetch: Return ``(actions, state_outs, extra_fetches)``.
+            explore: As in :meth:`compute_single_action`.
+            timestep: Accepted for 1.13 compatibility.
+            episodes: Accepted for 1.13 compatibility; unused.
+            unsquash_actions: As ``unsquash_action`` of :meth:`compute_single_action`.
+            clip_actions: As ``clip_action`` of :meth:`compute_single_action`.
+            **kwargs: Forward-compatibility placeholder, as in 1.13.
+
+        Returns:
+            The actions; with ``state`` or ``full_fetch``, ``(actions, state_outs,
+            extra_fetches)``: for dict observations ``state_outs`` is ``{agent_id: []}``,
+            else ``[]``; ``extra_fetches`` are batched columns, rows in input order.
         """
         policy = self.get_policy(policy_id)
-        if isinstance(observations, dict) and not _is_single_dict_obs(observations, policy):
-            keys = list(observations)
-            actions = self.compute_actions([observations[k] for k in keys], explore, policy_id, unsquash_actions)
-            return dict(zip(keys, actions))
+        keys = None
+        if isinstance(observations, dict):
+            if _is_single_dict_obs(observations, policy):
+                observations = [observations]  # one observation of a Dict space: a batch of one
+            else:
+                keys = list(observations)
+                observations = [observations[key] for key in keys]
         obs = self._prepare_observations(list(observations), policy)
-        actions, _ = policy.compute_actions(obs, explore=explore)
-        return policy.unsquash_actions(actions) if unsquash_actions else actions
+        actions, extras = policy.compute_actions(obs, explore=explore)
+        actions = policy.unsquash_actions(actions, normalize=unsquash_actions, clip=clip_actions)
+        if keys is not None:
+            actions = dict(zip(keys, actions))
+        if state is None and not full_fetch:
+            return actions
+        state_outs: Any = {key: [] for key in keys} if keys is not None else []
+        return actions, state_outs, extras
 
     def _prepare_observations(self, observations: list[Any], policy: Policy) -> np.ndarray:
         space = policy.observation_space
@@ -101,8 +217,10 @@ class ActingMixin:
         """Plays ``evaluation_duration`` episodes (or timesteps) with ``evaluation_config``.
 
         Returns:
+            ``{"evaluation": metrics}`` as in RLlib 1.13, the metrics being
             ``episode_reward_mean/min/max``, ``episode_len_mean``, ``episodes_this_iter``
-            and ``timesteps_this_iter`` of the evaluation episodes.
+            and ``timesteps_this_iter`` of the evaluation episodes; ``train()`` reports
+            the same inner dict as ``result["evaluation"]``.
         """
         cfg = self.config
         if self.evaluation_workers is None:
@@ -133,16 +251,25 @@ class ActingMixin:
         else:
             local = workers.local_worker()
             episodes = local.run_episodes(duration, None) if by_episodes else local.run_episodes(None, duration)
-        return {
+        return {"evaluation": {
             **summarize_episodes(episodes),
             "episodes_this_iter": len(episodes),
             "timesteps_this_iter": sum(e.length for e in episodes),
-        }
+        }}
 
 
 def _is_single_dict_obs(observations: dict, policy: Policy) -> bool:
     space = policy.observation_space
     return isinstance(space, gym.spaces.Dict) and set(observations) == set(space.spaces)
+
+
+def _renamed(old: str, old_value: Any, new: str, new_value: Any) -> Any:
+    # 1.13 renamed these arguments and warned about the old spelling; both still work.
+    if old_value is None:
+        return new_value
+    warnings.warn(f"compute_single_action({old}=...) is deprecated (as in RLlib 1.13); use {new}=... instead.",
+                  DeprecationWarning, stacklevel=3)
+    return old_value if new_value is None else new_value
 
 
 def _run_share(worker: Any, n: int, by_episodes: bool) -> Any:

@@ -127,6 +127,10 @@ COMMON_CONFIG: dict[str, Any] = {
     "custom_resources_per_worker": {},
     # Placement-group strategy of the trial's bundles: PACK, SPREAD, STRICT_PACK, STRICT_SPREAD.
     "placement_strategy": "PACK",
+    # Seconds a standalone trainer waits for the CPUs/GPUs of its remote workers before it
+    # raises PlacementTimeoutError (None: wait for ever, e.g. while an autoscaler adds
+    # nodes). Under Tune, Tune places the trial and this key is not used.
+    "placement_timeout_s": 300,
     # === Fault tolerance ===
     # A rollout or evaluation worker whose actor dies or whose env/policy raises:
     # recreate it (fresh envs, the learner's weights and filter state) and go on...
@@ -286,6 +290,11 @@ def validate_common_config(config: dict[str, Any]) -> None:
                  f"{key} must be a number of seconds > 0, got {config[key]!r}.")
     _require(config["rollout_inference"] in ("auto", "numpy", "framework"),
              f"rollout_inference={config['rollout_inference']!r} is not allowed; use 'auto', 'numpy' or 'framework'.")
+    _require(config["placement_timeout_s"] is None
+             or (isinstance(config["placement_timeout_s"], numbers.Real)
+                 and not isinstance(config["placement_timeout_s"], bool) and config["placement_timeout_s"] > 0),
+             f"placement_timeout_s must be a number of seconds > 0, or None to wait for ever; got "
+             f"{config['placement_timeout_s']!r}.")
     _require(config["placement_strategy"] in PLACEMENT_STRATEGIES,
              f"placement_strategy={config['placement_strategy']!r} is not allowed; use one of {', '.join(PLACEMENT_STRATEGIES)}.")
     _require(config["seed"] is None or _is_int(config["seed"]), f"seed must be None or an integer, got {config['seed']!r}.")

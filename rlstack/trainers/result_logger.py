@@ -2,7 +2,9 @@
 ``result.json`` (one JSON object per line), ``progress.csv`` and TensorBoard events.
 
 Under Tune, Tune's own logger callbacks write these files in the trial directory, and
-this logger stays off.
+this logger stays off. :class:`UnifiedLogger` is the same writer under classic RLlib's
+name and Logger interface, for 1.x scripts that pass a ``logger_creator`` (Ray 2.x no
+longer has ``ray.tune.logger.UnifiedLogger``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 import math
 import numbers
 import os
+from collections.abc import Callable
 from typing import Any
 
 from rlstack.trainers.checkpoint import to_jsonable
@@ -127,3 +130,70 @@ class ResultLogger:
             self._csv_file.close()
         if self._tb is not None:
             self._tb.close()
+
+
+class UnifiedLogger(ResultLogger):
+    """Classic RLlib's ``UnifiedLogger(config, logdir, loggers=None)``: writes
+    ``params.json``, ``result.json``, ``progress.csv`` and TensorBoard events into
+    ``logdir``, for ``Trainer(..., logger_creator=lambda cfg: UnifiedLogger(cfg, logdir))``.
+
+    Args:
+        config: The config written to ``params.json``.
+        logdir: The directory (created if missing).
+        trial: Accepted for 1.x compatibility; unused.
+        loggers: Accepted for 1.x compatibility; the three kinds of files are always written.
+    """
+
+    def __init__(self, config: dict[str, Any], logdir: str, trial: Any = None, loggers: Any = None) -> None:
+        super().__init__(logdir, config)
+
+    def on_result(self, result: dict[str, Any]) -> None:
+        """Writes one result (1.x's Logger interface)."""
+        self.log(result)
+
+    def flush(self) -> None:
+        """Results are flushed as they are written; kept for 1.x's Logger interface."""
+
+
+def create_user_logger(logger_creator: Callable[[dict[str, Any]], Any], config: dict[str, Any]) -> tuple[Any, str]:
+    """Calls a 1.x ``logger_creator(config)`` and returns ``(logger, logdir)``.
+
+    Raises:
+        ConfigError: If the logger has no ``logdir``.
+    """
+    from rlstack.errors import ConfigError
+
+    user_logger = logger_creator(config)
+    logdir = getattr(user_logger, "logdir", None)
+    if not isinstance(logdir, (str, os.PathLike)):
+        raise ConfigError(
+            f"logger_creator returned a {type(user_logger).__name__} without a logdir attribute (got {logdir!r}); "
+            "return a logger whose .logdir is the directory for this trainer's results, e.g. "
+            "lambda config: rlstack.trainers.result_logger.UnifiedLogger(config, '/path/to/logdir')."
+        )
+    os.makedirs(logdir, exist_ok=True)
+    return user_logger, os.fspath(logdir)
+
+
+def results_writer(user_logger: Any, logdir: str, config: dict[str, Any]) -> Any:
+    """What a standalone trainer writes its results with (an object with ``log`` and
+    ``close``): the ``logger_creator``'s logger if it has 1.x's ``on_result``, else a
+    :class:`ResultLogger` in ``logdir``."""
+    if user_logger is not None and callable(getattr(user_logger, "on_result", None)):
+        return _UserLogger(user_logger)
+    return ResultLogger(logdir, config)
+
+
+class _UserLogger:
+    """Feeds results to a ``logger_creator``'s logger through 1.x's Logger interface."""
+
+    def __init__(self, logger: Any) -> None:
+        self.logger = logger
+
+    def log(self, result: dict[str, Any]) -> None:
+        self.logger.on_result(result)
+
+    def close(self) -> None:
+        for method in ("flush", "close"):
+            if callable(getattr(self.logger, method, None)):
+                getattr(self.logger, method)()

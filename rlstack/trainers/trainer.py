@@ -18,6 +18,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -30,12 +31,12 @@ import rlstack.errors
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.evaluation.metrics import EpisodeWindow, summarize_episodes
-from rlstack.evaluation.worker_set import WorkerSet, worker_resources
+from rlstack.evaluation.worker_set import WorkerSet, worker_resources, worker_start_error
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.acting import DEFAULT_POLICY_ID, ActingMixin
 from rlstack.trainers.ray_start import ensure_ray
-from rlstack.trainers.result_logger import ResultLogger
+from rlstack.trainers.result_logger import create_user_logger, results_writer
 from rlstack.trainers.config import (
     COMMON_CONFIG,
     merge_config,
@@ -57,6 +58,15 @@ class Trainer(ActingMixin, tune.Trainable):
         config: The user's config; missing keys take the algorithm's defaults.
         env: The env (overrides ``config["env"]``): a gymnasium id, a registered name,
             an Env class or a creator.
+        logger_creator: RLlib 1.13's ``logger_creator(config) -> logger`` for a
+            standalone trainer: the logger's ``logdir`` becomes the trainer's
+            :attr:`logdir`; a logger with ``on_result(result)`` (1.x's Logger interface,
+            e.g. :class:`~rlstack.trainers.result_logger.UnifiedLogger`) receives every
+            result and is closed by :meth:`stop`, any other leaves the writing to rlstack's
+            result files in that directory. Ignored under Tune, which owns the trial's logs.
+        remote_checkpoint_dir: Accepted for 1.13 compatibility; must be None (Tune's
+            ``storage_path`` syncs checkpoints).
+        sync_function_tpl: Accepted for 1.13 compatibility; must be None.
         **kwargs: Passed to ``ray.tune.Trainable`` (Tune passes ``storage``).
 
     Raises:
@@ -72,17 +82,42 @@ class Trainer(ActingMixin, tune.Trainable):
     # Import path of the algorithm's numpy acting policy (None: NumpyPolicy).
     numpy_policy_class: str | None = None
 
-    def __init__(self, config: dict[str, Any] | None = None, env: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any] | None = None,
+        env: Any = None,
+        logger_creator: Callable[[dict[str, Any]], Any] | None = None,
+        remote_checkpoint_dir: str | None = None,
+        sync_function_tpl: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         config = dict(config or {})
         if env is not None:
             config["env"] = env
+        for name, value in (("remote_checkpoint_dir", remote_checkpoint_dir), ("sync_function_tpl", sync_function_tpl)):
+            if value is not None:
+                raise ConfigError(
+                    f"{type(self).__name__}({name}={value!r}): rlstack does not sync checkpoints itself; run the "
+                    "trainer under Tune with storage_path=... to keep checkpoints elsewhere, or pass "
+                    f"{name}=None."
+                )
+        if logger_creator is not None and not callable(logger_creator):
+            raise ConfigError(f"logger_creator must be a callable logger_creator(config) -> logger, got "
+                              f"{type(logger_creator).__name__}.")
+        # Read by _setup_logdir, which Trainable.__init__ calls before setup().
+        self._logger_creator = logger_creator
+        self._user_logger: Any = None
         super().__init__(config=config, **kwargs)
 
     def _setup_logdir(self) -> None:
         """Outside Tune: ``~/ray_results/<ALGO>_<env>_<date>_<random>`` (classic RLlib's
-        layout; ``RLSTACK_RESULTS_DIR`` moves the root). Under Tune: the trial directory."""
+        layout; ``RLSTACK_RESULTS_DIR`` moves the root), or the ``logdir`` of the logger
+        that ``logger_creator`` made. Under Tune: the trial directory."""
         if self._storage is not None:
             super()._setup_logdir()
+            return
+        if getattr(self, "_logger_creator", None) is not None:
+            self._user_logger, self._logdir = create_user_logger(self._logger_creator, self.config)
             return
         root = os.path.expanduser(os.environ.get("RLSTACK_RESULTS_DIR", "~/ray_results"))
         os.makedirs(root, exist_ok=True)
@@ -161,7 +196,7 @@ class Trainer(ActingMixin, tune.Trainable):
                                      postprocess_fn=type(self).postprocess_fn,
                                      numpy_policy_class=type(self).numpy_policy_class)
         except ray.exceptions.RayActorError as exc:
-            error = _worker_start_error(exc)
+            error = worker_start_error(exc)
             if error is None:
                 raise
         if error is not None:
@@ -176,8 +211,10 @@ class Trainer(ActingMixin, tune.Trainable):
         self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])
         self._timers = {name: TimerStat() for name in ("training_iteration", "sample", "learn", "synch_weights")}
         self._last_learner_stats: dict[str, Any] = {}
-        # Outside Tune nobody else writes progress.csv / result.json / TensorBoard files.
-        self._result_logger = ResultLogger(self.logdir, self.config) if self._storage is None else None
+        # Outside Tune nobody else writes progress.csv / result.json / TensorBoard files,
+        # unless the logger_creator's logger does (1.x Logger interface: on_result).
+        self._result_logger = (results_writer(getattr(self, "_user_logger", None), self.logdir, self.config)
+                               if self._storage is None else None)
         initial = getattr(type(self), "_initial_checkpoint", None)
         if initial:
             self.restore(initial)
@@ -269,25 +306,6 @@ class Trainer(ActingMixin, tune.Trainable):
     def _local_filter(self) -> Any:
         return self.workers.local_worker().filter
 
-    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Policy:
-        """Returns the policy (rlstack trains one policy, ``"default_policy"``).
-
-        Raises:
-            KeyError: For another policy id.
-        """
-        if policy_id != DEFAULT_POLICY_ID:
-            raise KeyError(f"Unknown policy id {policy_id!r}; this trainer has only {DEFAULT_POLICY_ID!r}.")
-        return self.learner_policy
-
-    def get_weights(self) -> dict[str, dict[str, np.ndarray]]:
-        """``{"default_policy": weights}`` as numpy arrays."""
-        return {DEFAULT_POLICY_ID: self.learner_policy.get_weights()}
-
-    def set_weights(self, weights: dict[str, dict[str, np.ndarray]]) -> None:
-        """Loads ``{"default_policy": weights}`` and sends them to the workers."""
-        self.learner_policy.set_weights(weights[DEFAULT_POLICY_ID])
-        self.workers.sync_weights(self._counters["num_env_steps_sampled"])
-
     # ----- one iteration --------------------------------------------------------------
 
     def step(self) -> dict[str, Any]:
@@ -337,7 +355,7 @@ class Trainer(ActingMixin, tune.Trainable):
         }
         interval = cfg["evaluation_interval"]
         if interval and (self.iteration + 1) % interval == 0:
-            result["evaluation"] = self.evaluate()
+            result.update(self.evaluate())  # {"evaluation": metrics}
         return result
 
     def extra_results(self) -> dict[str, Any]:
@@ -485,17 +503,3 @@ class Trainer(ActingMixin, tune.Trainable):
 # Model keys that decide the network's layers and shapes.
 _MODEL_SHAPE_KEYS = ("fcnet_hiddens", "conv_filters", "post_fcnet_hiddens", "vf_share_layers", "free_log_std",
                      "custom_model")
-
-
-def _worker_start_error(exc: Exception) -> Exception | None:
-    # Ray keeps only the text of an exception raised in an actor's __init__; a rollout
-    # worker that cannot start (a Box action space for DQN, an env creator's EnvError)
-    # should raise the same rlstack error as with num_workers=0, not ActorDiedError.
-    text = str(exc)
-    matches = list(re.finditer(r"^rlstack\.errors\.(\w+): ", text, re.M))
-    error_class = getattr(rlstack.errors, matches[-1].group(1), None) if matches else None
-    if not (isinstance(error_class, type) and issubclass(error_class, rlstack.errors.RLStackError)):
-        return None
-    error = error_class(text[matches[-1].end():].strip() + " (raised while a remote rollout worker started)")
-    error.worker_traceback = text  # the worker's traceback, as text
-    return error
