@@ -51,7 +51,7 @@ def test_local_evaluation_by_timesteps():
     # CartPole-v1 episodes last at most 500 steps, so 1,100 steps finish at least two.
     trainer = PPOTrainer({**SMALL, "num_workers": 0, "evaluation_duration": 1100,
                           "evaluation_duration_unit": "timesteps"}, "CartPole-v1")
-    evaluation = trainer.evaluate()
+    evaluation = trainer.evaluate()["evaluation"]  # 1.13: {"evaluation": metrics}
     assert evaluation["episodes_this_iter"] >= 2
     assert evaluation["timesteps_this_iter"] == pytest.approx(evaluation["episode_len_mean"] * evaluation["episodes_this_iter"])
     trainer.stop()
