@@ -1,8 +1,9 @@
-"""Using the trained policy: ``compute_single_action`` / ``compute_actions`` on raw
-observations, and ``evaluate()`` on evaluation workers. A mixin of :class:`Trainer`,
-which supplies ``config``, ``workers``, ``evaluation_workers``, ``policy_class``,
-``learner_policy``, ``get_policy``, ``_local_filter`` and the algorithm's
-``postprocess_fn`` / ``numpy_policy_class``.
+"""Using the trained policy, under RLlib 1.13's names: ``get_policy`` and
+``get_weights`` / ``set_weights`` by policy id, ``compute_single_action`` /
+``compute_actions`` on raw observations, and ``evaluate()`` on evaluation workers. A
+mixin of :class:`Trainer`, which supplies ``config``, ``workers``, ``evaluation_workers``,
+``policy_class``, ``learner_policy``, ``_counters``, ``_local_filter`` and the
+algorithm's ``postprocess_fn`` / ``numpy_policy_class``.
 """
 
 from __future__ import annotations
