@@ -14,11 +14,10 @@ import copy
 import importlib
 import logging
 import os
-import re
 import tempfile
 import time
 from pathlib import Path
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,6 @@ from ray import tune
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 import rlstack
-import rlstack.errors
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.evaluation.metrics import EpisodeWindow, summarize_episodes
