@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import ray
 
-from rlstack.evaluation.metrics import summarize_episodes
+from rlstack.evaluation.metrics import episode_results
 from rlstack.evaluation.worker_set import WorkerSet
 from rlstack.policies.policy import Policy, check_observation
 from rlstack.trainers.config import evaluation_config_of
@@ -101,8 +101,9 @@ class ActingMixin:
         """Plays ``evaluation_duration`` episodes (or timesteps) with ``evaluation_config``.
 
         Returns:
-            ``episode_reward_mean/min/max``, ``episode_len_mean``, ``episodes_this_iter``
-            and ``timesteps_this_iter`` of the evaluation episodes.
+            ``episode_reward_mean/min/max``, ``episode_len_mean``, ``custom_metrics``,
+            ``hist_stats``, ``episodes_this_iter`` and ``timesteps_this_iter`` of the
+            evaluation episodes.
         """
         cfg = self.config
         if self.evaluation_workers is None:
@@ -134,7 +135,7 @@ class ActingMixin:
             local = workers.local_worker()
             episodes = local.run_episodes(duration, None) if by_episodes else local.run_episodes(None, duration)
         return {
-            **summarize_episodes(episodes),
+            **episode_results(episodes),
             "episodes_this_iter": len(episodes),
             "timesteps_this_iter": sum(e.length for e in episodes),
         }
