@@ -133,6 +133,8 @@ def test_postprocess_sample_end_and_sub_env_hooks():
             assert SampleBatch.ADVANTAGES in postprocessed_batch and SampleBatch.ADVANTAGES not in original
             assert set(postprocessed_batch[SampleBatch.EPS_ID]) == {episode.episode_id}
             postprocessed_batch["seen_by_callback"] = np.ones(postprocessed_batch.count, dtype=np.float32)
+            # Classic RLlib's example counts pieces per episode as a custom metric.
+            episode.custom_metrics["num_batches"] = episode.custom_metrics.get("num_batches", 0) + 1
             calls["postprocess"].append(postprocessed_batch.count)
 
         def on_sample_end(self, *, worker, samples, **kwargs):
@@ -145,6 +147,8 @@ def test_postprocess_sample_end_and_sub_env_hooks():
     assert calls["create_policy"] == ["default_policy"]
     assert sum(calls["postprocess"]) == batch.count == 150 and calls["sample_end"] == [150]
     assert (batch["seen_by_callback"] == 1).all()
+    ended = worker.get_metrics()
+    assert ended and all(e.custom_metrics["num_batches"] == 1 for e in ended)
 
 
 def test_legacy_dict_gets_classic_info_dicts():
