@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from rlstack.trainers.trainer import Trainer
 
 __all__ = ["DefaultCallbacks", "MultiCallbacks", "callbacks_spec", "check_callbacks", "make_callbacks",
-           "overridden_hooks"]
+           "overridden_hooks", "restorable_callbacks", "with_callbacks_specs"]
 
 logger = logging.getLogger(__name__)
 
@@ -335,3 +335,26 @@ def callbacks_spec(value: Any) -> Any:
         except ConfigError:
             pass
     return {"__repr__": repr(value)}
+
+
+def with_callbacks_specs(config: dict[str, Any]) -> dict[str, Any]:
+    """A shallow copy of a trainer config with :func:`callbacks_spec` applied to its
+    ``callbacks`` and its ``evaluation_config``'s (what a checkpoint stores)."""
+    config = dict(config)
+    if "callbacks" in config:
+        config["callbacks"] = callbacks_spec(config["callbacks"])
+    evaluation = config.get("evaluation_config")
+    if isinstance(evaluation, dict) and "callbacks" in evaluation:
+        config["evaluation_config"] = {**evaluation, "callbacks": callbacks_spec(evaluation["callbacks"])}
+    return config
+
+
+def restorable_callbacks(config: dict[str, Any]) -> list[str]:
+    """Drops, in place, the callbacks entries of a config read from a checkpoint that were
+    stored only as a repr (see :func:`with_callbacks_specs`); returns those reprs."""
+    dropped = []
+    for section in (config, config.get("evaluation_config")):
+        if isinstance(section, dict) and not isinstance(section.get("callbacks", ""), str):
+            stored = section.pop("callbacks")
+            dropped.append(str(stored.get("__repr__", stored) if isinstance(stored, dict) else stored))
+    return dropped

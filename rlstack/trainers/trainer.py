@@ -34,7 +34,7 @@ from rlstack.evaluation.worker_set import WorkerSet, worker_resources
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.acting import DEFAULT_POLICY_ID, ActingMixin
-from rlstack.trainers.callbacks import callbacks_spec, make_callbacks, overridden_hooks
+from rlstack.trainers.callbacks import make_callbacks, overridden_hooks, restorable_callbacks, with_callbacks_specs
 from rlstack.trainers.ray_start import ensure_ray
 from rlstack.trainers.result_logger import ResultLogger
 from rlstack.trainers.config import (
@@ -228,11 +228,10 @@ class Trainer(ActingMixin, tune.Trainable):
                 f"{metadata.get('algorithm')}'s trainer, not {cls._name}'s."
             )
         config = {k: v for k, v in metadata["config"].items() if k in cls._default_config}
-        if not isinstance(config.get("callbacks", ""), str):
-            # A callbacks object that could not be stored as an import path.
+        dropped = restorable_callbacks(config)
+        if dropped:  # callbacks that could not be stored as an import path
             logger.warning("The checkpoint's callbacks (%s) were not importable and are not restored; pass them "
-                           "with config_overrides={'callbacks': ...}.", config["callbacks"].get("__repr__"))
-            del config["callbacks"]
+                           "with config_overrides={'callbacks': ...}.", ", ".join(dropped))
         if env is not None:
             config["env"] = env
         elif isinstance(config.get("env"), dict):
@@ -430,7 +429,7 @@ class Trainer(ActingMixin, tune.Trainable):
             "time_total_s": self._time_total,
             "counters": dict(self._counters),
             "env": env_spec_name(self.config["env"]),
-            "config": ckpt.to_jsonable({**self.config, "callbacks": callbacks_spec(self.config["callbacks"])}),
+            "config": ckpt.to_jsonable(with_callbacks_specs(self.config)),
         }
         arrays = {"policy_state": policy.get_state(), "filters": self._local_filter().get_state(),
                   **self.extra_checkpoint_arrays()}

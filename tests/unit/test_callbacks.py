@@ -252,12 +252,13 @@ def test_checkpoint_restores_an_importable_callbacks_class(tmp_path, caplog):
     class LocalCallbacks(DefaultCallbacks):  # not importable: a checkpoint keeps only its repr
         pass
 
-    trainer = PPOTrainer({**TINY, "callbacks": LocalCallbacks}, "CartPole-v1")
+    trainer = PPOTrainer({**TINY, "callbacks": LocalCallbacks, "evaluation_config": {"callbacks": LocalCallbacks}},
+                         "CartPole-v1")
     path = trainer.save(str(tmp_path / "local"))
     trainer.stop()
     with caplog.at_level(logging.WARNING, logger="rlstack"):
         restored = PPOTrainer.from_checkpoint(path)
-    assert restored.config["callbacks"] is DefaultCallbacks
+    assert restored.config["callbacks"] is DefaultCallbacks and "callbacks" not in restored.config["evaluation_config"]
     assert "LocalCallbacks" in caplog.text and "config_overrides" in caplog.text
     restored.stop()
     restored = PPOTrainer.from_checkpoint(path, config_overrides={"callbacks": LocalCallbacks})
