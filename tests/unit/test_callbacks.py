@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -28,10 +29,28 @@ TINY = {"num_workers": 0, "seed": 0, "train_batch_size": 200, "sgd_minibatch_siz
 PPO_TORCH = "rlstack.trainers.ppo.ppo_torch_policy:PPOTorchPolicy"
 
 
-def _worker(callbacks, **overrides) -> RolloutWorker:
+def _worker(callbacks, env="CartPole-v1", **overrides) -> RolloutWorker:
     config = merge_config(DEFAULT_CONFIG, {**TINY, "callbacks": callbacks, **overrides}, "PPO")
     validate_common_config(config)
-    return RolloutWorker("CartPole-v1", PPO_TORCH, config, postprocess_fn=PPOTrainer.postprocess_fn)
+    return RolloutWorker(env, PPO_TORCH, config, postprocess_fn=PPOTrainer.postprocess_fn)
+
+
+class _FirstEnvFailsOnce(gym.Wrapper):
+    """CartPole whose first instance raises at its 5th step."""
+
+    made = 0
+
+    def __init__(self, config):
+        super().__init__(gym.make("CartPole-v1"))
+        type(self).made += 1
+        self.fails = type(self).made == 1
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.fails and self.steps == 5:
+            raise RuntimeError("injected failure")
+        return self.env.step(action)
 
 
 # ----- the callbacks objects ----------------------------------------------------------------
@@ -149,6 +168,32 @@ def test_postprocess_sample_end_and_sub_env_hooks():
     assert (batch["seen_by_callback"] == 1).all()
     ended = worker.get_metrics()
     assert ended and all(e.custom_metrics["num_batches"] == 1 for e in ended)
+
+
+def test_a_restarted_sub_env_drops_its_broken_episode_from_the_hooks():
+    events: list[tuple[str, int, int]] = []
+
+    class Events(DefaultCallbacks):
+        def on_sub_environment_created(self, *, env_context, **kwargs):
+            events.append(("created", env_context.vector_index, -1))
+
+        def on_episode_start(self, *, episode, env_index=None, **kwargs):
+            events.append(("start", env_index, episode.episode_id))
+
+        def on_episode_end(self, *, episode, env_index=None, **kwargs):
+            events.append(("end", env_index, episode.episode_id))
+
+    _FirstEnvFailsOnce.made = 0
+    worker = _worker(Events, env=_FirstEnvFailsOnce, num_envs_per_worker=2, rollout_fragment_length=100,
+                     restart_failed_sub_environments=True)
+    batch = worker.sample()
+    assert [e for e in events if e[0] == "created"] == [("created", 0, -1), ("created", 1, -1), ("created", 0, -1)]
+    broken_id = next(eid for kind, index, eid in events if kind == "start" and index == 0)
+    assert ("end", 0, broken_id) not in events and broken_id not in batch[SampleBatch.EPS_ID]
+    started = [eid for kind, _, eid in events if kind == "start"]
+    ended = [eid for kind, _, eid in events if kind == "end"]
+    assert len(started) == len(set(started)) and set(ended) < set(started)
+    assert len(ended) == len(worker.get_metrics()) > 0
 
 
 def test_legacy_dict_gets_classic_info_dicts():
