@@ -12,7 +12,13 @@ from rlstack.errors import ConfigError
 from rlstack.evaluation.rollout_worker import RolloutWorker
 from rlstack.policies.numpy_policy import NumpyPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.callbacks import DefaultCallbacks, MultiCallbacks, make_callbacks, overridden_hooks
+from rlstack.trainers.callbacks import (
+    DefaultCallbacks,
+    MemoryTrackingCallbacks,
+    MultiCallbacks,
+    make_callbacks,
+    overridden_hooks,
+)
 from rlstack.trainers.config import merge_config, validate_common_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
 from tests.callback_classes import (
@@ -194,6 +200,19 @@ def test_a_restarted_sub_env_drops_its_broken_episode_from_the_hooks():
     ended = [eid for kind, _, eid in events if kind == "end"]
     assert len(started) == len(set(started)) and set(ended) < set(started)
     assert len(ended) == len(worker.get_metrics()) > 0
+
+
+def test_memory_tracking_callbacks_report_worker_memory():
+    import tracemalloc
+
+    worker = _worker(MemoryTrackingCallbacks, rollout_fragment_length=60)
+    try:
+        worker.sample()
+    finally:
+        tracemalloc.stop()
+    episodes = worker.get_metrics()
+    assert episodes and all(e.custom_metrics["tracemalloc/worker/rss"] > 0 for e in episodes)
+    assert sum(name.endswith("/size") for name in episodes[0].custom_metrics) == 10
 
 
 def test_legacy_dict_gets_classic_info_dicts():
