@@ -82,6 +82,14 @@ class Episode:
     def __repr__(self) -> str:
         return f"Episode(episode_id={self.episode_id}, env_id={self.env_id}, length={self.length})"
 
+    def policy_for(self, agent_id: str = DEFAULT_AGENT_ID) -> str:
+        """The policy id acting for ``agent_id`` (always ``"default_policy"``)."""
+        return DEFAULT_POLICY_ID
+
+    def get_agents(self) -> list[str]:
+        """The ids of the agents in this episode (``["agent0"]``)."""
+        return [DEFAULT_AGENT_ID]
+
     # ----- what happened last (agent_id is accepted for classic scripts) -----------------
 
     def last_observation_for(self, agent_id: str = DEFAULT_AGENT_ID) -> Any:

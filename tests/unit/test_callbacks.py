@@ -137,6 +137,7 @@ def test_episode_hooks_see_what_the_policy_saw():
         np.testing.assert_array_equal(episode.last_raw_obs_for(), episode.last_observation_for())
         assert episode.last_reward_for() == episode.prev_reward_for() == 1.0
         assert isinstance(episode.last_info_for(), dict)
+        assert episode.get_agents() == ["agent0"] and episode.policy_for("agent0") == "default_policy"
     assert whole > 0
 
 
