@@ -1,11 +1,15 @@
 """Sampling throughput: env steps/s of one RolloutWorker with the policy in the loop,
 against raw gymnasium stepping random actions (the ceiling for a Python env).
 
-    python bench/sampling.py [--repeats 5] [--steps 20000]
+    python bench/sampling.py [--repeats 5] [--steps 20000] [--callbacks]
 
 Prints one JSON line. rlstack is measured with PPO's default model (256x256 tanh, separate
 value network) for num_envs_per_worker 1, 8, 32, acting in numpy (the default) and in
 torch; the raw figures use gymnasium's CartPole-v1 alone and in SyncVectorEnv(8 / 32).
+With ``--callbacks`` it adds rows (numpy acting) with a callbacks class whose
+``on_episode_step`` does a small thing each step (the custom-metrics example's append
+of the pole angle), and the ratio of those to the rows without callbacks: the price of
+Episode objects and a Python call per sub-env step.
 """
 
 from __future__ import annotations
@@ -55,14 +59,30 @@ def raw_sync_vector(num_envs: int, steps: int) -> float:
     return rounds * num_envs / (time.perf_counter() - start)
 
 
-def rlstack_worker(num_envs: int, steps: int, inference: str) -> float:
+def _step_callbacks() -> type:
+    from rlstack.trainers.callbacks import DefaultCallbacks
+
+    class PoleAngleStep(DefaultCallbacks):
+        """Appends |pole angle| each step (the custom-metrics example's step hook)."""
+
+        def on_episode_start(self, *, episode, **kwargs):
+            episode.user_data["pole_angles"] = []
+
+        def on_episode_step(self, *, episode, **kwargs):
+            episode.user_data["pole_angles"].append(abs(episode.last_observation_for()[2]))
+
+    return PoleAngleStep
+
+
+def rlstack_worker(num_envs: int, steps: int, inference: str, callbacks: bool = False) -> float:
     from rlstack.evaluation.rollout_worker import RolloutWorker
     from rlstack.trainers.config import merge_config
     from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
 
     fragment = 128  # steps per sub-env per sample() call
+    extra = {"callbacks": _step_callbacks()} if callbacks else {}
     config = merge_config(DEFAULT_CONFIG, {"num_envs_per_worker": num_envs, "rollout_fragment_length": fragment,
-                                           "rollout_inference": inference, "seed": 0}, "PPO")
+                                           "rollout_inference": inference, "seed": 0, **extra}, "PPO")
     # worker_index=1: a rollout worker as Ray would build it (one thread), in this process.
     worker = RolloutWorker("CartPole-v1", "rlstack.trainers.ppo.ppo_torch_policy:PPOTorchPolicy", config,
                            worker_index=1, num_workers=1, postprocess_fn=PPOTrainer.postprocess_fn)
@@ -78,6 +98,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--callbacks", action="store_true",
+                        help="add rows with a per-step on_episode_step callback")
     args = parser.parse_args()
     cases = {
         "gymnasium CartPole-v1, 1 env, random actions": lambda: raw_single(args.steps),
@@ -87,6 +109,9 @@ def main() -> None:
     for n in (1, 8, 32):
         cases[f"rlstack RolloutWorker {n} envs, numpy acting"] = lambda n=n: rlstack_worker(n, args.steps, "numpy")
         cases[f"rlstack RolloutWorker {n} envs, torch acting"] = lambda n=n: rlstack_worker(n, args.steps, "framework")
+        if args.callbacks:
+            cases[f"rlstack RolloutWorker {n} envs, numpy acting, on_episode_step callback"] = (
+                lambda n=n: rlstack_worker(n, args.steps, "numpy", callbacks=True))
     results: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(args.repeats):  # interleaved, so noise hits every case alike
         for name, case in cases.items():
@@ -94,8 +119,16 @@ def main() -> None:
     summary = {name: summarise(values) for name, values in results.items()}
     ratio = [a / b for a, b in zip(results["rlstack RolloutWorker 32 envs, numpy acting"],
                                    results["gymnasium SyncVectorEnv 32 envs, random actions"])]
-    print(json.dumps({"benchmark": "sampling", "unit": "env steps/s", "summary": summary,
-                      "rlstack_32_over_sync_vector_32": summarise(ratio)}))
+    line = {"benchmark": "sampling", "unit": "env steps/s", "summary": summary,
+            "rlstack_32_over_sync_vector_32": summarise(ratio)}
+    if args.callbacks:
+        # Throughput with the step callback over throughput without, per env count.
+        line["callbacks_over_none"] = {
+            str(n): summarise([a / b for a, b in zip(
+                results[f"rlstack RolloutWorker {n} envs, numpy acting, on_episode_step callback"],
+                results[f"rlstack RolloutWorker {n} envs, numpy acting"])])
+            for n in (1, 8, 32)}
+    print(json.dumps(line))
 
 
 if __name__ == "__main__":

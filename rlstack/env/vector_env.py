@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlstack.env.base_env import BaseEnv
 from rlstack.env.legacy import LegacyEnvAdapter
 from rlstack.errors import EnvError, EnvFailureError
 
@@ -41,7 +42,7 @@ def env_name(env: gym.Env) -> str:
         return type(env).__name__
 
 
-class VectorEnv:
+class VectorEnv(BaseEnv):
     """``num_envs`` sub-envs made by ``make_one(vector_index)``.
 
     Args:
@@ -214,6 +215,10 @@ class VectorEnv:
             return None
         entropy = [int(base) & 0xFFFFFFFFFFFFFFFF, int(self._restarts_of[index])]
         return int(np.random.SeedSequence(entropy).generate_state(1)[0])
+
+    def get_sub_environments(self) -> list[gym.Env]:
+        """The sub-envs, by vector index (a rebuilt one replaces the failed one)."""
+        return self.envs
 
     def close(self) -> None:
         """Closes every sub-env."""

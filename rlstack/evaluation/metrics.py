@@ -1,19 +1,26 @@
-"""Episode statistics and their smoothing into the classic result keys."""
+"""Episode statistics and their smoothing into the classic result keys (``episode_reward_*``,
+``custom_metrics``, ``hist_stats``)."""
 
 from __future__ import annotations
 
 import math
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 
 @dataclass(frozen=True)
 class EpisodeStats:
-    """One finished episode: its undiscounted return and its length in steps."""
+    """One finished episode: its undiscounted return and its length in steps, and what
+    callbacks put in its ``custom_metrics`` and ``hist_data`` (empty without callbacks)."""
 
     episode_return: float
     length: int
+    custom_metrics: dict[str, float] = field(default_factory=dict)
+    hist_data: dict[str, list] = field(default_factory=dict)
 
 
 class EpisodeWindow:
@@ -44,3 +51,40 @@ def summarize_episodes(episodes: Iterable[EpisodeStats]) -> dict[str, float]:
         "episode_reward_max": max(returns),
         "episode_len_mean": sum(e.length for e in episodes) / len(episodes),
     }
+
+
+def summarize_custom_metrics(episodes: Iterable[EpisodeStats]) -> dict[str, float]:
+    """``<name>_mean/_min/_max`` of each custom metric over ``episodes`` (classic RLlib's
+    naming); NaN values are left out, and a metric with none left reports NaN."""
+    values: dict[str, list] = {}
+    for episode in episodes:
+        for name, value in episode.custom_metrics.items():
+            values.setdefault(name, []).append(value)
+    summary: dict[str, float] = {}
+    for name, metric_values in values.items():
+        finite = [v for v in metric_values if not np.any(np.isnan(v))]
+        summary[f"{name}_mean"] = float(np.mean(finite)) if finite else math.nan
+        summary[f"{name}_min"] = float(np.min(finite)) if finite else math.nan
+        summary[f"{name}_max"] = float(np.max(finite)) if finite else math.nan
+    return summary
+
+
+def hist_stats(episodes: Iterable[EpisodeStats]) -> dict[str, list[Any]]:
+    """``episode_reward`` and ``episode_lengths`` of ``episodes``, plus their ``hist_data``
+    lists concatenated by name (classic RLlib's ``hist_stats``)."""
+    episodes = list(episodes)
+    stats: dict[str, list[Any]] = {
+        "episode_reward": [e.episode_return for e in episodes],
+        "episode_lengths": [e.length for e in episodes],
+    }
+    for episode in episodes:
+        for name, data in episode.hist_data.items():
+            stats.setdefault(name, []).extend(data)
+    return stats
+
+
+def episode_results(episodes: Iterable[EpisodeStats]) -> dict[str, Any]:
+    """:func:`summarize_episodes` with ``custom_metrics`` and ``hist_stats`` beside it."""
+    episodes = list(episodes)
+    return {**summarize_episodes(episodes), "custom_metrics": summarize_custom_metrics(episodes),
+            "hist_stats": hist_stats(episodes)}

@@ -29,12 +29,14 @@ from rlstack.env.atari import is_atari
 from rlstack.env.registry import make_env, restore_registry
 from rlstack.env.vector_env import VectorEnv, env_name
 from rlstack.errors import EnvError, EnvFailureError, NonFiniteError
+from rlstack.evaluation.episode import EPISODE_HOOKS, EpisodeTracker, zero_action
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.worker_access import WorkerAccessMixin
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch, concat_samples
+from rlstack.trainers.callbacks import DefaultCallbacks, make_callbacks, overridden_hooks
 from rlstack.utils.filters import make_filter
 from rlstack.utils.seeding import env_seed, seed_everything
 
@@ -118,13 +120,16 @@ class RolloutWorker(WorkerAccessMixin):
             # A remote worker is its own process: seed its generators. The driver's
             # workers share the trainer's generators, which the trainer seeded.
             seed_everything(None if seed is None else seed + worker_index)
+        self.callbacks: DefaultCallbacks = make_callbacks(config.get("callbacks", DefaultCallbacks))
+        # Only the hooks the callbacks override are called; with none, sampling pays one
+        # boolean check per step.
+        self._hooks = overridden_hooks(self.callbacks)
         self.env: VectorEnv | None = None
         if spaces is None:
             context = EnvContext(config.get("env_config"), worker_index, 0, num_workers)
             n = int(config["num_envs_per_worker"])
             self.env = VectorEnv(
-                lambda i: make_env(env_spec, context.copy_with(vector_index=i), config.get("preprocessor_pref"),
-                                   config.get("model")),
+                lambda i: self._make_sub_env(env_spec, context.copy_with(vector_index=i)),
                 n,
                 seeds=[env_seed(seed, worker_index, i) for i in range(n)],
                 horizon=config.get("horizon"),
@@ -161,6 +166,8 @@ class RolloutWorker(WorkerAccessMixin):
                                                sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
             self.sampling_policy.set_weights(self.policy.get_weights())
         self._bind_policies()
+        if "on_create_policy" in self._hooks:
+            self.callbacks.on_create_policy(policy_id="default_policy", policy=self.policy)
         self.preprocessor = self.policy.preprocessor
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._obs: np.ndarray | None = None
@@ -177,6 +184,19 @@ class RolloutWorker(WorkerAccessMixin):
         self._check_obs = _has_float_box(self.observation_space)
         self._env_steps = 0  # steps of every sub-env together, for messages
         self._reported_restarts = 0
+        # Episode objects for the episode hooks, only when some are overridden.
+        self._tracker = self._make_tracker()
+
+    def _make_sub_env(self, env_spec: Any, context: EnvContext) -> gym.Env:
+        env = make_env(env_spec, context, self.config.get("preprocessor_pref"), self.config.get("model"))
+        if "on_sub_environment_created" in self._hooks:
+            self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=context)
+        return env
+
+    def _make_tracker(self) -> EpisodeTracker | None:
+        if self.env is None or not self._hooks & EPISODE_HOOKS:
+            return None
+        return EpisodeTracker(self, self.callbacks, self._hooks, self.env.num_envs, zero_action(self.action_space))
 
     # ----- small remote-callable helpers ------------------------------------------
 
@@ -211,6 +231,7 @@ class RolloutWorker(WorkerAccessMixin):
 
     def _bind_policies(self) -> None:
         self.policy.bind_worker(self.worker_index, self.num_workers)
+        self.policy.set_callbacks(self.callbacks, self._hooks)
         if self.sampling_policy is not self.policy:
             self.sampling_policy.bind_worker(self.worker_index, self.num_workers)
 
@@ -369,8 +390,10 @@ class RolloutWorker(WorkerAccessMixin):
                             )
                         self._pending[env_index] = piece
                         continue
-                pieces.append(self.sampling_policy.postprocess_trajectory(piece))
+                pieces.append(self._postprocess(piece))
                 collected += piece.count
+            if self._tracker is not None:
+                self._tracker.prune()
             if collected == collected_before and env.num_restarts > failures_before:
                 failed_empty += 1
                 if failed_empty >= _MAX_FAILED_EMPTY_FRAGMENTS:
@@ -383,7 +406,21 @@ class RolloutWorker(WorkerAccessMixin):
                 failed_empty = 0
             if not complete and collected > 0:
                 break
-        return concat_samples(pieces)
+        batch = concat_samples(pieces)
+        if "on_sample_end" in self._hooks:
+            self.callbacks.on_sample_end(worker=self, samples=batch)
+        return batch
+
+    def _postprocess(self, piece: SampleBatch) -> SampleBatch:
+        if "on_postprocess_trajectory" not in self._hooks:
+            return self.sampling_policy.postprocess_trajectory(piece)
+        original = SampleBatch(dict(piece))  # postprocessing may add columns in place
+        batch = self.sampling_policy.postprocess_trajectory(piece)
+        self.callbacks.on_postprocess_trajectory(
+            worker=self, episode=self._tracker.by_id[int(piece[_B.EPS_ID][0])], agent_id="agent0",
+            policy_id="default_policy", policies={"default_policy": self.policy}, postprocessed_batch=batch,
+            original_batches={"agent0": (self.policy, original)})
+        return batch
 
     def sample_with_count(self) -> tuple[SampleBatch, int]:
         """:meth:`sample` and its row count, as two results: asynchronous trainers call it
@@ -411,8 +448,12 @@ class RolloutWorker(WorkerAccessMixin):
         T, N = int(self.config["rollout_fragment_length"]), env.num_envs
         policy = self.sampling_policy
         perf = self._perf
+        tracker = self._tracker
         if self._obs is None:
-            self._obs = self._process_obs(env.reset())
+            raw_first = env.reset()
+            self._obs = self._process_obs(raw_first)
+            if tracker is not None:
+                tracker.start_all(self._eps_ids, raw_first, self._obs)
         obs = self._obs
         buf: dict[str, np.ndarray] = {
             _B.OBS: np.empty((T, N, obs.shape[1]), dtype=np.float32),
@@ -438,7 +479,7 @@ class RolloutWorker(WorkerAccessMixin):
             t1 = time.perf_counter()
             env_actions = policy.unsquash_actions(actions)
             t2 = time.perf_counter()
-            raw_obs, rewards, terminateds, truncateds, final_obs, _ = env.step(env_actions)
+            raw_obs, rewards, terminateds, truncateds, final_obs, infos = env.step(env_actions)
             t3 = time.perf_counter()
             self._env_steps += N
             failed = env.broken
@@ -479,9 +520,10 @@ class RolloutWorker(WorkerAccessMixin):
                     # A time limit is not the end of the MDP: bootstrap from V(final obs).
                     last = self.filter(last_obs[truncated_rows], update=False)
                     buf[_B.BOOTSTRAP_VALUE][t, [last_envs[k] for k in truncated_rows]] = policy.compute_values(last)
-                for i in done_envs:
-                    self._episodes.append(EpisodeStats(float(self._returns[i]), int(lengths[i])))
-                    self._start_episode(i)
+                if tracker is None:
+                    for i in done_envs:
+                        self._episodes.append(EpisodeStats(float(self._returns[i]), int(lengths[i])))
+                        self._start_episode(i)
             if failed:
                 if broken is None:
                     broken = np.zeros((T, N), dtype=bool)
@@ -490,6 +532,8 @@ class RolloutWorker(WorkerAccessMixin):
                     broken[t, i] = True
                     self._start_episode(i)
             obs = self.filter(next_obs, update=True)
+            if tracker is not None:
+                tracker.after_step(actions, rewards, raw_obs, obs, infos, final_obs, failed, self._finish_episode)
             if record_next_obs:
                 buf[_B.NEXT_OBS][t] = obs
                 if final_obs:
@@ -526,6 +570,22 @@ class RolloutWorker(WorkerAccessMixin):
                 pieces.append((i, self._piece(buf, i, start, T), True))
         return pieces
 
+    def _finish_episode(self, index: int, episode: Any) -> int:
+        # With episode hooks: records sub-env ``index``'s ended episode (after its end hook,
+        # so its custom metrics go along; None: a broken one, already restarted) and
+        # returns the id of its next episode.
+        if episode is not None:
+            self._episodes.append(EpisodeStats(float(self._returns[index]), int(self._lengths[index]),
+                                               episode.custom_metrics, episode.hist_data))
+            self._start_episode(index)
+        return int(self._eps_ids[index])
+
+    def final_obs_view(self, raw: list[Any], env_indices: list[int]) -> np.ndarray:
+        """The last observations of ended episodes as the policy would see them
+        (preprocessed and filtered, the filter not updated), for the episode hooks."""
+        return self.filter(self._obs_array(raw, "in the last observation of its episode", env_indices),
+                           update=False)
+
     def _start_episode(self, index: int) -> None:
         # Sub-env ``index`` starts a new episode: fresh return, length and id.
         self._returns[index] = 0.0
@@ -544,18 +604,31 @@ class RolloutWorker(WorkerAccessMixin):
         steps were taken (finishing no partial episode). The filter is not updated.
         """
         env = self._require_env()
-        obs = self._process_obs(env.reset(), update=False)
+        raw_first = env.reset()
+        obs = self._process_obs(raw_first, update=False)
         returns = np.zeros(env.num_envs)
         lengths = np.zeros(env.num_envs, dtype=np.int64)
         episodes: list[EpisodeStats] = []
         steps = 0
+        tracker = self._make_tracker()
+        if tracker is not None:
+            # Evaluation episodes get ids of their own, apart from the sampling ones.
+            next_id = iter(range(self.worker_index * 10**9 + 5 * 10**8, (self.worker_index + 1) * 10**9))
+            tracker.start_all([next(next_id) for _ in range(env.num_envs)], raw_first, obs)
+
+            def finish(i: int, episode: Any) -> int:
+                if episode is not None:
+                    episodes.append(EpisodeStats(float(returns[i]), int(lengths[i]), episode.custom_metrics,
+                                                 episode.hist_data))
+                    returns[i], lengths[i] = 0.0, 0
+                return next(next_id)
         while True:
             if num_episodes is not None and len(episodes) >= num_episodes:
                 return episodes[:num_episodes]
             if num_steps is not None and steps >= num_steps:
                 return episodes
             actions, _ = self.sampling_policy.compute_actions(obs)
-            raw_obs, rewards, _, _, final_obs, _ = env.step(self.sampling_policy.unsquash_actions(actions))
+            raw_obs, rewards, _, _, final_obs, infos = env.step(self.sampling_policy.unsquash_actions(actions))
             if not np.isfinite(rewards).all():
                 self._raise_non_finite("reward", rewards, lambda i: f"at step {lengths[i] + 1} of an evaluation "
                                                                     "episode", None)
@@ -565,13 +638,16 @@ class RolloutWorker(WorkerAccessMixin):
             returns += rewards
             lengths += 1
             steps += env.num_envs
-            for i in final_obs:
-                episodes.append(EpisodeStats(float(returns[i]), int(lengths[i])))
-                returns[i], lengths[i] = 0.0, 0
+            if tracker is None:
+                for i in final_obs:
+                    episodes.append(EpisodeStats(float(returns[i]), int(lengths[i])))
+                    returns[i], lengths[i] = 0.0, 0
             for i in env.broken:
                 # A sub-env restarted mid-episode: that episode is not reported.
                 returns[i], lengths[i] = 0.0, 0
             obs = self.filter(next_obs, update=False)
+            if tracker is not None:
+                tracker.after_step(actions, rewards, raw_obs, obs, infos, final_obs, env.broken, finish)
 
     def stop(self) -> None:
         """Closes the envs."""

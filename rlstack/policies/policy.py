@@ -115,6 +115,12 @@ class Policy(ABC):
     # (Q-learning), and V(s) where a piece is cut or truncated (policy gradients).
     needs_next_obs: bool = False
     needs_bootstrap_value: bool = True
+    # The rollout worker's callbacks (set_callbacks); learn_on_batch calls their
+    # on_learn_on_batch only when they override it.
+    callbacks: Any = None
+    calls_learn_hook: bool = False
+    # What on_learn_on_batch wrote on the last learn_on_batch (replaced, never mutated).
+    learn_custom_metrics: dict[str, Any] = {}
 
     @staticmethod
     def pin_threads(config: dict) -> None:
@@ -149,6 +155,20 @@ class Policy(ABC):
         """Tells the policy which rollout worker holds it (index 0: the driver's copy);
         per-worker exploration (ApeX) depends on it."""
         self.worker_index, self.num_workers = worker_index, num_workers
+
+    def set_callbacks(self, callbacks: Any, hooks: frozenset[str]) -> None:
+        """Gives the policy its worker's callbacks object and the hooks it overrides."""
+        self.callbacks = callbacks
+        self.calls_learn_hook = "on_learn_on_batch" in hooks
+        self.learn_custom_metrics: dict[str, Any] = {}
+
+    def run_learn_on_batch_callback(self, batch: SampleBatch) -> None:
+        """Calls ``on_learn_on_batch`` (``learn_on_batch`` does, first thing, when
+        :attr:`calls_learn_hook`); what it writes into its ``result`` dict is kept in
+        :attr:`learn_custom_metrics` and reported as the policy's ``custom_metrics``."""
+        result: dict[str, Any] = {}
+        self.callbacks.on_learn_on_batch(policy=self, train_batch=batch, result=result)
+        self.learn_custom_metrics = result
 
     def make_custom_model(self) -> Any:
         """Builds ``config["model"]["custom_model"]`` (a registered name, or the class

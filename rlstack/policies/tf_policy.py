@@ -384,6 +384,8 @@ class TFPolicy(Policy):
             The loss statistics averaged over the last epoch's minibatches, plus the
             current learning rate and whatever :meth:`after_learn` adds.
         """
+        if self.calls_learn_hook:
+            self.run_learn_on_batch_callback(batch)
         columns = self.loss_columns or tuple(batch.keys())
         n = batch.count
         minibatch_size = min(int(self.config.get("sgd_minibatch_size") or n), n)

@@ -356,6 +356,8 @@ class TorchPolicy(Policy):
             The loss statistics averaged over the last epoch's minibatches, plus the
             current learning rate and whatever :meth:`after_learn` adds.
         """
+        if self.calls_learn_hook:
+            self.run_learn_on_batch_callback(batch)
         n = batch.count
         minibatch_size = min(int(self.config.get("sgd_minibatch_size") or n), n)
         num_epochs = int(self.config.get("num_sgd_iter", 1))

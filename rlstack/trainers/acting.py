@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import ray
 
-from rlstack.evaluation.metrics import summarize_episodes
+from rlstack.evaluation.metrics import episode_results
 from rlstack.evaluation.worker_access import DEFAULT_POLICY_ID
 from rlstack.evaluation.worker_set import WorkerSet
 from rlstack.policies.policy import Policy, check_observation
@@ -219,9 +219,10 @@ class ActingMixin:
 
         Returns:
             ``{"evaluation": metrics}`` as in RLlib 1.13, the metrics being
-            ``episode_reward_mean/min/max``, ``episode_len_mean``, ``episodes_this_iter``
-            and ``timesteps_this_iter`` of the evaluation episodes; ``train()`` reports
-            the same inner dict as ``result["evaluation"]``.
+            ``episode_reward_mean/min/max``, ``episode_len_mean``, ``custom_metrics``,
+            ``hist_stats``, ``episodes_this_iter`` and ``timesteps_this_iter`` of the
+            evaluation episodes; ``train()`` reports the same inner dict as
+            ``result["evaluation"]``.
         """
         cfg = self.config
         if self.evaluation_workers is None:
@@ -253,7 +254,7 @@ class ActingMixin:
             local = workers.local_worker()
             episodes = local.run_episodes(duration, None) if by_episodes else local.run_episodes(None, duration)
         return {"evaluation": {
-            **summarize_episodes(episodes),
+            **episode_results(episodes),
             "episodes_this_iter": len(episodes),
             "timesteps_this_iter": sum(e.length for e in episodes),
         }}

@@ -15,6 +15,7 @@ from typing import Any
 
 from rlstack.errors import ConfigError, did_you_mean
 from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
+from rlstack.trainers.callbacks import DefaultCallbacks, check_callbacks
 from rlstack.utils.filters import FILTERS
 from rlstack.utils.framework import check_framework
 
@@ -143,6 +144,12 @@ COMMON_CONFIG: dict[str, Any] = {
     "worker_health_probe_timeout_s": 60,
     # ...and to take the weights and filter state.
     "worker_restore_timeout_s": 1800,
+    # === Callbacks ===
+    # Hooks into training (episode start/step/end, trajectories, learning, results) for
+    # custom metrics and more: a DefaultCallbacks subclass, a MultiCallbacks([...])
+    # instance, a dotted path "my_module.MyCallbacks", or classic RLlib's legacy dict
+    # {"on_episode_end": fn, ...}. See rlstack.trainers.callbacks.
+    "callbacks": DefaultCallbacks,
     # === Misc ===
     # Seeds numpy, the framework, and each sub-env (seed + 1000 * worker_index + vector_index).
     "seed": None,
@@ -323,6 +330,7 @@ def validate_common_config(config: dict[str, Any]) -> None:
             _require(value is None or (_is_int(value) and value >= 0),
                      f"{section}.{key} must be None (rlstack's choice), 0 (TensorFlow's) or a number of threads "
                      f">= 1, got {value!r}.")
+    check_callbacks(config["callbacks"])
     validate_model_config(config["model"])
 
 

@@ -28,11 +28,12 @@ from ray.tune.execution.placement_groups import PlacementGroupFactory
 import rlstack
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError, ConfigError
-from rlstack.evaluation.metrics import EpisodeWindow, summarize_episodes
+from rlstack.evaluation.metrics import EpisodeWindow, episode_results
 from rlstack.evaluation.worker_set import WorkerSet, worker_resources, worker_start_error
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.acting import DEFAULT_POLICY_ID, ActingMixin
+from rlstack.trainers.callbacks import make_callbacks, overridden_hooks, restorable_callbacks, with_callbacks_specs
 from rlstack.trainers.ray_start import ensure_ray
 from rlstack.trainers.result_logger import create_user_logger, results_writer
 from rlstack.trainers.config import (
@@ -216,14 +217,26 @@ class Trainer(ActingMixin, tune.Trainable):
         initial = getattr(type(self), "_initial_checkpoint", None)
         if initial:
             self.restore(initial)
+        # The trainer's own callbacks object (each rollout worker builds its own).
+        self.callbacks = make_callbacks(self.config["callbacks"])
+        self._callback_hooks = overridden_hooks(self.callbacks)
+        if "on_trainer_init" in self._callback_hooks:
+            self.callbacks.on_trainer_init(trainer=self)
 
     def train(self) -> dict[str, Any]:
         """Runs one training iteration and returns its result dict (classic keys plus
         Tune's auto-filled ones); outside Tune it is also appended to the log files."""
-        result = super().train()
+        result = super().train()  # calls log_result, and with it on_train_result
         if self._result_logger is not None:
             self._result_logger.log(result)
         return result
+
+    def log_result(self, result: dict[str, Any]) -> None:
+        """Calls ``on_train_result`` on the finished result (Tune's fields included), so
+        that what the callback adds is what ``train()`` returns and what is logged."""
+        if "on_train_result" in self._callback_hooks:
+            self.callbacks.on_train_result(trainer=self, result=result)
+        super().log_result(result)
 
     @classmethod
     def from_checkpoint(cls, checkpoint: Any, env: Any = None, config_overrides: dict[str, Any] | None = None) -> "Trainer":
@@ -250,6 +263,10 @@ class Trainer(ActingMixin, tune.Trainable):
                 f"{metadata.get('algorithm')}'s trainer, not {cls._name}'s."
             )
         config = {k: v for k, v in metadata["config"].items() if k in cls._default_config}
+        dropped = restorable_callbacks(config)
+        if dropped:  # callbacks that could not be stored as an import path
+            logger.warning("The checkpoint's callbacks (%s) were not importable and are not restored; pass them "
+                           "with config_overrides={'callbacks': ...}.", ", ".join(dropped))
         if env is not None:
             config["env"] = env
         elif isinstance(config.get("env"), dict):
@@ -320,12 +337,17 @@ class Trainer(ActingMixin, tune.Trainable):
                 if cfg["min_sample_timesteps_per_reporting"] and sampled < cfg["min_sample_timesteps_per_reporting"]:
                     continue
                 break
+        policy_stats = learner_stats.get(DEFAULT_POLICY_ID)
+        if isinstance(policy_stats, dict):
+            # What on_learn_on_batch reported, beside learner_stats (classic RLlib's place).
+            policy_stats["custom_metrics"] = dict(self.learner_policy.learn_custom_metrics)
         episodes = self.workers.collect_episodes()
         self._counters["num_env_restarts"] += self.workers.collect_env_restarts()
         self._episode_window.extend(episodes)
         self._counters["episodes_total"] += len(episodes)
         result: dict[str, Any] = {
-            **summarize_episodes(self._episode_window.episodes),
+            # episode_reward_*, custom_metrics and hist_stats over the smoothing window.
+            **episode_results(self._episode_window.episodes),
             "episodes_this_iter": len(episodes),
             "episodes_total": self._counters["episodes_total"],
             # Sub-envs closed and rebuilt after raising (restart_failed_sub_environments).
@@ -423,7 +445,7 @@ class Trainer(ActingMixin, tune.Trainable):
             "time_total_s": self._time_total,
             "counters": dict(self._counters),
             "env": env_spec_name(self.config["env"]),
-            "config": ckpt.to_jsonable(self.config),
+            "config": ckpt.to_jsonable(with_callbacks_specs(self.config)),
         }
         arrays = {"policy_state": policy.get_state(), "filters": self._local_filter().get_state(),
                   **self.extra_checkpoint_arrays()}

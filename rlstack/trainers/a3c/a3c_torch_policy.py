@@ -65,6 +65,8 @@ class A3CTorchPolicy(TorchPolicy):
 
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
         """One gradient step on the whole batch (A2C)."""
+        if self.calls_learn_hook:
+            self.run_learn_on_batch_callback(batch)
         grads, stats = self.compute_gradients(batch)
         self.apply_gradients(grads)
         stats["cur_lr"] = self.optimizer.lr

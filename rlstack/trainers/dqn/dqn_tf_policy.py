@@ -128,6 +128,8 @@ class DQNTFPolicy(TFPolicy):
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
         """One Adam step per ``train_batch_size`` rows of ``batch``, in order (see
         :meth:`DQNTorchPolicy.learn_on_batch`)."""
+        if self.calls_learn_hook:
+            self.run_learn_on_batch_callback(batch)
         n = batch.count
         step_size = min(int(self.config["train_batch_size"]), n)
         starts = np.arange(0, n, step_size, dtype=np.int64)

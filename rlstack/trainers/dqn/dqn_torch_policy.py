@@ -117,6 +117,8 @@ class DQNTorchPolicy(TorchPolicy):
             Mean loss statistics over the steps, ``cur_lr``, and ``td_error`` (one per row,
             from the step that used the row) for the priority update.
         """
+        if self.calls_learn_hook:
+            self.run_learn_on_batch_callback(batch)
         tensors = self._to_tensors(batch)
         n = batch.count
         step_size = min(int(self.config["train_batch_size"]), n)
