@@ -11,18 +11,22 @@ An algorithm adds ``loss()`` and, where needed, the hooks ``after_learn`` and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from abc import abstractmethod
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from rlstack.errors import NonFiniteError
-from rlstack.models.catalog import initial_weights
-from rlstack.models.tf.distributions import DISTRIBUTIONS
+from rlstack.errors import ConfigError, NonFiniteError
+from rlstack.models.catalog import ModelCatalog, ModelSpec, initial_weights
+from rlstack.models.modelv2 import ModelV2, model_obs_space
+from rlstack.models.tf.distributions import DISTRIBUTIONS, make_distribution
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFModel
+from rlstack.models.tf.tf_modelv2 import ShortcutTFModel, TFModelV2
 from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
 from rlstack.sample_batch import SampleBatch
 from rlstack.utils.schedules import make_schedule
@@ -180,6 +184,39 @@ def clip_by_global_norm(grads: list[tf.Tensor], max_norm: float) -> tuple[list[t
     return [None if g is None else g * coef for g in grads], norm
 
 
+def custom_action_dist(model_config: dict) -> type | None:
+    """The class named by ``model_config["custom_action_dist"]`` (a class or a name
+    registered with ``ModelCatalog.register_custom_action_dist``), or None."""
+    name = (model_config or {}).get("custom_action_dist")
+    return ModelCatalog.get_custom_action_dist(name) if name else None
+
+
+def nest_model_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """Moves the ``"model/<name>"`` entries of learner stats to ``stats["model"][name]``,
+    where classic RLlib reported a model's ``metrics()``."""
+    model = {key[len("model/"):]: stats.pop(key) for key in [k for k in stats if k.startswith("model/")]}
+    if model:
+        stats["model"] = model
+    return stats
+
+
+def set_model_weights(model: ModelV2, weights: dict[str, np.ndarray]) -> None:
+    """Loads ``{name: array}`` (from ``model.variables(as_dict=True)``) into a custom model.
+
+    Raises:
+        ValueError: If a variable is missing or has another shape.
+    """
+    for name, var in model.variables(as_dict=True).items():
+        if name not in weights:
+            raise ValueError(f"Weights for custom model variable {name!r} are missing (given: "
+                             f"{', '.join(sorted(weights))}); were they saved with another model?")
+        value = np.asarray(weights[name])
+        if tuple(value.shape) != tuple(var.shape):
+            raise ValueError(f"Weight {name} has shape {value.shape} but the model expects {tuple(var.shape)}; "
+                             "was it saved with another model config?")
+        var.assign(value)
+
+
 class TFPolicy(Policy):
     """Base class of TensorFlow policies.
 
@@ -193,7 +230,7 @@ class TFPolicy(Policy):
     framework = "tf"
 
     # The module class built from model_spec() for built-in models.
-    model_class: type[tf.Module] = TFModel
+    model_class: type[TFModel] = TFModel
     # Shuffle rows before each SGD epoch; sequence losses (V-trace) keep the batch order.
     shuffle_minibatches: bool = True
     # Actor-critic losses: an ``entropy_coeff`` (tf.Variable) that follows ``entropy_coeff_schedule``.
@@ -217,6 +254,12 @@ class TFPolicy(Policy):
     ) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         model_config = config.get("model", {})
+        # A custom action distribution (a class or a registered name) decides how many
+        # outputs the model has.
+        self.custom_dist_class = custom_action_dist(model_config)
+        if self.custom_dist_class is not None:
+            self.dist_spec = dataclasses.replace(self.dist_spec, num_outputs=int(
+                self.custom_dist_class.required_model_output_shape(action_space, model_config)))
         spec = None if model_config.get("custom_model") else self.model_spec()  # built-in models
         # The driver's (learner's) pools, unless a rollout worker's pin came first. On
         # vector observations one intra-op thread is faster: a dense layer's matmul is too
@@ -238,16 +281,9 @@ class TFPolicy(Policy):
             if custom is not None:
                 self.model = custom
                 self.builtin_model = False
-                # Keras-style models create their variables on the first call.
-                self.model(tf.zeros([1, self.preprocessor.size], tf.float32))
-                self.train_variables = list(self.model.trainable_variables)
-                if not self.train_variables:
-                    raise ValueError(
-                        f"Custom model {model_config['custom_model']!r} has no trainable variables after a first "
-                        "call; create its tf.Variables (or Keras layers) in __init__ or on the first call."
-                    )
+                self.train_variables, self.variable_names = self._find_variables(custom)
             else:
-                self.model = self.model_class(spec)
+                self.model = self.model_class(spec, model_obs_space(observation_space), action_space, model_config)
                 self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
                 self.builtin_model = True
                 self.train_variables = self.model.variables_list
@@ -260,15 +296,58 @@ class TFPolicy(Policy):
             self.optimizer = self.make_optimizer(self.train_variables, self.lr)
             self.sampling_rng = (tf.random.Generator.from_non_deterministic_state() if sampling_seed is None
                                  else tf.random.Generator.from_seed(int(sampling_seed)))
-        self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
+        self.dist_class = self.custom_dist_class or DISTRIBUTIONS[self.dist_spec.kind]
         self._rng = np.random.default_rng(config.get("seed"))
         obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
         self._act_explore = self.graph_function(lambda obs: self._act(obs, True), [obs_spec])
         self._act_greedy = self.graph_function(lambda obs: self._act(obs, False), [obs_spec])
-        self._value_fn = self.graph_function(self.model.value if self.builtin_model else (lambda o: self.model(o)[1]),
-                                             [obs_spec])
+        self._value_fn = self.graph_function(self.model.value, [obs_spec])
         self._train_fn = None
         self._stat_keys: list[str] = []
+
+    def model_spec(self) -> Any:
+        spec = super().model_spec()
+        if self.custom_dist_class is not None and isinstance(spec, ModelSpec):
+            # The built-in network with as many outputs as the custom distribution reads.
+            predicted = self.dist_spec.num_outputs - (spec.action_dim if spec.free_log_std else 0)
+            logits = dataclasses.replace(spec.logits, kernel_shape=(spec.logits.kernel_shape[0], predicted))
+            spec = dataclasses.replace(spec, logits=logits)
+        return spec
+
+    def adapt_shortcut_model(self, model: Any) -> ModelV2:
+        """Wraps rlstack's shortcut custom model (called on flat observations, returns
+        ``(dist_inputs, values)``) as a :class:`TFModelV2`."""
+        return ShortcutTFModel(model, model_obs_space(self.observation_space), self.action_space,
+                               self.dist_spec.num_outputs, self.config.get("model", {}))
+
+    def first_model_call(self, model: ModelV2, obs: tf.Tensor) -> None:
+        """Calls a custom model once on ``obs`` so that lazily built layers create their
+        variables (Q-learning policies call it as they act)."""
+        model.policy_and_value(obs)
+
+    def _find_variables(self, model: ModelV2) -> tuple[list[tf.Variable], list[str]]:
+        # A custom model's trainable variables and their names, after a first call.
+        if model.get_initial_state():
+            raise ConfigError(
+                f"Custom model {type(model).__name__} is recurrent (get_initial_state() returns a non-empty "
+                "state), which rlstack's TF policies do not support yet: recurrent models and use_lstm are "
+                "issue 18's LSTM work. Use a model without state for now.")
+        if not isinstance(model, TFModelV2):
+            raise ConfigError(
+                f"Custom model {type(model).__name__} is a ModelV2 but not a TFModelV2, so its variables cannot "
+                "be found for framework='tf'. Subclass rlstack.models.tf.tf_modelv2.TFModelV2 (or set "
+                "framework='torch' for a TorchModelV2).")
+        self.first_model_call(model, tf.zeros([1, self.preprocessor.size], tf.float32))
+        named = model.trainable_variables(as_dict=True)
+        if not named:
+            raise ValueError(
+                f"Custom model {self.config['model']['custom_model']!r} has no trainable variables after a first "
+                "call; create its tf.Variables (or Keras layers) in __init__ or on the first call.")
+        return list(named.values()), list(named)
+
+    def action_distribution(self, dist_inputs: tf.Tensor) -> Any:
+        """The action distribution of ``dist_inputs`` (the custom one when configured)."""
+        return make_distribution(self.dist_class, dist_inputs, self.dist_spec, self.model)
 
     def graph_function(self, fn: Callable, input_signature: list | tuple | None = None) -> Callable:
         """``tf.function(fn)``; AutoGraph only for custom models.
@@ -287,9 +366,14 @@ class TFPolicy(Policy):
     # ----- acting -----------------------------------------------------------------
 
     def _act(self, obs: tf.Tensor, explore: bool) -> tuple[tf.Tensor, ...]:
-        dist_inputs, values = self.model(obs)
-        dist = self.dist_class(dist_inputs, self.dist_spec)
-        actions = dist.sample(self.sampling_rng) if explore else dist.deterministic_sample()
+        dist_inputs, values = self.model.policy_and_value(obs)
+        dist = self.action_distribution(dist_inputs)
+        if not explore:
+            actions = dist.deterministic_sample()
+        elif self.custom_dist_class is None:
+            actions = dist.sample(self.sampling_rng)
+        else:  # 1.13's distributions sample without a generator argument
+            actions = dist.sample()
         return actions, dist.logp(actions), dist_inputs, values
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -317,12 +401,23 @@ class TFPolicy(Policy):
         """Called once per ``learn_on_batch`` with the mean stats; returns extra stats."""
         return {}
 
+    def loss_with_model(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """:meth:`loss`, changed by the model's ``custom_loss`` when it has one, with the
+        model's ``metrics()`` added to the stats as ``"model/<name>"`` (see
+        :func:`nest_model_stats`)."""
+        loss, stats = self.loss(train_batch)
+        if type(self.model).custom_loss is not ModelV2.custom_loss:
+            loss = self.model.custom_loss(loss, train_batch)
+        for name, value in self.model.metrics().items():
+            stats[f"model/{name}"] = tf.reduce_mean(tf.cast(value, tf.float32))
+        return loss, stats
+
     def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
         """``(loss, stats, d loss / d train_variables)`` on a minibatch, inside the train
-        graph: :meth:`loss` through a GradientTape (an algorithm with a closed-form
-        gradient overrides this)."""
+        graph: :meth:`loss_with_model` through a GradientTape (an algorithm with a
+        closed-form gradient overrides this)."""
         with tf.GradientTape() as tape:
-            loss, stats = self.loss(minibatch)
+            loss, stats = self.loss_with_model(minibatch)
         return loss, stats, tape.gradient(loss, self.train_variables)
 
     def _train_step(self, tensors: dict[str, tf.Tensor], index: tf.Tensor,
@@ -410,7 +505,7 @@ class TFPolicy(Policy):
         mean_stats = {key: float(value) for key, value in zip(self._stat_keys, last_epoch)}
         mean_stats["cur_lr"] = float(self.lr.numpy())
         mean_stats.update(self.after_learn(mean_stats))
-        return mean_stats
+        return nest_model_stats(mean_stats)
 
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)
@@ -423,14 +518,13 @@ class TFPolicy(Policy):
     def get_weights(self) -> dict[str, np.ndarray]:
         if self.builtin_model:
             return self.model.get_canonical_weights()
-        return {f"{i}:{v.name}": v.numpy().copy() for i, v in enumerate(self.train_variables)}
+        return {name: var.numpy().copy() for name, var in self.model.variables(as_dict=True).items()}
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         if self.builtin_model:
             self.model.set_canonical_weights(weights)
         else:
-            for i, var in enumerate(self.train_variables):
-                var.assign(weights[f"{i}:{var.name}"])
+            set_model_weights(self.model, weights)
 
     def get_state(self) -> PolicyState:
         state = super().get_state()
