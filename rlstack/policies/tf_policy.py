@@ -200,20 +200,32 @@ def nest_model_stats(stats: dict[str, Any]) -> dict[str, Any]:
     return stats
 
 
+def get_model_weights(model: ModelV2) -> dict[str, np.ndarray]:
+    """A custom model's variables as ``{"<index>:<name>": array}``.
+
+    The index is the variable's position in ``model.variables()``: Keras names unnamed
+    layers per process (``dense``, ``dense_1``, ...), so two copies of one model (a
+    remote worker's, a DQN target network) may name the same variable differently.
+    """
+    return {f"{i}:{name}": var.numpy().copy() for i, (name, var) in enumerate(model.variables(as_dict=True).items())}
+
+
 def set_model_weights(model: ModelV2, weights: dict[str, np.ndarray]) -> None:
-    """Loads ``{name: array}`` (from ``model.variables(as_dict=True)``) into a custom model.
+    """Loads :func:`get_model_weights` output into a copy of the same model, by position.
 
     Raises:
-        ValueError: If a variable is missing or has another shape.
+        ValueError: If the number of variables or a shape differs.
     """
-    for name, var in model.variables(as_dict=True).items():
-        if name not in weights:
-            raise ValueError(f"Weights for custom model variable {name!r} are missing (given: "
-                             f"{', '.join(sorted(weights))}); were they saved with another model?")
-        value = np.asarray(weights[name])
+    by_index = {int(key.split(":", 1)[0]): value for key, value in weights.items()}
+    variables = model.variables(as_dict=True)
+    if sorted(by_index) != list(range(len(variables))):
+        raise ValueError(f"The weights hold {len(by_index)} variables but the custom model has {len(variables)} "
+                         f"({', '.join(variables)}); were they saved with another model?")
+    for i, (name, var) in enumerate(variables.items()):
+        value = np.asarray(by_index[i])
         if tuple(value.shape) != tuple(var.shape):
-            raise ValueError(f"Weight {name} has shape {value.shape} but the model expects {tuple(var.shape)}; "
-                             "was it saved with another model config?")
+            raise ValueError(f"Weight {i} ({name}) has shape {value.shape} but the model expects "
+                             f"{tuple(var.shape)}; was it saved with another model config?")
         var.assign(value)
 
 
@@ -518,7 +530,7 @@ class TFPolicy(Policy):
     def get_weights(self) -> dict[str, np.ndarray]:
         if self.builtin_model:
             return self.model.get_canonical_weights()
-        return {name: var.numpy().copy() for name, var in self.model.variables(as_dict=True).items()}
+        return get_model_weights(self.model)
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         if self.builtin_model:

@@ -13,8 +13,8 @@ from rlstack.models.catalog import QModelSpec
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFQModel
 from rlstack.models.modelv2 import ModelV2
-from rlstack.policies.tf_policy import (TFPolicy, clip_by_global_norm, nest_model_stats, non_finite_as_error,
-                                        set_model_weights)
+from rlstack.policies.tf_policy import (TFPolicy, clip_by_global_norm, get_model_weights, nest_model_stats,
+                                        non_finite_as_error, set_model_weights)
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.dqn.q_learning import act_on_q_values, make_exploration, postprocess_q_learning, q_model_spec
 
@@ -164,7 +164,7 @@ class DQNTFPolicy(TFPolicy):
         if self.builtin_model:
             target = self.target_model.get_canonical_weights()
         else:
-            target = {name: var.numpy().copy() for name, var in self.target_model.variables(as_dict=True).items()}
+            target = get_model_weights(self.target_model)
         state.update({f"target/{name}": value for name, value in target.items()})
         return state
 
