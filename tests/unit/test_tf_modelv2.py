@@ -252,3 +252,31 @@ def test_shortcut_module_is_wrapped_as_a_tfmodelv2():
     logits, _ = policy.model({"obs": tf.constant(obs)})
     np.testing.assert_allclose(logits.numpy(), policy.compute_actions(obs, False)[1]["action_dist_inputs"])
     assert model_obs_space(OBS) is OBS
+
+
+def test_dqn_custom_keras_model_and_its_target_network():
+    from rlstack.sample_batch import SampleBatch as B
+    from rlstack.trainers.dqn import DEFAULT_CONFIG as DQN_CONFIG
+    from rlstack.trainers.dqn.dqn_tf_policy import DQNTFPolicy
+
+    cfg = {**DQN_CONFIG, "framework": "tf", "seed": 0, "train_batch_size": 32,
+           "model": {**DQN_CONFIG["model"], "custom_model": KerasMetricsModel}}
+    policy = DQNTFPolicy(OBS, ACT, cfg)
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-1, 1, (32, 4)).astype(np.float32)
+    outputs, _ = policy.model({"obs": tf.constant(obs)})
+    np.testing.assert_allclose(policy.q_values(obs), outputs.numpy(), rtol=1e-6)  # the outputs are Q(s, .)
+    target_q = lambda p: p.target_model.policy_and_value(tf.constant(obs))[0].numpy()  # noqa: E731
+    np.testing.assert_array_equal(target_q(policy), policy.q_values(obs))
+    batch = B({B.OBS: obs, B.ACTIONS: rng.integers(0, 3, 32), B.REWARDS: rng.normal(size=32).astype(np.float32),
+               B.NEXT_OBS: rng.uniform(-1, 1, (32, 4)).astype(np.float32), B.TERMINATEDS: np.zeros(32, bool),
+               B.DISCOUNTS: np.full(32, 0.99, np.float32), B.WEIGHTS: np.ones(32, np.float32)})
+    stats = policy.learn_on_batch(batch)
+    assert stats["model"] == {"foo": 42.0}
+    assert not np.allclose(target_q(policy), policy.q_values(obs))  # only the online network learned
+    copy = DQNTFPolicy(OBS, ACT, cfg)
+    copy.set_state(policy.get_state())
+    np.testing.assert_array_equal(copy.q_values(obs), policy.q_values(obs))
+    np.testing.assert_array_equal(target_q(copy), target_q(policy))
+    policy.update_target()
+    np.testing.assert_array_equal(target_q(policy), policy.q_values(obs))
