@@ -97,3 +97,21 @@ def test_without_masking_the_env_refuses_the_policys_actions():
     with pytest.raises(EnvFailureError, match="masked out"):
         trainer.train()
     trainer.stop()
+
+
+@pytest.mark.parametrize("algorithm", ["A2C", "IMPALA"])
+def test_keras_model_with_other_actor_critics(algorithm):
+    from rlstack.trainers.a3c import A2CTrainer
+    from rlstack.trainers.impala import IMPALATrainer
+
+    config = {"framework": "tf", "num_workers": 0, "seed": 0, "min_time_s_per_reporting": 0,
+              "train_batch_size": 40, "rollout_fragment_length": 10, "model": {"custom_model": KerasMetricsModel}}
+    if algorithm == "IMPALA":
+        config["min_sample_timesteps_per_reporting"] = 0
+    trainer = (A2CTrainer if algorithm == "A2C" else IMPALATrainer)(config, "CartPole-v1")
+    before = {k: v.copy() for k, v in trainer.get_weights()["default_policy"].items()}
+    result = trainer.train()
+    assert result["info"]["learner"]["default_policy"]["learner_stats"]["model"] == {"foo": 42.0}
+    after = trainer.get_weights()["default_policy"]
+    assert any(not np.array_equal(before[k], after[k]) for k in before)
+    trainer.stop()
