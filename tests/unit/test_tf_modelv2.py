@@ -280,3 +280,42 @@ def test_dqn_custom_keras_model_and_its_target_network():
     np.testing.assert_array_equal(target_q(copy), target_q(policy))
     policy.update_target()
     np.testing.assert_array_equal(target_q(policy), policy.q_values(obs))
+
+
+def test_keras_models_work_after_rlstacks_keras_free_tf_import():
+    # rlstack imports TensorFlow without Keras (models/tf/framework.py); a user's model
+    # file then runs `import tensorflow as tf` and builds Keras layers.
+    import subprocess
+    import sys
+
+    code = (
+        "from rlstack.models.tf.framework import tf as rl_tf\n"
+        "import sys; assert 'keras' not in sys.modules\n"
+        "from tests.unit.test_tf_modelv2 import _batch, _policy\n"
+        "from tests.custom_models import KerasMetricsModel\n"
+        "policy = _policy({'custom_model': KerasMetricsModel})\n"
+        "assert policy.learn_on_batch(_batch(policy))['model'] == {'foo': 42.0}\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+class _Branchy(KerasMetricsModel):
+    """Branches in Python on a tensor: needs AutoGraph inside the policy's graphs."""
+
+    def forward(self, input_dict, state, seq_lens):
+        logits, state = super().forward(input_dict, state, seq_lens)
+        if tf.reduce_sum(input_dict["obs"]) > 0:
+            logits = logits + tf.constant([100.0, 0.0, 0.0])
+        else:
+            logits = logits + tf.constant([0.0, 100.0, 0.0])
+        return logits, state
+
+
+def test_custom_models_may_branch_on_tensors():
+    policy = _policy({"custom_model": _Branchy})
+    for sign, expected in ((1.0, 0), (-1.0, 1)):  # the branch reads the whole batch's sum
+        actions, _ = policy.compute_actions(np.full((2, 4), sign, np.float32), explore=False)
+        np.testing.assert_array_equal(actions, [expected, expected])
+    assert np.isfinite(policy.learn_on_batch(_batch(policy))["total_loss"])
