@@ -3,8 +3,9 @@
 It owns the model (a ModelV2: the built-in :class:`TFModel` or a user's
 :class:`TFModelV2`, whose ``custom_loss`` and ``metrics()`` it applies), the action
 distribution (``custom_action_dist`` included), an optimizer from
-:mod:`rlstack.policies.tf_optimizers`, device placement and the minibatch-SGD loop. Acting, value estimation and the train step are
-``tf.function``\\ s with fixed input signatures, traced once (see :meth:`TFPolicy.graph_function`).
+:mod:`rlstack.policies.tf_optimizers`, device placement and the minibatch-SGD loop.
+Acting, value estimation and the train step are ``tf.function``\\ s with fixed input
+signatures, traced once (see :meth:`TFPolicy.graph_function`).
 An algorithm adds ``loss()`` and, where needed, the hooks ``after_learn`` and
 ``on_global_var_update``.
 """
