@@ -115,3 +115,17 @@ def test_keras_model_with_other_actor_critics(algorithm):
     after = trainer.get_weights()["default_policy"]
     assert any(not np.array_equal(before[k], after[k]) for k in before)
     trainer.stop()
+
+
+def test_custom_action_dist_with_the_builtin_network_in_a_trainer():
+    from tests.unit.test_tf_modelv2 import _AlwaysLast
+
+    # rollout_inference="framework": the numpy acting copy of the built-in network does not
+    # know custom distributions yet (see numpy_inference_applies).
+    trainer = PPOTrainer({**SMALL, "rollout_inference": "framework",
+                          "model": {"custom_action_dist": _AlwaysLast, "fcnet_hiddens": [16]}}, "CartPole-v1")
+    result = trainer.train()
+    assert result["timesteps_total"] >= 200
+    env = gym.make("CartPole-v1")
+    assert {trainer.compute_single_action(env.reset(seed=s)[0], explore=True) for s in range(20)} == {1}
+    trainer.stop()

@@ -199,10 +199,8 @@ class _AlwaysLast(Categorical):
         return int(action_space.n) + 1  # one extra output, ignored, to prove the model is sized by the dist
 
     def __init__(self, inputs, model):
-        assert inputs.shape[-1] == 4
-        n = inputs.shape[-1] - 1
-        super().__init__(tf.concat([tf.fill([tf.shape(inputs)[0], n - 1], -50.0), tf.fill([tf.shape(inputs)[0], 1],
-                                                                                            50.0)], axis=1), model)
+        rows, n = tf.shape(inputs)[0], int(inputs.shape[-1]) - 1
+        super().__init__(tf.concat([tf.fill([rows, n - 1], -50.0), tf.fill([rows, 1], 50.0)], axis=1), model)
 
 
 @pytest.mark.parametrize("custom_model", [None, KerasMetricsModel])
