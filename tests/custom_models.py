@@ -45,9 +45,44 @@ def _tf_model():
     return TinyTFModel
 
 
+def _keras_model():
+    import tensorflow as tf
+
+    from rlstack.models.tf.misc import normc_initializer
+    from rlstack.models.tf.tf_modelv2 import TFModelV2
+
+    class KerasMetricsModel(TFModelV2):
+        """A classic RLlib 1.13-style Keras model (functional Keras 3 model, one hidden
+        layer, a value head) reporting one metric. Its layers are left unnamed on purpose:
+        Keras then names them per process (dense, dense_1, ...)."""
+
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+            super().__init__(obs_space, action_space, num_outputs, model_config, name)
+            self.inputs = tf.keras.layers.Input(shape=obs_space.shape, name="observations")
+            hidden = tf.keras.layers.Dense(16, activation=tf.nn.tanh, kernel_initializer=normc_initializer(1.0))(
+                self.inputs)
+            layer_out = tf.keras.layers.Dense(num_outputs, kernel_initializer=normc_initializer(0.01))(hidden)
+            value_out = tf.keras.layers.Dense(1, kernel_initializer=normc_initializer(0.01))(hidden)
+            self.base_model = tf.keras.Model(self.inputs, [layer_out, value_out])
+
+        def forward(self, input_dict, state, seq_lens):
+            model_out, self._value_out = self.base_model(input_dict["obs"])
+            return model_out, state
+
+        def value_function(self):
+            return tf.reshape(self._value_out, [-1])
+
+        def metrics(self):
+            return {"foo": tf.constant(42.0)}
+
+    return KerasMetricsModel
+
+
 def __getattr__(name):
     if name == "TinyTorchModel":
         return _torch_model()
     if name == "TinyTFModel":
         return _tf_model()
+    if name == "KerasMetricsModel":
+        return _keras_model()
     raise AttributeError(name)

@@ -84,8 +84,7 @@ MODEL_DEFAULTS: dict[str, Any] = {
 
 # Keys accepted for old configs but without effect: a non-default value is an error.
 _UNUSED_MODEL_KEYS = ("use_lstm", "use_attention", "lstm_use_prev_action", "lstm_use_prev_reward", "max_seq_len",
-                      "lstm_cell_size", "grayscale", "zero_mean", "custom_preprocessor",
-                      "custom_action_dist")
+                      "lstm_cell_size", "grayscale", "zero_mean", "custom_preprocessor")
 
 ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
 
@@ -452,6 +451,29 @@ class ModelCatalog:
                 f"{', '.join(sorted(cls._custom_models)) or 'none'})."
             )
         return cls._custom_models[name]
+
+    _custom_action_dists: dict[str, type] = {}
+
+    @classmethod
+    def register_custom_action_dist(cls, name: str, dist_class: type) -> None:
+        """Makes ``dist_class`` available as ``config["model"]["custom_action_dist"] = name``."""
+        cls._custom_action_dists[name] = dist_class
+
+    @classmethod
+    def get_custom_action_dist(cls, name: str | type) -> type:
+        """Returns a registered custom action distribution (a class is returned as is).
+
+        Raises:
+            ConfigError: If ``name`` was not registered.
+        """
+        if isinstance(name, type):
+            return name
+        if name not in cls._custom_action_dists:
+            raise ConfigError(
+                f"Unknown custom_action_dist {name!r}{did_you_mean(name, cls._custom_action_dists)} Register it "
+                "first with ModelCatalog.register_custom_action_dist(name, cls) (registered: "
+                f"{', '.join(sorted(cls._custom_action_dists)) or 'none'}).")
+        return cls._custom_action_dists[name]
 
     @staticmethod
     def get_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict) -> ModelSpec:

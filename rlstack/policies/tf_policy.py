@@ -1,29 +1,36 @@
 """TFPolicy: the TensorFlow 2 base of every algorithm's TF policy.
 
-It owns the model, the action distribution, an Adam optimizer written on plain
-variables (so it matches torch's Adam step for step and needs no Keras), device
-placement and the minibatch-SGD loop. Acting, value estimation and the train step are
-``tf.function``\\ s with fixed input signatures, traced once (see :meth:`TFPolicy.graph_function`).
+It owns the model (a ModelV2: the built-in :class:`TFModel` or a user's
+:class:`TFModelV2`, whose ``custom_loss`` and ``metrics()`` it applies), the action
+distribution (``custom_action_dist`` included), an optimizer from
+:mod:`rlstack.policies.tf_optimizers`, device placement and the minibatch-SGD loop.
+Acting, value estimation and the train step are ``tf.function``\\ s with fixed input
+signatures, traced once (see :meth:`TFPolicy.graph_function`).
 An algorithm adds ``loss()`` and, where needed, the hooks ``after_learn`` and
 ``on_global_var_update``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import logging
 from abc import abstractmethod
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from rlstack.errors import NonFiniteError
-from rlstack.models.catalog import initial_weights
-from rlstack.models.tf.distributions import DISTRIBUTIONS
+from rlstack.errors import ConfigError, NonFiniteError
+from rlstack.models.catalog import ModelCatalog, ModelSpec, initial_weights
+from rlstack.models.modelv2 import ModelV2, model_obs_space
+from rlstack.models.tf.distributions import DISTRIBUTIONS, make_distribution
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFModel
+from rlstack.models.tf.tf_modelv2 import ShortcutTFModel, TFModelV2
 from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
+# The optimizers live in tf_optimizers.py; imported here too, where algorithm policies find them.
+from rlstack.policies.tf_optimizers import Adam, RMSProp, clip_by_global_norm, non_finite_as_error  # noqa: F401
 from rlstack.sample_batch import SampleBatch
 from rlstack.utils.schedules import make_schedule
 
@@ -50,134 +57,49 @@ def size_thread_pools(intra: int | None, inter: int | None) -> None:
         logger.debug("TensorFlow already ran in this process; its thread pools stay as they are.")
 
 
-def _grads_finite(grads: list[tf.Tensor]) -> tf.Tensor:
-    # One scalar: the sum of every gradient entry is NaN or inf iff some entry is (inf - inf
-    # is NaN), or the sum overflows float32, which no sane update does. Summing costs a
-    # few percent of a small DQN step; an is_finite per tensor cost ~15%.
-    return tf.math.is_finite(tf.add_n([tf.reduce_sum(g) for g in grads if g is not None]))
+def custom_action_dist(model_config: dict) -> type | None:
+    """The class named by ``model_config["custom_action_dist"]`` (a class or a name
+    registered with ``ModelCatalog.register_custom_action_dist``), or None."""
+    name = (model_config or {}).get("custom_action_dist")
+    return ModelCatalog.get_custom_action_dist(name) if name else None
 
 
-_NON_FINITE_MARK = "rlstack: non-finite gradients"
+def nest_model_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """Moves the ``"model/<name>"`` entries of learner stats to ``stats["model"][name]``,
+    where classic RLlib reported a model's ``metrics()``."""
+    model = {key[len("model/"):]: stats.pop(key) for key in [k for k in stats if k.startswith("model/")]}
+    if model:
+        stats["model"] = model
+    return stats
 
 
-@contextlib.contextmanager
-def non_finite_as_error(where: str, lr: tf.Variable):
-    """Turns the assertion :func:`_finite_guard` puts in a graph (TF raises it as an
-    ``InvalidArgumentError``) into the :class:`NonFiniteError` torch policies raise, so
-    callers catch one error whatever the framework. ``where`` names the step."""
-    try:
-        yield
-    except tf.errors.InvalidArgumentError as err:
-        if _NON_FINITE_MARK not in str(err):
-            raise
-        raise NonFiniteError.in_update("gradients (NaN or inf)", where, float(lr.numpy())) from None
+def get_model_weights(model: ModelV2) -> dict[str, np.ndarray]:
+    """A custom model's variables as ``{"<index>:<name>": array}``.
 
-
-def _finite_guard(grads: list[tf.Tensor], check_finite: bool, name: str) -> list:
-    # Control inputs for an update: an assertion that fails (InvalidArgumentError) before
-    # any variable is touched when a gradient is NaN or inf.
-    if not check_finite:
-        return []
-    return [tf.debugging.Assert(_grads_finite(grads), [
-        f"{_NON_FINITE_MARK} (NaN or inf) in a TF {name} step; the update was not applied. Usual causes: "
-        "a learning rate too high (lower lr or set grad_clip), NaN/inf or very large rewards, observations on a "
-        "large scale (observation_filter='MeanStdFilter'), or a log(0) / division by zero in a custom loss."])]
-
-
-class Adam:
-    """Adam (Kingma & Ba 2015) with torch's update order, on plain ``tf.Variable``\\ s.
-
-    ``m = b1 m + (1 - b1) g``; ``v = b2 v + (1 - b2) g^2``;
-    ``w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
+    The index is the variable's position in ``model.variables()``: Keras names unnamed
+    layers per process (``dense``, ``dense_1``, ...), so two copies of one model (a
+    remote worker's, a DQN target network) may name the same variable differently.
     """
-
-    def __init__(self, variables: list[tf.Variable], lr: tf.Variable, eps: float = 1e-8,
-                 beta1: float = 0.9, beta2: float = 0.999) -> None:
-        self.lr, self.eps, self.beta1, self.beta2 = lr, eps, beta1, beta2
-        self.step = tf.Variable(0.0, trainable=False, name="adam_step")
-        self.m = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
-        self.v = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
-
-    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable], check_finite: bool = True) -> None:
-        """Applies one update (inside a tf.function).
-
-        Args:
-            check_finite: Fail (``InvalidArgumentError``) before touching any variable
-                if a gradient is NaN or inf; False where the caller has checked.
-        """
-        with tf.control_dependencies(_finite_guard(grads, check_finite, "Adam")):
-            step = self.step.assign_add(1.0)
-            beta1_power = tf.pow(self.beta1, step)
-            beta2_power = tf.pow(self.beta2, step)
-            # TF's fused kernel (one op per variable instead of ~16: most of a small
-            # network's step) computes w -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + e);
-            # with e = eps sqrt(1 - b2^t) that is exactly the update above.
-            epsilon = self.eps * tf.sqrt(1.0 - beta2_power)
-            for grad, var, m, v in zip(grads, variables, self.m, self.v):
-                if grad is None:  # not in the loss (value layers without a critic): left alone, as torch does
-                    continue
-                tf.raw_ops.ResourceApplyAdam(
-                    var=var.handle, m=m.handle, v=v.handle, beta1_power=beta1_power, beta2_power=beta2_power,
-                    lr=self.lr, beta1=self.beta1, beta2=self.beta2, epsilon=epsilon, grad=grad)
-
-    def get_state(self) -> dict[str, np.ndarray]:
-        """The step count and both moments per variable."""
-        state = {"step": self.step.numpy()}
-        for i, (m, v) in enumerate(zip(self.m, self.v)):
-            state[f"{i}/exp_avg"] = m.numpy()
-            state[f"{i}/exp_avg_sq"] = v.numpy()
-        return state
-
-    def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Restores :meth:`get_state`."""
-        self.step.assign(float(state["step"]))
-        for i, (m, v) in enumerate(zip(self.m, self.v)):
-            m.assign(state[f"{i}/exp_avg"])
-            v.assign(state[f"{i}/exp_avg_sq"])
+    return {f"{i}:{name}": var.numpy().copy() for i, (name, var) in enumerate(model.variables(as_dict=True).items())}
 
 
-class RMSProp:
-    """RMSProp in the IMPALA paper's (TF1) momentum form, the twin of
-    torch_policy.RMSProp: ``ms = decay ms + (1 - decay) g^2``; ``mom = momentum mom +
-    lr g / sqrt(ms + eps)``; ``w -= mom``; ``ms`` starts at 1."""
+def set_model_weights(model: ModelV2, weights: dict[str, np.ndarray]) -> None:
+    """Loads :func:`get_model_weights` output into a copy of the same model, by position.
 
-    def __init__(self, variables: list[tf.Variable], lr: tf.Variable, decay: float = 0.99, momentum: float = 0.0,
-                 eps: float = 0.1) -> None:
-        self.lr, self.decay, self.momentum, self.eps = lr, float(decay), float(momentum), float(eps)
-        self.mean_squares = [tf.Variable(tf.ones_like(v), trainable=False) for v in variables]
-        self.moments = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
-
-    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable], check_finite: bool = True) -> None:
-        """Applies one update (inside a tf.function); ``check_finite`` as in :meth:`Adam.apply`."""
-        with tf.control_dependencies(_finite_guard(grads, check_finite, "RMSProp")):
-            for grad, var, ms, mom in zip(grads, variables, self.mean_squares, self.moments):
-                if grad is None:
-                    continue
-                # TF's fused kernel computes exactly these three lines, in one op.
-                tf.raw_ops.ResourceApplyRMSProp(
-                    var=var.handle, ms=ms.handle, mom=mom.handle, lr=self.lr, rho=self.decay,
-                    momentum=self.momentum, epsilon=self.eps, grad=grad)
-
-    def get_state(self) -> dict[str, np.ndarray]:
-        """Mean squares and momentum buffers per variable."""
-        state = {}
-        for i, (ms, mom) in enumerate(zip(self.mean_squares, self.moments)):
-            state[f"{i}/mean_square"] = ms.numpy()
-            state[f"{i}/momentum"] = mom.numpy()
-        return state
-
-    def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Restores :meth:`get_state`."""
-        for i, (ms, mom) in enumerate(zip(self.mean_squares, self.moments)):
-            ms.assign(state[f"{i}/mean_square"])
-            mom.assign(state[f"{i}/momentum"])
-
-
-def clip_by_global_norm(grads: list[tf.Tensor], max_norm: float) -> tuple[list[tf.Tensor], tf.Tensor]:
-    """Scales gradients so their global norm is at most ``max_norm`` (torch's formula)."""
-    norm = tf.linalg.global_norm(grads)  # None (a variable outside the loss) counts as zero
-    coef = tf.minimum(1.0, max_norm / (norm + 1e-6))
-    return [None if g is None else g * coef for g in grads], norm
+    Raises:
+        ValueError: If the number of variables or a shape differs.
+    """
+    by_index = {int(key.split(":", 1)[0]): value for key, value in weights.items()}
+    variables = model.variables(as_dict=True)
+    if sorted(by_index) != list(range(len(variables))):
+        raise ValueError(f"The weights hold {len(by_index)} variables but the custom model has {len(variables)} "
+                         f"({', '.join(variables)}); were they saved with another model?")
+    for i, (name, var) in enumerate(variables.items()):
+        value = np.asarray(by_index[i])
+        if tuple(value.shape) != tuple(var.shape):
+            raise ValueError(f"Weight {i} ({name}) has shape {value.shape} but the model expects "
+                             f"{tuple(var.shape)}; was it saved with another model config?")
+        var.assign(value)
 
 
 class TFPolicy(Policy):
@@ -193,7 +115,7 @@ class TFPolicy(Policy):
     framework = "tf"
 
     # The module class built from model_spec() for built-in models.
-    model_class: type[tf.Module] = TFModel
+    model_class: type[TFModel] = TFModel
     # Shuffle rows before each SGD epoch; sequence losses (V-trace) keep the batch order.
     shuffle_minibatches: bool = True
     # Actor-critic losses: an ``entropy_coeff`` (tf.Variable) that follows ``entropy_coeff_schedule``.
@@ -217,6 +139,12 @@ class TFPolicy(Policy):
     ) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         model_config = config.get("model", {})
+        # A custom action distribution (a class or a registered name) decides how many
+        # outputs the model has.
+        self.custom_dist_class = custom_action_dist(model_config)
+        if self.custom_dist_class is not None:
+            self.dist_spec = dataclasses.replace(self.dist_spec, num_outputs=int(
+                self.custom_dist_class.required_model_output_shape(action_space, model_config)))
         spec = None if model_config.get("custom_model") else self.model_spec()  # built-in models
         # The driver's (learner's) pools, unless a rollout worker's pin came first. On
         # vector observations one intra-op thread is faster: a dense layer's matmul is too
@@ -238,16 +166,9 @@ class TFPolicy(Policy):
             if custom is not None:
                 self.model = custom
                 self.builtin_model = False
-                # Keras-style models create their variables on the first call.
-                self.model(tf.zeros([1, self.preprocessor.size], tf.float32))
-                self.train_variables = list(self.model.trainable_variables)
-                if not self.train_variables:
-                    raise ValueError(
-                        f"Custom model {model_config['custom_model']!r} has no trainable variables after a first "
-                        "call; create its tf.Variables (or Keras layers) in __init__ or on the first call."
-                    )
+                self.train_variables, self.variable_names = self._find_variables(custom)
             else:
-                self.model = self.model_class(spec)
+                self.model = self.model_class(spec, model_obs_space(observation_space), action_space, model_config)
                 self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
                 self.builtin_model = True
                 self.train_variables = self.model.variables_list
@@ -260,15 +181,58 @@ class TFPolicy(Policy):
             self.optimizer = self.make_optimizer(self.train_variables, self.lr)
             self.sampling_rng = (tf.random.Generator.from_non_deterministic_state() if sampling_seed is None
                                  else tf.random.Generator.from_seed(int(sampling_seed)))
-        self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
+        self.dist_class = self.custom_dist_class or DISTRIBUTIONS[self.dist_spec.kind]
         self._rng = np.random.default_rng(config.get("seed"))
         obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
         self._act_explore = self.graph_function(lambda obs: self._act(obs, True), [obs_spec])
         self._act_greedy = self.graph_function(lambda obs: self._act(obs, False), [obs_spec])
-        self._value_fn = self.graph_function(self.model.value if self.builtin_model else (lambda o: self.model(o)[1]),
-                                             [obs_spec])
+        self._value_fn = self.graph_function(self.model.value, [obs_spec])
         self._train_fn = None
         self._stat_keys: list[str] = []
+
+    def model_spec(self) -> Any:
+        spec = super().model_spec()
+        if self.custom_dist_class is not None and isinstance(spec, ModelSpec):
+            # The built-in network with as many outputs as the custom distribution reads.
+            predicted = self.dist_spec.num_outputs - (spec.action_dim if spec.free_log_std else 0)
+            logits = dataclasses.replace(spec.logits, kernel_shape=(spec.logits.kernel_shape[0], predicted))
+            spec = dataclasses.replace(spec, logits=logits)
+        return spec
+
+    def adapt_shortcut_model(self, model: Any) -> ModelV2:
+        """Wraps rlstack's shortcut custom model (called on flat observations, returns
+        ``(dist_inputs, values)``) as a :class:`TFModelV2`."""
+        return ShortcutTFModel(model, model_obs_space(self.observation_space), self.action_space,
+                               self.dist_spec.num_outputs, self.config.get("model", {}))
+
+    def first_model_call(self, model: ModelV2, obs: tf.Tensor) -> None:
+        """Calls a custom model once on ``obs`` so that lazily built layers create their
+        variables (Q-learning policies call it as they act)."""
+        model.policy_and_value(obs)
+
+    def _find_variables(self, model: ModelV2) -> tuple[list[tf.Variable], list[str]]:
+        # A custom model's trainable variables and their names, after a first call.
+        if model.get_initial_state():
+            raise ConfigError(
+                f"Custom model {type(model).__name__} is recurrent (get_initial_state() returns a non-empty "
+                "state), which rlstack's TF policies do not support yet: recurrent models and use_lstm are "
+                "issue 18's LSTM work. Use a model without state for now.")
+        if not isinstance(model, TFModelV2):
+            raise ConfigError(
+                f"Custom model {type(model).__name__} is a ModelV2 but not a TFModelV2, so its variables cannot "
+                "be found for framework='tf'. Subclass rlstack.models.tf.tf_modelv2.TFModelV2 (or set "
+                "framework='torch' for a TorchModelV2).")
+        self.first_model_call(model, tf.zeros([1, self.preprocessor.size], tf.float32))
+        named = model.trainable_variables(as_dict=True)
+        if not named:
+            raise ValueError(
+                f"Custom model {self.config['model']['custom_model']!r} has no trainable variables after a first "
+                "call; create its tf.Variables (or Keras layers) in __init__ or on the first call.")
+        return list(named.values()), list(named)
+
+    def action_distribution(self, dist_inputs: tf.Tensor) -> Any:
+        """The action distribution of ``dist_inputs`` (the custom one when configured)."""
+        return make_distribution(self.dist_class, dist_inputs, self.dist_spec, self.model)
 
     def graph_function(self, fn: Callable, input_signature: list | tuple | None = None) -> Callable:
         """``tf.function(fn)``; AutoGraph only for custom models.
@@ -287,9 +251,14 @@ class TFPolicy(Policy):
     # ----- acting -----------------------------------------------------------------
 
     def _act(self, obs: tf.Tensor, explore: bool) -> tuple[tf.Tensor, ...]:
-        dist_inputs, values = self.model(obs)
-        dist = self.dist_class(dist_inputs, self.dist_spec)
-        actions = dist.sample(self.sampling_rng) if explore else dist.deterministic_sample()
+        dist_inputs, values = self.model.policy_and_value(obs)
+        dist = self.action_distribution(dist_inputs)
+        if not explore:
+            actions = dist.deterministic_sample()
+        elif self.custom_dist_class is None:
+            actions = dist.sample(self.sampling_rng)
+        else:  # 1.13's distributions sample without a generator argument
+            actions = dist.sample()
         return actions, dist.logp(actions), dist_inputs, values
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -317,12 +286,23 @@ class TFPolicy(Policy):
         """Called once per ``learn_on_batch`` with the mean stats; returns extra stats."""
         return {}
 
+    def loss_with_model(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """:meth:`loss`, changed by the model's ``custom_loss`` when it has one, with the
+        model's ``metrics()`` added to the stats as ``"model/<name>"`` (see
+        :func:`nest_model_stats`)."""
+        loss, stats = self.loss(train_batch)
+        if type(self.model).custom_loss is not ModelV2.custom_loss:
+            loss = self.model.custom_loss(loss, train_batch)
+        for name, value in self.model.metrics().items():
+            stats[f"model/{name}"] = tf.reduce_mean(tf.cast(value, tf.float32))
+        return loss, stats
+
     def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
         """``(loss, stats, d loss / d train_variables)`` on a minibatch, inside the train
-        graph: :meth:`loss` through a GradientTape (an algorithm with a closed-form
-        gradient overrides this)."""
+        graph: :meth:`loss_with_model` through a GradientTape (an algorithm with a
+        closed-form gradient overrides this)."""
         with tf.GradientTape() as tape:
-            loss, stats = self.loss(minibatch)
+            loss, stats = self.loss_with_model(minibatch)
         return loss, stats, tape.gradient(loss, self.train_variables)
 
     def _train_step(self, tensors: dict[str, tf.Tensor], index: tf.Tensor,
@@ -412,7 +392,7 @@ class TFPolicy(Policy):
         mean_stats = {key: float(value) for key, value in zip(self._stat_keys, last_epoch)}
         mean_stats["cur_lr"] = float(self.lr.numpy())
         mean_stats.update(self.after_learn(mean_stats))
-        return mean_stats
+        return nest_model_stats(mean_stats)
 
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)
@@ -425,14 +405,13 @@ class TFPolicy(Policy):
     def get_weights(self) -> dict[str, np.ndarray]:
         if self.builtin_model:
             return self.model.get_canonical_weights()
-        return {f"{i}:{v.name}": v.numpy().copy() for i, v in enumerate(self.train_variables)}
+        return get_model_weights(self.model)
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         if self.builtin_model:
             self.model.set_canonical_weights(weights)
         else:
-            for i, var in enumerate(self.train_variables):
-                var.assign(weights[f"{i}:{var.name}"])
+            set_model_weights(self.model, weights)
 
     def get_state(self) -> PolicyState:
         state = super().get_state()

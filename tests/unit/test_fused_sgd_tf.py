@@ -46,7 +46,7 @@ def test_fused_gradient_equals_the_tape(case):
     for key in tape_stats:
         assert fused_stats[key] == pytest.approx(tape_stats[key], rel=1e-5, abs=1e-7), key
     assert fused_loss == pytest.approx(tape_loss, rel=1e-5, abs=1e-7)
-    dist_inputs, values = policy.model(tf.convert_to_tensor(batch[B.OBS]))
+    dist_inputs, values = policy.model.policy_and_value(tf.convert_to_tensor(batch[B.OBS]))
     check_every_branch_is_hit(policy, dist_inputs.numpy(), values.numpy(), batch)
 
 

@@ -287,7 +287,7 @@ def _torch_forward(torch, model, obs):
 
 
 def _tf_forward(tf, model, obs):
-    dist, values = model(tf.constant(obs))
+    dist, values = model.policy_and_value(tf.constant(obs))
     return dist.numpy(), values.numpy()
 
 

@@ -308,7 +308,7 @@ def _forward(policy, obs):
         return logits.numpy().astype(np.float64), values.numpy().astype(np.float64)
     import tensorflow as tf
 
-    logits, values = policy.model(tf.convert_to_tensor(obs))
+    logits, values = policy.model.policy_and_value(tf.convert_to_tensor(obs))
     return logits.numpy().astype(np.float64), values.numpy().astype(np.float64)
 
 

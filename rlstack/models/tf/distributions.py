@@ -1,26 +1,91 @@
-"""Action distributions in TensorFlow, twins of models/torch/distributions.py."""
+"""Action distributions in TensorFlow, twins of models/torch/distributions.py.
+
+The classes have classic RLlib's interface (``cls(inputs, model)``, public as
+:mod:`rlstack.models.tf.tf_action_dist`), so a user's distribution can subclass
+:class:`TFActionDistribution` or one of them and be named in
+``config["model"]["custom_action_dist"]``. rlstack's own policies pass their sampling
+generator to :meth:`~TFActionDistribution.sample`.
+"""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from rlstack.models.catalog import ActionDistSpec
+import gymnasium as gym
+import numpy as np
+
+from rlstack.models.catalog import ActionDistSpec, action_dist_spec
 from rlstack.models.tf.framework import tf
 
 
-class Categorical:
+class TFActionDistribution:
+    """Base of TF action distributions (classic RLlib's ``TFActionDistribution``).
+
+    Subclasses define ``logp``, ``entropy``, ``kl``, ``deterministic_sample`` and
+    either :meth:`sample` or classic RLlib's ``_build_sample_op``.
+
+    Args:
+        inputs: The model's outputs ``[B, num_outputs]`` (the distribution's parameters).
+        model: The model that computed them (None where there is none).
+    """
+
+    def __init__(self, inputs: tf.Tensor, model: Any = None) -> None:
+        self.inputs = inputs
+        self.model = model
+        self._last_sample: tf.Tensor | None = None
+
+    @staticmethod
+    def required_model_output_shape(action_space: gym.Space, model_config: dict) -> int:
+        """How many model outputs the distribution reads for ``action_space``."""
+        return action_dist_spec(action_space, model_config).num_outputs
+
+    def sample(self, rng: tf.random.Generator | None = None) -> tf.Tensor:
+        """Draws one action per row (rlstack's policies pass their generator as ``rng``)."""
+        self._last_sample = self._build_sample_op()
+        return self._last_sample
+
+    def _build_sample_op(self) -> tf.Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must define sample() or _build_sample_op().")
+
+    def sampled_action_logp(self) -> tf.Tensor:
+        """The log-probability of the last :meth:`sample` (drawing one if none yet)."""
+        if self._last_sample is None:
+            self.sample()
+        return self.logp(self._last_sample)
+
+    def deterministic_sample(self) -> tf.Tensor:
+        """The most likely action per row."""
+        raise NotImplementedError
+
+    def logp(self, actions: tf.Tensor) -> tf.Tensor:
+        """Log-probability (density) of ``actions`` per row."""
+        raise NotImplementedError
+
+    def entropy(self) -> tf.Tensor:
+        """Entropy per row."""
+        raise NotImplementedError
+
+    def kl(self, other: "TFActionDistribution") -> tf.Tensor:
+        """KL(self || other) per row."""
+        raise NotImplementedError
+
+
+class Categorical(TFActionDistribution):
     """A categorical distribution over ``n`` actions from unnormalised logits ``[B, n]``."""
 
-    def __init__(self, inputs: tf.Tensor, spec: ActionDistSpec) -> None:
-        self.logits = inputs
-        self.log_probs = tf.nn.log_softmax(inputs, axis=-1)
+    def __init__(self, inputs: tf.Tensor, model: Any = None, temperature: float = 1.0) -> None:
+        super().__init__(inputs, model)
+        self.logits = inputs if temperature == 1.0 else inputs / temperature
+        self.log_probs = tf.nn.log_softmax(self.logits, axis=-1)
 
     def sample(self, rng: tf.random.Generator | None = None) -> tf.Tensor:
         """Draws one action per row (from ``rng``, or TF's global generator)."""
         rng = rng if rng is not None else tf.random.get_global_generator()
         # Gumbel-max: argmax(logits + Gumbel noise) is a draw from softmax(logits).
         uniform = rng.uniform(tf.shape(self.logits), minval=1e-20, maxval=1.0)
-        return tf.argmax(self.logits - tf.math.log(-tf.math.log(uniform)), axis=-1)
+        self._last_sample = tf.argmax(self.logits - tf.math.log(-tf.math.log(uniform)), axis=-1)
+        return self._last_sample
 
     def deterministic_sample(self) -> tf.Tensor:
         """The most likely action per row (the mode)."""
@@ -40,15 +105,30 @@ class Categorical:
         return tf.reduce_sum(tf.exp(self.log_probs) * (self.log_probs - other.log_probs), axis=-1)
 
 
-class MultiCategorical:
-    """Independent categoricals, one per entry of a MultiDiscrete action."""
+class MultiCategorical(TFActionDistribution):
+    """Independent categoricals, one per entry of a MultiDiscrete action.
 
-    def __init__(self, inputs: tf.Tensor, spec: ActionDistSpec) -> None:
-        self.cats = [Categorical(part, spec) for part in tf.split(inputs, list(spec.nvec), axis=-1)]
+    Args:
+        inputs: Logits of every categorical, concatenated.
+        model: The model (its ``action_space.nvec`` gives ``input_lens`` when omitted).
+        input_lens: The number of categories of each entry.
+    """
+
+    def __init__(self, inputs: tf.Tensor, model: Any = None, input_lens: Any = None) -> None:
+        super().__init__(inputs, model)
+        if input_lens is None:
+            input_lens = np.asarray(getattr(getattr(model, "action_space", None), "nvec", [inputs.shape[-1]]))
+        self.input_lens = [int(n) for n in np.asarray(input_lens).reshape(-1)]
+        self.cats = [Categorical(part, model) for part in tf.split(inputs, self.input_lens, axis=-1)]
+
+    @staticmethod
+    def required_model_output_shape(action_space: gym.Space, model_config: dict) -> int:
+        return int(np.sum(action_space.nvec))
 
     def sample(self, rng: tf.random.Generator | None = None) -> tf.Tensor:
         """Draws one action per row (from ``rng``, or TF's global generator)."""
-        return tf.stack([cat.sample(rng) for cat in self.cats], axis=-1)
+        self._last_sample = tf.stack([cat.sample(rng) for cat in self.cats], axis=-1)
+        return self._last_sample
 
     def deterministic_sample(self) -> tf.Tensor:
         """The most likely action per row (the mode)."""
@@ -67,17 +147,23 @@ class MultiCategorical:
         return tf.add_n([a.kl(b) for a, b in zip(self.cats, other.cats)])
 
 
-class DiagGaussian:
+class DiagGaussian(TFActionDistribution):
     """A Gaussian with diagonal covariance; inputs are ``[means, log_stds]``."""
 
-    def __init__(self, inputs: tf.Tensor, spec: ActionDistSpec) -> None:
+    def __init__(self, inputs: tf.Tensor, model: Any = None) -> None:
+        super().__init__(inputs, model)
         self.mean, self.log_std = tf.split(inputs, 2, axis=-1)
         self.std = tf.exp(self.log_std)
+
+    @staticmethod
+    def required_model_output_shape(action_space: gym.Space, model_config: dict) -> int:
+        return 2 * int(np.prod(action_space.shape))
 
     def sample(self, rng: tf.random.Generator | None = None) -> tf.Tensor:
         """Draws one action per row (from ``rng``, or TF's global generator)."""
         rng = rng if rng is not None else tf.random.get_global_generator()
-        return self.mean + self.std * rng.normal(tf.shape(self.mean))
+        self._last_sample = self.mean + self.std * rng.normal(tf.shape(self.mean))
+        return self._last_sample
 
     def deterministic_sample(self) -> tf.Tensor:
         """The most likely action per row (the mode)."""
@@ -108,3 +194,11 @@ class DiagGaussian:
 
 
 DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian}
+
+
+def make_distribution(dist_class: type, inputs: tf.Tensor, spec: ActionDistSpec, model: Any = None) -> Any:
+    """``dist_class(inputs, model)``, with the category counts of ``spec`` for the
+    built-in :class:`MultiCategorical`."""
+    if dist_class is MultiCategorical:
+        return MultiCategorical(inputs, model, spec.nvec)
+    return dist_class(inputs, model)

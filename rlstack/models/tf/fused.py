@@ -45,7 +45,7 @@ class DenseGraph:
 
     def forward(self, obs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tuple]:
         """Returns ``(dist_inputs, values, saved)``: the model's outputs, equal to
-        ``model(obs)``, and the activations :meth:`gradients` needs."""
+        ``model.policy_and_value(obs)``, and the activations :meth:`gradients` needs."""
         spec = self.model.spec
         pi_acts = self._forward_stack(self.pi_layers, vector_part(obs, spec.encoder))
         vf_acts = pi_acts if self.vf_encoder is None else self._forward_stack(self.vf_layers,

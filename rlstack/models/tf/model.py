@@ -1,16 +1,25 @@
-"""TFModel: the catalog's ModelSpec as a ``tf.Module`` of plain ``tf.Variable``\\ s.
+"""TFModel: the catalog's ModelSpec as a :class:`TFModelV2` of plain ``tf.Variable``\\ s.
 
 Keras is deliberately not used: TF 2.21 ships Keras 3, whose layers and optimizers
 changed under RLlib's feet; plain variables keep the weights in the catalog's canonical
-layout (which *is* TF's layout) and the import light.
+layout (which *is* TF's layout) and the import light. (Users' own models may use Keras
+3: see :mod:`rlstack.models.tf.tf_modelv2`.)
+
+The one implementation of the built-in network: the policies' default model, and the
+1.13 ``FullyConnectedNetwork`` / ``VisionNetwork`` classes (``fcnet.py``,
+``visionnet.py``) that custom models wrap.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
 
-from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec, initial_weights
+from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec, QModelSpec, initial_weights
 from rlstack.models.tf.framework import tf
+from rlstack.models.tf.tf_modelv2 import TFModelV2
 
 _ACTIVATIONS = {
     "tanh": tf.tanh,
@@ -28,27 +37,63 @@ def vector_part(obs: tf.Tensor, encoder: EncoderSpec) -> tf.Tensor:
     return obs[:, index] if isinstance(index, slice) else tf.gather(obs, index, axis=1)
 
 
-class TFModel(tf.Module):
+def _flat(obs: tf.Tensor) -> tf.Tensor:
+    # A Box observation may arrive in its own shape (an image); the layers read flat rows.
+    return obs if len(obs.shape) == 2 else tf.reshape(obs, [tf.shape(obs)[0], -1])
+
+
+class TFModel(TFModelV2):
     """The built-in policy-and-value network.
+
+    Policies call :meth:`policy_and_value` / :meth:`value` on flat observations (the
+    fast path, also what ``models/tf/fused.py`` differentiates by hand); users' code may
+    call it 1.13-style, ``model(input_dict) -> (outputs, [])`` then
+    ``model.value_function()``.
 
     Args:
         spec: The catalog's description of every layer.
+        obs_space: The observation space (default: a flat Box of ``spec.obs_size``).
+        action_space: The action space.
+        model_config: The ``model`` config (default: the spec's).
+        name: The model's name.
+        logits_layer: False leaves out the ``logits`` layer: the outputs are then the
+            last hidden layer's (1.13's ``num_outputs=None``).
+        seed: Seed of the initial weights (policies load their own right after).
     """
 
-    def __init__(self, spec: ModelSpec) -> None:
-        super().__init__(name="rlstack_model")
+    def __init__(self, spec: ModelSpec | QModelSpec, obs_space: gym.Space | None = None,
+                 action_space: gym.Space | None = None, model_config: dict | None = None,
+                 name: str = "default_model", logits_layer: bool = True, seed: int | None = 0) -> None:
+        if obs_space is None:
+            obs_space = gym.spaces.Box(-np.inf, np.inf, (spec.obs_size,), np.float32)
         self.spec = spec
+        self.has_logits = logits_layer
+        super().__init__(obs_space, action_space, self._output_size(), spec.model_config if model_config is None
+                         else model_config, name)
         self.layer_specs: dict[str, LayerSpec] = {layer.name: layer for layer in spec.layers}
-        zeros = initial_weights(spec, seed=0)
+        initial = initial_weights(spec, seed=seed)
         # Variables keyed by canonical weight name, in a stable order.
         self.weight_vars: dict[str, tf.Variable] = {
-            name: tf.Variable(value, name=name.replace("/", "_"), trainable=True) for name, value in zeros.items()
+            name: tf.Variable(value, name=name.replace("/", "_"), trainable=True) for name, value in initial.items()
+            if logits_layer or not (name.startswith("logits/") or name == "log_std")
         }
+        self._values: tf.Tensor | None = None
+
+    def _output_size(self) -> int:
+        spec = self.spec
+        if not self.has_logits:
+            return spec.encoder.out_size
+        return spec.logits.kernel_shape[1] + (spec.action_dim if spec.free_log_std else 0)
 
     @property
     def variables_list(self) -> list[tf.Variable]:
         """The trainable variables, in canonical-name order."""
         return [self.weight_vars[name] for name in sorted(self.weight_vars)]
+
+    def _collect(self, trainable_only: bool, as_dict: bool) -> list[tf.Variable] | dict[str, tf.Variable]:
+        # Canonical names and order, not the attribute walk of TFModelV2.
+        named = {name: self.weight_vars[name] for name in sorted(self.weight_vars)}
+        return named if as_dict else list(named.values())
 
     def _run(self, layer: LayerSpec, x: tf.Tensor) -> tf.Tensor:
         kernel = self.weight_vars[f"{layer.name}/kernel"]
@@ -78,23 +123,36 @@ class TFModel(tf.Module):
             x = self._run(layer, x)
         return x
 
-    def __call__(self, obs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def policy_and_value(self, obs_flat: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """Returns ``(dist_inputs [B, num_outputs], values [B])`` for flat observations."""
-        features = self._encode(self.spec.encoder, obs)
-        dist_inputs = self._run(self.layer_specs["logits"], features)
-        if self.spec.free_log_std:
-            log_std = self.weight_vars["log_std"]
-            dist_inputs = tf.concat([dist_inputs, tf.zeros_like(dist_inputs) + log_std], axis=1)
-        vf_features = features if self.spec.vf_encoder is None else self._encode(self.spec.vf_encoder, obs)
+        features = self._encode(self.spec.encoder, obs_flat)
+        if self.has_logits:
+            dist_inputs = self._run(self.layer_specs["logits"], features)
+            if self.spec.free_log_std:
+                log_std = self.weight_vars["log_std"]
+                dist_inputs = tf.concat([dist_inputs, tf.zeros_like(dist_inputs) + log_std], axis=1)
+        else:
+            dist_inputs = features
+        vf_features = features if self.spec.vf_encoder is None else self._encode(self.spec.vf_encoder, obs_flat)
         values = tf.squeeze(self._run(self.layer_specs["value_out"], vf_features), axis=1)
         return dist_inputs, values
 
-    def value(self, obs: tf.Tensor) -> tf.Tensor:
+    def value(self, obs_flat: tf.Tensor) -> tf.Tensor:
         """Returns ``values [B]`` only."""
         if self.spec.vf_encoder is None:
-            return self(obs)[1]
-        features = self._encode(self.spec.vf_encoder, obs)
+            return self.policy_and_value(obs_flat)[1]
+        features = self._encode(self.spec.vf_encoder, obs_flat)
         return tf.squeeze(self._run(self.layer_specs["value_out"], features), axis=1)
+
+    def forward(self, input_dict: dict[str, Any], state: list, seq_lens: Any) -> tuple[tf.Tensor, list]:
+        """1.13's entry: reads ``input_dict["obs_flat"]`` (or ``"obs"``, flattened)."""
+        obs = input_dict.get("obs_flat", input_dict["obs"])
+        outputs, self._values = self.policy_and_value(_flat(tf.cast(obs, tf.float32)))
+        return outputs, state
+
+    def value_function(self) -> tf.Tensor:
+        """The values ``[B]`` of the last :meth:`forward` call."""
+        return self._values
 
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """Weights in the canonical layout, as numpy arrays."""
@@ -133,8 +191,21 @@ class TFQModel(TFModel):
             x = self._run(layer, x)
         return self._run(out, x)
 
-    def __call__(self, obs: tf.Tensor) -> tf.Tensor:  # type: ignore[override]
+    def _output_size(self) -> int:
+        return self.spec.num_actions
+
+    def policy_and_value(self, obs_flat: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """``(Q(s, .), max_a Q(s, a))``: a Q-network's outputs are its Q-values."""
+        q = self.q_values(obs_flat)
+        return q, tf.reduce_max(q, axis=1)
+
+    def value(self, obs_flat: tf.Tensor) -> tf.Tensor:
+        """``max_a Q(s, a)``."""
+        return tf.reduce_max(self.q_values(obs_flat), axis=1)
+
+    def q_values(self, obs_flat: tf.Tensor) -> tf.Tensor:
         """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations."""
+        obs = obs_flat
         spec = self.spec
         features = self._encode(spec.encoder, obs)
         advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features)

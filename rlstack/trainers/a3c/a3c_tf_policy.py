@@ -8,7 +8,7 @@ import numpy as np
 
 from rlstack.models.tf.framework import tf
 from rlstack.policies.postprocessing import postprocess_advantages
-from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm, non_finite_as_error
+from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm, nest_model_stats, non_finite_as_error
 from rlstack.sample_batch import SampleBatch
 
 
@@ -29,8 +29,8 @@ class A3CTFPolicy(TFPolicy):
         return postprocess_advantages(batch, self.config)
 
     def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
-        dist = self.dist_class(dist_inputs, self.dist_spec)
+        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        dist = self.action_distribution(dist_inputs)
         logp = dist.logp(train_batch[SampleBatch.ACTIONS])
         # Sums over the batch, as in the paper's implementation and classic RLlib.
         pi_err = -tf.reduce_sum(logp * train_batch[SampleBatch.ADVANTAGES])
@@ -43,7 +43,7 @@ class A3CTFPolicy(TFPolicy):
 
     def _gradients(self, tensors: dict[str, tf.Tensor]) -> tuple[list[tf.Tensor], dict[str, tf.Tensor]]:
         with tf.GradientTape() as tape:
-            loss, stats = self.loss(tensors)
+            loss, stats = self.loss_with_model(tensors)
         return tape.gradient(loss, self.train_variables), stats
 
     def _apply(self, grads: list[tf.Tensor]) -> None:
@@ -66,13 +66,15 @@ class A3CTFPolicy(TFPolicy):
                 grads, stats = self._grad_fn({key: value[start : start + step] for key, value in tensors.items()})
                 total_grads = grads if total_grads is None else [a + b for a, b in zip(total_grads, grads)]
                 for key, value in stats.items():
-                    weight = 1.0 if key != "entropy" else min(step, n - start) / n
+                    # Sums over the batch add up; means (entropy, model metrics) are weighted.
+                    mean = key == "entropy" or key.startswith("model/")
+                    weight = min(step, n - start) / n if mean else 1.0
                     totals[key] = totals.get(key, 0.0) + float(value) * weight
             grad_clip = self.config.get("grad_clip")
             if grad_clip is not None:
                 total_grads, norm = clip_by_global_norm(total_grads, float(grad_clip))
                 totals["grad_gnorm"] = float(norm)
-        return [g.numpy() for g in total_grads], totals
+        return [g.numpy() for g in total_grads], nest_model_stats(totals)
 
     def apply_gradients(self, grads: list[np.ndarray]) -> None:
         """One optimizer step with the given gradients (from :meth:`compute_gradients`)."""

@@ -12,9 +12,18 @@ import numpy as np
 from rlstack.models.catalog import QModelSpec
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFQModel
-from rlstack.policies.tf_policy import TFPolicy, clip_by_global_norm, non_finite_as_error
+from rlstack.models.modelv2 import ModelV2
+from rlstack.policies.tf_policy import (TFPolicy, clip_by_global_norm, get_model_weights, nest_model_stats,
+                                        non_finite_as_error, set_model_weights)
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.dqn.q_learning import act_on_q_values, make_exploration, postprocess_q_learning, q_model_spec
+
+
+def q_values_of(model: ModelV2, obs: tf.Tensor) -> tf.Tensor:
+    """``Q(s, .)`` ``[B, num_actions]`` of a model: its ``q_values(obs_flat)`` (the
+    built-in Q-network, or a custom model that defines it), else its outputs."""
+    q_values = getattr(model, "q_values", None)
+    return q_values(obs) if q_values is not None else model.policy_and_value(obs)[0]
 
 
 class DQNTFPolicy(TFPolicy):
@@ -36,11 +45,10 @@ class DQNTFPolicy(TFPolicy):
                 self.target_variables = self.target_model.variables_list
             else:
                 self.target_model = self.make_custom_model()
-                self.target_model(tf.zeros([1, self.preprocessor.size], tf.float32))
-                self.target_variables = list(self.target_model.trainable_variables)
+                self.target_variables, _ = self._find_variables(self.target_model)
         self.update_target()
         obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
-        self._q_fn = self.graph_function(lambda obs: self._q(self.model, obs), [obs_spec])
+        self._q_fn = self.graph_function(lambda obs: q_values_of(self.model, obs), [obs_spec])
         self._dqn_train_fn = None
         self._dqn_stat_keys: list[str] = []
 
@@ -53,10 +61,8 @@ class DQNTFPolicy(TFPolicy):
 
     # ----- acting -----------------------------------------------------------------
 
-    @staticmethod
-    def _q(model: tf.Module, obs: tf.Tensor) -> tf.Tensor:
-        out = model(obs)
-        return out[0] if isinstance(out, tuple) else out  # custom models return (outputs, values)
+    def first_model_call(self, model: ModelV2, obs: tf.Tensor) -> None:
+        q_values_of(model, obs)
 
     def q_values(self, obs_batch: np.ndarray) -> np.ndarray:
         """``Q(s, .)`` as ``float32 [B, num_actions]``."""
@@ -76,13 +82,13 @@ class DQNTFPolicy(TFPolicy):
 
     def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         obs, next_obs = train_batch[SampleBatch.OBS], train_batch[SampleBatch.NEXT_OBS]
-        q_t = self._q(self.model, obs)
+        q_t = q_values_of(self.model, obs)
         actions = tf.cast(train_batch[SampleBatch.ACTIONS], tf.int64)
         q_t_selected = tf.gather(q_t, actions, batch_dims=1)
-        q_tp1_target = tf.stop_gradient(self._q(self.target_model, next_obs))
+        q_tp1_target = tf.stop_gradient(q_values_of(self.target_model, next_obs))
         if self.config["double_q"]:
             # Double Q: the online network picks a*, the target network rates it.
-            best_actions = tf.argmax(tf.stop_gradient(self._q(self.model, next_obs)), axis=1)
+            best_actions = tf.argmax(tf.stop_gradient(q_values_of(self.model, next_obs)), axis=1)
         else:
             best_actions = tf.argmax(q_tp1_target, axis=1)
         q_tp1_best = tf.gather(q_tp1_target, best_actions, batch_dims=1)
@@ -110,7 +116,7 @@ class DQNTFPolicy(TFPolicy):
         def step(i, rows, td_errors):
             minibatch = {key: value[starts[i] : ends[i]] for key, value in tensors.items()}
             with tf.GradientTape() as tape:
-                loss, stats = self.loss(minibatch)
+                loss, stats = self.loss_with_model(minibatch)
             grads = tape.gradient(loss, self.train_variables)
             if grad_clip is not None:
                 grads, stats["grad_gnorm"] = clip_by_global_norm(grads, float(grad_clip))
@@ -146,7 +152,7 @@ class DQNTFPolicy(TFPolicy):
         mean_stats = {key: float(value) for key, value in zip(self._dqn_stat_keys, rows.numpy().mean(axis=0))}
         mean_stats["cur_lr"] = float(self.lr.numpy())
         mean_stats["td_error"] = td_error.numpy()
-        return mean_stats
+        return nest_model_stats(mean_stats)
 
     def update_target(self) -> None:
         """Copies the online network's weights into the target network."""
@@ -160,7 +166,7 @@ class DQNTFPolicy(TFPolicy):
         if self.builtin_model:
             target = self.target_model.get_canonical_weights()
         else:
-            target = {f"{i}:{v.name}": v.numpy().copy() for i, v in enumerate(self.target_variables)}
+            target = get_model_weights(self.target_model)
         state.update({f"target/{name}": value for name, value in target.items()})
         return state
 
@@ -172,5 +178,4 @@ class DQNTFPolicy(TFPolicy):
         elif self.builtin_model:
             self.target_model.set_canonical_weights(target)
         else:
-            for i, var in enumerate(self.target_variables):
-                var.assign(target[f"{i}:{var.name}"])
+            set_model_weights(self.target_model, target)

@@ -43,9 +43,9 @@ class PPOTFPolicy(TFPolicy):
 
     def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         cfg = self.config
-        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
-        curr_dist = self.dist_class(dist_inputs, self.dist_spec)
-        prev_dist = self.dist_class(train_batch[SampleBatch.ACTION_DIST_INPUTS], self.dist_spec)
+        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        curr_dist = self.action_distribution(dist_inputs)
+        prev_dist = self.action_distribution(train_batch[SampleBatch.ACTION_DIST_INPUTS])
 
         # ratio = pi_new(a|s) / pi_old(a|s)
         ratio = tf.exp(curr_dist.logp(train_batch[SampleBatch.ACTIONS]) - train_batch[SampleBatch.ACTION_LOGP])
@@ -78,7 +78,7 @@ class PPOTFPolicy(TFPolicy):
 
     def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
         # Without a critic the value layers get no gradient; that case keeps the tape.
-        if not (self.use_fused_sgd and self.config["use_critic"]
+        if not (self.use_fused_sgd and self.config["use_critic"] and self.custom_dist_class is None
                 and self.dist_spec.kind in _FUSED_HEADS and DenseGraph.supports(self.model)):
             return super().loss_and_gradients(minibatch)
         return self._fused_loss_and_gradients(minibatch)

@@ -1,0 +1,12 @@
+"""Classic RLlib's TF action distributions (``ray.rllib.models.tf.tf_action_dist``).
+
+One implementation: the classes live in :mod:`rlstack.models.tf.distributions`, which
+rlstack's TF policies use; this module is their 1.13 name. Subclass
+:class:`TFActionDistribution` (or a built-in class) for ``custom_action_dist``.
+"""
+
+from __future__ import annotations
+
+from rlstack.models.tf.distributions import Categorical, DiagGaussian, MultiCategorical, TFActionDistribution
+
+__all__ = ["Categorical", "DiagGaussian", "MultiCategorical", "TFActionDistribution"]

@@ -1,0 +1,37 @@
+"""TensorFlow helpers classic RLlib's models import (``ray.rllib.utils.tf_utils``).
+
+Nothing here imports TensorFlow at module level: :data:`FLOAT_MIN` and
+:data:`FLOAT_MAX` are plain floats, usable in torch or numpy code as well.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# The smallest and largest float32 values: adding FLOAT_MIN to a logit (RLlib's action
+# masking does ``tf.maximum(tf.math.log(mask), FLOAT_MIN)``) makes its action's
+# probability exactly zero while keeping every number finite, where -inf would turn a
+# softmax into NaN once every logit of a row were masked.
+FLOAT_MIN: float = float(np.finfo(np.float32).min)
+FLOAT_MAX: float = float(np.finfo(np.float32).max)
+
+__all__ = ["FLOAT_MAX", "FLOAT_MIN", "explained_variance", "huber_loss"]
+
+
+def huber_loss(x: Any, delta: float = 1.0) -> Any:
+    """The Huber loss of a TF tensor ``x``: ``x^2 / 2`` where ``|x| < delta``, else
+    ``delta (|x| - delta / 2)``."""
+    from rlstack.models.tf.framework import tf
+
+    return tf.where(tf.abs(x) < delta, tf.square(x) * 0.5, delta * (tf.abs(x) - 0.5 * delta))
+
+
+def explained_variance(y: Any, pred: Any) -> Any:
+    """``max(-1, 1 - Var[y - pred] / Var[y])`` of TF tensors, as classic RLlib reports it."""
+    from rlstack.models.tf.framework import tf
+
+    _, y_var = tf.nn.moments(y, axes=[0])
+    _, diff_var = tf.nn.moments(y - pred, axes=[0])
+    return tf.maximum(-1.0, 1.0 - diff_var / y_var)
