@@ -88,7 +88,7 @@ def test_action_mask_model_never_picks_a_masked_action():
             for _ in range(10):
                 action = trainer.compute_single_action(obs, explore=explore)
                 assert obs["action_mask"][action] == 1.0
-    assert trainer.evaluate()["episodes_this_iter"] >= 3
+    assert trainer.evaluate()["evaluation"]["episodes_this_iter"] >= 3
     trainer.stop()
 
 
