@@ -16,9 +16,8 @@ import ray
 from rlstack.evaluation.metrics import summarize_episodes
 from rlstack.evaluation.worker_set import WorkerSet
 from rlstack.policies.policy import Policy, check_observation
+from rlstack.sample_batch import DEFAULT_POLICY_ID
 from rlstack.trainers.config import evaluation_config_of
-
-DEFAULT_POLICY_ID = "default_policy"
 
 
 class ActingMixin:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from rlstack.errors import ConfigError, did_you_mean
 
@@ -23,8 +24,16 @@ def register_with_tune() -> None:
         get_trainer_class(name)
 
 
-def get_trainer_class(name: str) -> type:
+def get_trainer_class(name: str, return_config: bool = False) -> Any:
     """Returns the trainer class registered under ``name`` (e.g. ``"PPO"``).
+
+    Args:
+        name: The algorithm's name.
+        return_config: Also return its ``DEFAULT_CONFIG`` (classic RLlib 1.x's signature).
+
+    Returns:
+        The trainer class, or ``(trainer_class, DEFAULT_CONFIG)`` with ``return_config``
+        (a deep copy that the caller may change).
 
     Raises:
         ConfigError: For an unknown name, listing the available ones.
@@ -34,4 +43,7 @@ def get_trainer_class(name: str) -> type:
             f"Unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS)} Available: {', '.join(sorted(ALGORITHMS))}."
         )
     module_name, class_name = ALGORITHMS[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    trainer_class = getattr(importlib.import_module(module_name), class_name)
+    if return_config:
+        return trainer_class, trainer_class.get_default_config()
+    return trainer_class
