@@ -56,7 +56,8 @@ def override(cls: type) -> Callable[[T], T]:
         if isinstance(method, (staticmethod, classmethod)):
             name = method.__func__.__name__
         if name is None or not hasattr(cls, name):
-            raise NameError(f"{method!r} does not override any method of {cls.__name__}: {cls.__name__} has no "
+            qualname = getattr(getattr(method, "__func__", method), "__qualname__", name)
+            raise NameError(f"{qualname} does not override any method of {cls.__name__}: {cls.__name__} has no "
                             f"attribute {name!r}. Check the method's name, or the class given to @override.")
         return method
 

@@ -10,6 +10,7 @@ Neither imports torch or TensorFlow: tensors are recognised by their methods.
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,11 +27,8 @@ def _last_results(tune_results: Any) -> list[tuple[str, dict[str, Any]]]:
     if hasattr(tune_results, "trials"):
         return [(getattr(t, "trainable_name", "") or "", t.last_result or {}) for t in tune_results.trials]
     if hasattr(tune_results, "__iter__") and hasattr(tune_results, "get_best_result"):
-        rows = []
-        for result in tune_results:
-            metrics = result.metrics or {}
-            rows.append((str((metrics.get("config") or {}).get("run", "") or ""), metrics))
-        return rows
+        # A trial's directory starts with its trainable's name: PPO_CartPole-v1_....
+        return [(os.path.basename(str(r.path or "")).split("_")[0], r.metrics or {}) for r in tune_results]
     raise TypeError(
         f"check_learning_achieved takes what tune.run() returns (an ExperimentAnalysis) or tune.Tuner.fit()'s "
         f"ResultGrid; got {type(tune_results).__name__}."
