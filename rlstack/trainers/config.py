@@ -14,6 +14,7 @@ import numbers
 from typing import Any
 
 from rlstack.errors import ConfigError, did_you_mean
+from rlstack.trainers.classic_keys import NO_OP_KEYS, check_no_op_key
 from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
 from rlstack.utils.filters import FILTERS
 from rlstack.utils.framework import check_framework
@@ -70,7 +71,9 @@ COMMON_CONFIG: dict[str, Any] = {
     "train_batch_size": 200,
     # Neural network (see rlstack.models.MODEL_DEFAULTS for every key).
     "model": copy.deepcopy(MODEL_DEFAULTS),
-    # Optimizer arguments; reserved (Adam with lr and adam_epsilon is used).
+    # Classic 1.x ApeX's place for num_replay_buffer_shards, max_weight_sync_delay and
+    # debug (False only): moved to the top-level keys of those names when merged. The
+    # optimizer itself is Adam with lr, lr_schedule, adam_epsilon and grad_clip.
     "optimizer": {},
     # "torch" or "tf" ("tf2" is an alias of "tf").
     "framework": "torch",
@@ -189,6 +192,12 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
     config = copy.deepcopy(defaults)
     for key, value in (user or {}).items():
         key = RENAMED_KEYS.get(key, key)
+        if key in NO_OP_KEYS and key not in defaults:
+            check_no_op_key(key, value, algorithm)
+            continue
+        if key == "optimizer" and isinstance(value, dict):
+            _move_optimizer_keys(config, value, user or {}, algorithm)
+            continue
         if key not in defaults:
             raise ConfigError(
                 f"Unknown config key {key!r} for {algorithm}{did_you_mean(key, defaults)} "
@@ -203,6 +212,33 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
                 _check_section_type(sub_key, sub_value, f"{algorithm}'s evaluation_config")
         _set(config, key, value)
     return config
+
+
+# Keys classic RLlib 1.x's ApeX read from the `optimizer` sub-dict (its tuned examples set
+# them there); rlstack's ApeX has them as top-level keys.
+OPTIMIZER_KEYS = ("num_replay_buffer_shards", "max_weight_sync_delay", "debug")
+
+
+def _move_optimizer_keys(config: dict[str, Any], optimizer: dict[str, Any], user: dict[str, Any],
+                         algorithm: str) -> None:
+    # optimizer: {num_replay_buffer_shards: 2} sets num_replay_buffer_shards where the
+    # algorithm has that key; `debug` (1.x ApeX's extra logging) is accepted as False only.
+    for key, value in optimizer.items():
+        if key == "debug" and "num_replay_buffer_shards" in config:
+            _require(value is False, f"optimizer.debug={value!r} is not supported by rlstack's {algorithm} (1.x "
+                                     "ApeX's extra logging): remove it or set it to false.")
+            continue
+        if key not in OPTIMIZER_KEYS or key not in config:
+            keys = [k for k in OPTIMIZER_KEYS if k in config or (k == "debug" and "num_replay_buffer_shards" in config)]
+            raise ConfigError(
+                f"optimizer.{key} is not supported by rlstack's {algorithm}: "
+                + (f"its optimizer sub-dict takes {', '.join(keys)} (classic ApeX's keys); remove {key}." if keys
+                   else "Adam is configured with lr, lr_schedule, adam_epsilon and grad_clip; remove the optimizer key.")
+            )
+        if key in user and user[key] != value:
+            raise ConfigError(f"{key} is given twice with different values: {user[key]!r} and optimizer.{key}="
+                              f"{value!r}; keep one of them.")
+        config[key] = copy.deepcopy(value)
 
 
 def _check_section_type(key: str, value: Any, where: str) -> None:
