@@ -26,9 +26,10 @@ def _last_results(tune_results: Any) -> list[tuple[str, dict[str, Any]]]:
     # (tune.Tuner.fit) iterates over Results with .metrics.
     if hasattr(tune_results, "trials"):
         return [(getattr(t, "trainable_name", "") or "", t.last_result or {}) for t in tune_results.trials]
-    if hasattr(tune_results, "__iter__") and hasattr(tune_results, "get_best_result"):
+    if hasattr(tune_results, "get_best_result"):
         # A trial's directory starts with its trainable's name: PPO_CartPole-v1_....
-        return [(os.path.basename(str(r.path or "")).split("_")[0], r.metrics or {}) for r in tune_results]
+        results = [tune_results[i] for i in range(len(tune_results))]
+        return [(os.path.basename(str(r.path or "")).split("_")[0], r.metrics or {}) for r in results]
     raise TypeError(
         f"check_learning_achieved takes what tune.run() returns (an ExperimentAnalysis) or tune.Tuner.fit()'s "
         f"ResultGrid; got {type(tune_results).__name__}."
