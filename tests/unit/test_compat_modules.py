@@ -251,3 +251,14 @@ def test_metric_constants_read_a_real_result(ray_local):
     for timer in (metrics.TRAINING_ITERATION_TIMER, metrics.SAMPLE_TIMER, metrics.LEARN_ON_BATCH_TIMER,
                   metrics.SYNCH_WORKER_WEIGHTS_TIMER):
         assert result["timers"][f"{timer}_time_ms"] >= 0
+
+
+def test_1x_trainer_spellings_import_from_their_renamed_paths():
+    from rlstack.trainers.dqn import ApexTrainer, ApeXTrainer
+    from rlstack.trainers.dqn.apex import APEX_DEFAULT_CONFIG
+    from rlstack.trainers.dqn.apex import ApexTrainer as ApexFromModule
+    from rlstack.trainers.impala import ImpalaTrainer, IMPALATrainer
+    from rlstack.trainers.impala.impala import ImpalaTrainer as ImpalaFromModule
+
+    assert ApexTrainer is ApeXTrainer is ApexFromModule and APEX_DEFAULT_CONFIG["num_replay_buffer_shards"] == 4
+    assert ImpalaTrainer is IMPALATrainer is ImpalaFromModule
