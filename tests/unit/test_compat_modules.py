@@ -262,3 +262,14 @@ def test_1x_trainer_spellings_import_from_their_renamed_paths():
 
     assert ApexTrainer is ApeXTrainer is ApexFromModule and APEX_DEFAULT_CONFIG["num_replay_buffer_shards"] == 4
     assert ImpalaTrainer is IMPALATrainer is ImpalaFromModule
+
+
+@pytest.mark.parametrize("name", ["rlstack.utils.annotations", "rlstack.utils.metrics", "rlstack.utils.typing",
+                                  "rlstack.utils.metrics.learner_info", "rlstack.utils.test_utils",
+                                  "rlstack.policies.sample_batch", "rlstack.trainers.dqn", "rlstack.trainers.impala"])
+def test_public_names_are_sorted_and_defined(name):
+    import importlib
+
+    module = importlib.import_module(name)
+    assert module.__all__ == sorted(module.__all__)
+    assert all(hasattr(module, attr) for attr in module.__all__)
