@@ -135,6 +135,10 @@ MISSING: dict[str, str] = {
     "rlstack.models.torch.attention_net": "attention models (GTrXL, use_attention) are not implemented in "
                                           "rlstack",
     "rlstack.models.tf.attention_net": "attention models (GTrXL, use_attention) are not implemented in rlstack",
+    "rlstack.models.torch.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders "
+                                              "itself (one encoder per key) for the default model",
+    "rlstack.models.tf.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders itself "
+                                           "(one encoder per key) for the default model",
     "rlstack.policies.rnn_sequencing": "recurrent models are not implemented in rlstack; batches are not "
                                        "split into sequences",
     "rlstack.policies.policy_template": "rlstack has no policy templates: subclass "
@@ -162,7 +166,13 @@ MISSING: dict[str, str] = {
     "rlstack.utils.filter": "rlstack's observation filters are rlstack.utils.filters (MeanStdFilter, NoFilter)",
     "rlstack.utils.spaces": "rlstack has no Repeated/Simplex spaces; it takes gymnasium's Box, Discrete, "
                             "MultiDiscrete, Dict and Tuple",
+    "rlstack.utils.sgd": "rlstack's minibatches come from SampleBatch.minibatches() (rlstack.sample_batch) and "
+                         "advantage standardisation from rlstack.policies.postprocessing.standardize",
     "rlstack.contrib": "RLlib's contributed algorithms are not in rlstack",
+    # --- examples ----------------------------------------------------------------------
+    "rlstack.examples": "this RLlib example module is not shipped with rlstack (see the rlstack/examples folder "
+                        "for the ones that are, e.g. rlstack.examples.env.action_mask_env); copy the example you "
+                        "need into your project",
 }
 
 
