@@ -117,9 +117,13 @@ def _build_trainer(args: argparse.Namespace) -> tuple[Any, Any]:
             raise ConfigError("Without a checkpoint, pass --run and --env to play with an untrained trainer, "
                               "e.g. rlstack evaluate --run PPO --env CartPole-v1 --episodes 3.")
         trainer_class = get_trainer_class(args.run)
-        config = _deep_merge(user, no_workers)
-        config.pop("evaluation_config", None)
-        return trainer_class(config, args.env or user["env"]), args.env or user["env"]
+        # The defaults' evaluation_config (greedy actions) under --config, as with a checkpoint.
+        evaluation = _deep_merge(trainer_class.get_default_config()["evaluation_config"],
+                                 user.get("evaluation_config") or {})
+        config = {**_deep_merge(evaluation, user), **no_workers}
+        env = args.env or user["env"]
+        config.pop("env", None)
+        return trainer_class(config, env), env
     metadata, _ = ckpt.read_checkpoint(args.checkpoint)
     algorithm = metadata["algorithm"]
     if args.run and args.run != algorithm:

@@ -165,3 +165,15 @@ def test_evaluate_errors_say_what_to_do(ppo_checkpoint, capsys, extra, fragment)
 def test_render_and_no_render_exclude_each_other(ppo_checkpoint):
     with pytest.raises(SystemExit):
         main(["evaluate", ppo_checkpoint, "--render", "--no-render"])
+
+
+def test_untrained_trainer_acts_greedily_unless_config_says_explore(ray_local):
+    from rlstack.cli import _build_trainer, build_parser
+
+    for extra, explore in (([], False), (["--config", '{"explore": true}'], True)):
+        args = build_parser().parse_args(["evaluate", "--run", "PPO", "--env", "CartPole-v1", *extra])
+        trainer, env = _build_trainer(args)
+        try:
+            assert trainer.config["explore"] is explore and env == "CartPole-v1"
+        finally:
+            trainer.stop()
