@@ -14,8 +14,8 @@ import numbers
 from typing import Any
 
 from rlstack.errors import ConfigError, did_you_mean
-from rlstack.trainers.classic_keys import NO_OP_KEYS, check_no_op_key
 from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
+from rlstack.trainers.classic_keys import NO_OP_KEYS, check_no_op_key
 from rlstack.utils.filters import FILTERS
 from rlstack.utils.framework import check_framework
 
@@ -221,20 +221,22 @@ OPTIMIZER_KEYS = ("num_replay_buffer_shards", "max_weight_sync_delay", "debug")
 
 def _move_optimizer_keys(config: dict[str, Any], optimizer: dict[str, Any], user: dict[str, Any],
                          algorithm: str) -> None:
-    # optimizer: {num_replay_buffer_shards: 2} sets num_replay_buffer_shards where the
-    # algorithm has that key; `debug` (1.x ApeX's extra logging) is accepted as False only.
+    # optimizer: {num_replay_buffer_shards: 2} sets num_replay_buffer_shards for ApeX (the
+    # algorithm whose defaults have these keys); `debug` (1.x ApeX's extra logging) is
+    # accepted as False only. Other algorithms take no optimizer sub-dict.
+    is_apex = all(key in config for key in OPTIMIZER_KEYS[:2])
     for key, value in optimizer.items():
-        if key == "debug" and "num_replay_buffer_shards" in config:
+        if not is_apex or key not in OPTIMIZER_KEYS:
+            raise ConfigError(
+                f"optimizer.{key} is not supported by rlstack's {algorithm}: "
+                + (f"its optimizer sub-dict takes {', '.join(OPTIMIZER_KEYS)} (classic ApeX's keys); remove {key}."
+                   if is_apex else
+                   "Adam is configured with lr, lr_schedule, adam_epsilon and grad_clip; remove the optimizer key.")
+            )
+        if key == "debug":
             _require(value is False, f"optimizer.debug={value!r} is not supported by rlstack's {algorithm} (1.x "
                                      "ApeX's extra logging): remove it or set it to false.")
             continue
-        if key not in OPTIMIZER_KEYS or key not in config:
-            keys = [k for k in OPTIMIZER_KEYS if k in config or (k == "debug" and "num_replay_buffer_shards" in config)]
-            raise ConfigError(
-                f"optimizer.{key} is not supported by rlstack's {algorithm}: "
-                + (f"its optimizer sub-dict takes {', '.join(keys)} (classic ApeX's keys); remove {key}." if keys
-                   else "Adam is configured with lr, lr_schedule, adam_epsilon and grad_clip; remove the optimizer key.")
-            )
         if key in user and user[key] != value:
             raise ConfigError(f"{key} is given twice with different values: {user[key]!r} and optimizer.{key}="
                               f"{value!r}; keep one of them.")
