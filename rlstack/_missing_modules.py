@@ -97,6 +97,8 @@ MISSING: dict[str, str] = {
                             "'deepmind'); 1.x's other env wrappers (Unity3D, dm_control, PettingZoo, RecSim, "
                             "group_agents) are not in rlstack",
     "rlstack.env.group_agents_wrapper": "multi-agent envs are not implemented in rlstack",
+    "rlstack.env.apis": "rlstack's envs are plain gymnasium envs; 1.x's TaskSettableEnv (curriculum learning) "
+                        "and the other env APIs are not implemented",
     # --- offline data, execution plans, replay buffers ---------------------------------
     "rlstack.offline": "rlstack has no offline data I/O (input/output readers and writers, off-policy "
                        "estimators); save played episodes with `rlstack rollout --out FILE.npz`",

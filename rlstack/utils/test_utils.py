@@ -3,6 +3,7 @@
 * :func:`check_learning_achieved`: did a Tune run reach a reward? (the last line of
   most 1.13 example scripts, run under ``--as-test``).
 * :func:`check`: compare nested structures of numbers, arrays and tensors.
+* :func:`framework_iterator`: run a test body once per installed framework.
 
 Neither imports torch or TensorFlow: tensors are recognised by their methods.
 """
@@ -12,11 +13,12 @@ from __future__ import annotations
 import numbers
 import os
 from collections.abc import Mapping
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["check", "check_learning_achieved"]
+__all__ = ["check", "check_learning_achieved", "framework_iterator"]
 
 _REWARD = "episode_reward_mean"
 
@@ -150,3 +152,48 @@ def check(x: Any, y: Any, decimals: int = 5, atol: float | None = None, rtol: fl
                                        rtol=1e-7 if rtol is None else rtol)
         return
     assert x == y, f"{x!r} != {y!r}"
+
+
+def framework_iterator(config: dict[str, Any] | None = None, frameworks: Sequence[str] = ("tf2", "tf", "tfe", "torch"),
+                       session: bool = False, with_eager_tracing: bool = False,
+                       time_iterations: dict[str, Any] | None = None) -> Iterator[str]:
+    """Yields each framework rlstack runs, setting ``config["framework"]`` to it (1.13's helper).
+
+    rlstack's TF policies are TF 2 code (``"tf2"`` and 1.x's eager ``"tfe"`` are the same
+    as ``"tf"`` here), so each of them is yielded once, as ``"tf"``; a framework that is
+    not installed is skipped.
+
+    Args:
+        config: A config dict whose ``"framework"`` is set before each yield (and restored after).
+        frameworks: The frameworks to run, as 1.x spelled them.
+        session: 1.x's TF1 session mode; rlstack has no TF1 sessions, so only False.
+        with_eager_tracing: Accepted; rlstack's TF policies always run as ``tf.function``.
+        time_iterations: Accepted for 1.x tests; not filled in.
+
+    Yields:
+        ``"tf"`` or ``"torch"``.
+
+    Raises:
+        ValueError: For ``session=True`` or a framework name rlstack does not know.
+    """
+    from rlstack.utils.framework import _is_installed
+
+    if session:
+        raise ValueError("framework_iterator(session=True): rlstack has no TF1 sessions (its TF policies are TF 2 "
+                         "code); leave session out.")
+    canonical = []
+    for name in frameworks:
+        if name not in ("tf", "tf2", "tfe", "torch"):
+            raise ValueError(f"Unknown framework {name!r}; framework_iterator takes 'tf', 'tf2', 'tfe' or 'torch'.")
+        framework = "torch" if name == "torch" else "tf"
+        if framework not in canonical and _is_installed("torch" if framework == "torch" else "tensorflow"):
+            canonical.append(framework)
+    previous = (config or {}).get("framework")
+    try:
+        for framework in canonical:
+            if config is not None:
+                config["framework"] = framework
+            yield framework
+    finally:
+        if config is not None and previous is not None:
+            config["framework"] = previous

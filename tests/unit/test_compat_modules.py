@@ -273,3 +273,19 @@ def test_public_names_are_sorted_and_defined(name):
     module = importlib.import_module(name)
     assert module.__all__ == sorted(module.__all__)
     assert all(hasattr(module, attr) for attr in module.__all__)
+
+
+def test_framework_iterator_runs_each_installed_framework_once():
+    from rlstack.utils.framework import _is_installed
+    from rlstack.utils.test_utils import framework_iterator
+
+    config = {"framework": "torch", "lr": 0.1}
+    seen = [(fw, config["framework"]) for fw in framework_iterator(config)]
+    expected = [fw for fw, package in (("tf", "tensorflow"), ("torch", "torch")) if _is_installed(package)]
+    assert [fw for fw, _ in seen] == expected and all(fw == set_to for fw, set_to in seen)
+    assert config["framework"] == "torch"
+    assert list(framework_iterator(frameworks=("torch",))) == (["torch"] if _is_installed("torch") else [])
+    with pytest.raises(ValueError, match="no TF1 sessions"):
+        next(framework_iterator(session=True))
+    with pytest.raises(ValueError, match="Unknown framework 'jax'"):
+        next(framework_iterator(frameworks=("jax",)))
