@@ -309,10 +309,12 @@ def validate_common_config(config: dict[str, Any]) -> None:
     for key in ("num_gpus", "num_gpus_per_worker", "num_cpus_per_worker", "num_cpus_for_driver"):
         _require(isinstance(config[key], numbers.Real) and not isinstance(config[key], bool) and config[key] >= 0,
                  f"{key} must be a number >= 0, got {config[key]!r}.")
-    _require(config["num_gpus"] <= 1,
+    _require(isinstance(config["_fake_gpus"], bool), f"_fake_gpus must be True or False, got {config['_fake_gpus']!r}.")
+    # Under _fake_gpus nothing runs on a GPU, so 1.x's fake multi-GPU tuned examples
+    # (num_gpus: 2, _fake_gpus: true) train as with one fake GPU.
+    _require(config["num_gpus"] <= 1 or config["_fake_gpus"],
              f"num_gpus={config['num_gpus']!r}: rlstack's learner runs on one GPU (no multi-GPU towers); "
              "set num_gpus to 1 or a fraction of one, and give GPUs to rollout workers with num_gpus_per_worker.")
-    _require(isinstance(config["_fake_gpus"], bool), f"_fake_gpus must be True or False, got {config['_fake_gpus']!r}.")
     for key in ("recreate_failed_workers", "ignore_worker_failures"):
         _require(isinstance(config[key], bool), f"{key} must be True or False, got {config[key]!r}.")
     _require(_is_int(config["num_consecutive_worker_failures_tolerance"])

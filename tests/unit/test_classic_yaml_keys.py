@@ -83,6 +83,27 @@ def test_keys_with_an_effect_rlstack_lacks_are_refused(trainer, config, fragment
     assert fragment in str(info.value)
 
 
+def test_fake_multi_gpu_examples_run_on_the_cpu_and_real_multi_gpu_is_refused():
+    config = _merged(FIXTURES / "ppo.yaml", "cartpole-ppo-fake-gpus")
+    assert config["num_gpus"] == 2 and config["_fake_gpus"] is True
+    bundles = PPO.default_resource_request(config).bundles
+    assert all(bundle.get("GPU", 0) == 0 for bundle in bundles)
+    with pytest.raises(ConfigError, match="num_gpus=2: rlstack's learner runs on one GPU"):
+        PPO.merge_and_validate({"num_gpus": 2})
+
+
+def test_a_fake_two_gpu_config_trains_on_the_cpu(ray_local):
+    pytest.importorskip("torch")
+    trainer = PPO({"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 64, "num_sgd_iter": 2,
+                   "model": {"fcnet_hiddens": [16]}, "framework": "torch", "num_gpus": 2, "_fake_gpus": True},
+                  "CartPole-v1")
+    try:
+        result = trainer.train()
+        assert result["timesteps_total"] >= 200 and result["info"]["learner_device"].startswith("cpu")
+    finally:
+        trainer.stop()
+
+
 def test_no_op_keys_are_accepted_at_their_no_op_values_and_dropped():
     config = IMPALA.merge_and_validate({"_disable_execution_plan_api": False, "num_multi_gpu_tower_stacks": 1,
                                         "simple_optimizer": True})
