@@ -15,7 +15,7 @@ from typing import Any
 
 from rlstack.errors import ConfigError, did_you_mean
 from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
-from rlstack.trainers.classic_keys import NO_OP_KEYS, check_no_op_key
+from rlstack.trainers.classic_keys import check_no_op_key, is_no_op_key
 from rlstack.utils.filters import FILTERS
 from rlstack.utils.framework import check_framework
 
@@ -192,7 +192,7 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
     config = copy.deepcopy(defaults)
     for key, value in (user or {}).items():
         key = RENAMED_KEYS.get(key, key)
-        if key in NO_OP_KEYS and key not in defaults:
+        if key not in defaults and is_no_op_key(key, algorithm):
             check_no_op_key(key, value, algorithm)
             continue
         if key == "optimizer" and isinstance(value, dict):

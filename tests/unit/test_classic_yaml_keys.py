@@ -72,6 +72,8 @@ IMPALA = get_trainer_class("IMPALA")
     (PPO, {"optimizer": {"num_replay_buffer_shards": 2}}, "remove the optimizer key"),
     (IMPALA, {"num_multi_gpu_tower_stacks": 4}, "num_multi_gpu_tower_stacks=4 is not supported"),
     (PPO, {"simple_optimizer": "yes"}, "simple_optimizer='yes' is not supported"),
+    (IMPALA, {"vtrace_drop_last_ts": False}, "last step only to bootstrap"),
+    (PPO, {"num_multi_gpu_tower_stacks": 1}, "Unknown config key 'num_multi_gpu_tower_stacks' for PPO"),
     (DQN, {"replay_buffer_config": {"type": "MultiAgentMixInReplayBuffer"}}, "use one of MultiAgentPrioritized"),
     (DQN, {"replay_buffer_config": {"replay_sequence_length": 20}}, "no recurrent models"),
     (DQN, {"replay_buffer_config": {"capacty": 10}}, "did you mean 'capacity'"),
@@ -106,8 +108,9 @@ def test_a_fake_two_gpu_config_trains_on_the_cpu(ray_local):
 
 def test_no_op_keys_are_accepted_at_their_no_op_values_and_dropped():
     config = IMPALA.merge_and_validate({"_disable_execution_plan_api": False, "num_multi_gpu_tower_stacks": 1,
-                                        "simple_optimizer": True})
-    assert not {"_disable_execution_plan_api", "num_multi_gpu_tower_stacks", "simple_optimizer"} & set(config)
+                                        "simple_optimizer": True, "vtrace_drop_last_ts": True})
+    assert not {"_disable_execution_plan_api", "num_multi_gpu_tower_stacks", "simple_optimizer",
+                "vtrace_drop_last_ts"} & set(config)
 
 
 def test_classic_pong_a3c_names_what_rlstack_lacks(tmp_path):
