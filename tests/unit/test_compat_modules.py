@@ -266,7 +266,8 @@ def test_1x_trainer_spellings_import_from_their_renamed_paths():
 
 @pytest.mark.parametrize("name", ["rlstack.utils.annotations", "rlstack.utils.metrics", "rlstack.utils.typing",
                                   "rlstack.utils.metrics.learner_info", "rlstack.utils.test_utils",
-                                  "rlstack.policies.sample_batch", "rlstack.trainers.dqn", "rlstack.trainers.impala"])
+                                  "rlstack.policies.sample_batch", "rlstack.trainers.dqn", "rlstack.trainers.impala",
+                                  "rlstack.utils"])
 def test_public_names_are_sorted_and_defined(name):
     import importlib
 
