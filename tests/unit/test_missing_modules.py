@@ -62,7 +62,8 @@ def test_other_packages_and_real_modules_are_untouched():
         importlib.import_module("surely_not_an_installed_package_xyz")
     assert not isinstance(info.value, MissingModuleError)
     for name in ("rlstack.trainers.ppo", "rlstack.trainers.dqn.apex", "rlstack.policies.sample_batch",
-                 "rlstack.utils.annotations", "rlstack.utils.metrics.learner_info", "rlstack.examples.env.action_mask_env"):
+                 "rlstack.utils.annotations", "rlstack.utils.metrics.learner_info",
+                 "rlstack.examples.env.action_mask_env"):
         assert importlib.import_module(name).__name__ == name
     assert importlib.util.find_spec("rlstack.trainers.impala") is not None
     # One finder, after Python's own, however often rlstack's install runs (packages
