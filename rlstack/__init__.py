@@ -15,6 +15,11 @@ from rlstack.errors import CheckpointError, ConfigError, EnvError, FrameworkNotI
 from rlstack.models.catalog import ModelCatalog
 from rlstack.sample_batch import SampleBatch, concat_samples
 from rlstack.trainers.registry import get_trainer_class
+from rlstack import _missing_modules
+
+# `import rlstack.trainers.sac` (an RLlib 1.x module rlstack lacks) raises an ImportError
+# saying what rlstack offers instead (issue 16).
+_missing_modules.install()
 
 __all__ = [
     "A2CTrainer",

@@ -2,8 +2,9 @@
 
 * ``rlstack train``: run experiments on Ray Tune, from flags or a classic RLlib YAML file;
   live progress from Tune, then a table of the trials.
-* ``rlstack rollout CHECKPOINT``: play episodes with a trained policy; optionally render,
-  record mp4 videos, or save the transitions as an ``.npz`` file.
+* ``rlstack evaluate CHECKPOINT`` (and its older name ``rlstack rollout``): play episodes
+  with a trained policy, with classic RLlib 1.x's ``rllib evaluate`` flags; optionally
+  render, record mp4 videos, or save the transitions as an ``.npz`` file.
 * ``rlstack ls``: the registered algorithms and the envs rlstack knows by name.
 * ``rlstack submit --address http://HEAD:8265 -- train -f x.yaml``: run an rlstack command
   as a Ray job on a cluster (uploading the working directory), following its logs.
@@ -87,23 +88,71 @@ def _train(args: argparse.Namespace) -> int:
     return 1 if any(row["status"] == "ERROR" for row in rows) else 0
 
 
-def _rollout(args: argparse.Namespace) -> int:
+def _deep_merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    # 1.x merged --config into the checkpoint's config key by key, sub-dicts included.
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _keep_going(steps: int, max_steps: int, episodes: int, max_episodes: int) -> bool:
+    # 1.x's limits: stop at whichever of --steps / --episodes is reached first; 0 = no limit.
+    return (not max_steps or steps < max_steps) and (not max_episodes or episodes < max_episodes)
+
+
+def _build_trainer(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The trainer to play with, and its env: the checkpoint's config under its
+    ``evaluation_config`` under ``--config`` (1.x's order), restored from the checkpoint."""
+    from rlstack.trainers import checkpoint as ckpt
+    from rlstack.trainers.registry import get_trainer_class
+
+    user = _parse_json(args.config, "--config")
+    no_workers = {"num_workers": 0, "evaluation_num_workers": 0, "evaluation_interval": None}
+    if args.checkpoint is None:
+        if not args.run or not (args.env or user.get("env")):
+            raise ConfigError("Without a checkpoint, pass --run and --env to play with an untrained trainer, "
+                              "e.g. rlstack evaluate --run PPO --env CartPole-v1 --episodes 3.")
+        trainer_class = get_trainer_class(args.run)
+        # The defaults' evaluation_config (greedy actions) under --config, as with a checkpoint.
+        evaluation = _deep_merge(trainer_class.get_default_config()["evaluation_config"],
+                                 user.get("evaluation_config") or {})
+        config = {**_deep_merge(evaluation, user), **no_workers}
+        env = args.env or user["env"]
+        config.pop("env", None)
+        return trainer_class(config, env), env
+    metadata, _ = ckpt.read_checkpoint(args.checkpoint)
+    algorithm = metadata["algorithm"]
+    if args.run and args.run != algorithm:
+        raise ConfigError(f"--run {args.run} does not match the checkpoint, which {algorithm} wrote; "
+                          f"use --run {algorithm} or leave --run out (it is read from the checkpoint).")
+    trainer_class = get_trainer_class(algorithm)
+    stored = {k: v for k, v in metadata["config"].items() if k in trainer_class.get_default_config()}
+    config = _deep_merge(stored, stored.get("evaluation_config") or {})
+    config = _deep_merge(config, user)
+    config.update(no_workers)
+    config.pop("env", None)  # from_checkpoint keeps the checkpoint's env unless given one
+    env = args.env or user.get("env")
+    trainer = trainer_class.from_checkpoint(args.checkpoint, env=env, config_overrides=config)
+    return trainer, env or metadata["config"].get("env")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
     import gymnasium as gym
     import numpy as np
 
     from rlstack.env.env_context import EnvContext
     from rlstack.env.registry import make_env
-    from rlstack.trainers import checkpoint as ckpt
-    from rlstack.trainers.registry import get_trainer_class
 
-    metadata, _ = ckpt.read_checkpoint(args.checkpoint)
-    trainer_class = get_trainer_class(metadata["algorithm"])
-    env_name = args.env or metadata["config"].get("env")
-    trainer = trainer_class.from_checkpoint(
-        args.checkpoint, env=args.env,
-        config_overrides={"num_workers": 0, "evaluation_num_workers": 0, "evaluation_interval": None},
-    )
-    env_config = dict(metadata["config"].get("env_config") or {})
+    for flag in ("save_info", "use_shelve", "track_progress"):
+        if getattr(args, flag):
+            raise ConfigError(f"--{flag.replace('_', '-')} (RLlib 1.x's, for its pickle/shelve output) is not "
+                              "supported: rlstack's --out writes one .npz of the transitions' columns.")
+    trainer, env_name = _build_trainer(args)
+    env_config = dict(trainer.config.get("env_config") or {})
     render_mode = "rgb_array" if args.video_dir else ("human" if args.render else None)
     if isinstance(env_name, str) and env_name in gym.registry and render_mode:
         env_config["render_mode"] = render_mode
@@ -113,28 +162,35 @@ def _rollout(args: argparse.Namespace) -> int:
         try:
             env = gym.wrappers.RecordVideo(env, args.video_dir, episode_trigger=lambda _: True, disable_logger=True)
         except gym.error.DependencyNotInstalled as exc:
+            trainer.stop()
             raise RLStackError(f"--video-dir needs moviepy to write mp4 files: pip install 'rlstack[video]' ({exc})") from exc
-    columns: dict[str, list] = {"obs": [], "actions": [], "rewards": [], "terminateds": [], "truncateds": []}
+    # --explore forces sampling; otherwise the merged config's `explore` decides (the
+    # checkpoint's evaluation_config makes it greedy by default).
+    explore = True if args.explore else None
+    columns: dict[str, list] = {"obs": [], "actions": [], "rewards": [], "terminateds": [], "truncateds": [],
+                                "new_obs": [], "eps_id": []}
     returns = []
     steps = 0
     episode = 0
     try:
-        while episode < args.episodes and (args.steps is None or steps < args.steps):
+        while _keep_going(steps, args.steps, episode, args.episodes):
             obs, _ = env.reset(seed=None if args.seed is None else args.seed + episode)
             total, done = 0.0, False
-            while not done and (args.steps is None or steps < args.steps):
-                action = trainer.compute_single_action(obs, explore=args.explore)
+            while not done and _keep_going(steps, args.steps, episode, args.episodes):
+                action = trainer.compute_single_action(obs, explore=explore)
                 next_obs, reward, terminated, truncated, _ = env.step(action)
                 if args.out:
-                    for key, value in zip(columns, (obs, action, reward, terminated, truncated)):
+                    row = (obs, action, reward, terminated, truncated, next_obs, episode)
+                    for key, value in zip(columns, row):
                         columns[key].append(value)
                 total += float(reward)
                 steps += 1
                 done = terminated or truncated
                 obs = next_obs
+            if done:  # an episode cut by --steps is not reported as one
+                returns.append(total)
+                print(f"episode {episode + 1}: return {total:.2f}", flush=True)
             episode += 1
-            returns.append(total)
-            print(f"episode {episode}: return {total:.2f}", flush=True)
     except gym.error.DependencyNotInstalled as exc:
         raise RLStackError(
             f"Rendering {env_name!r} needs a package that is not installed: {exc}. For every rendering and "
@@ -144,10 +200,13 @@ def _rollout(args: argparse.Namespace) -> int:
         env.close()
         trainer.stop()
     if args.out:
-        np.savez(args.out, **{key: np.asarray(value) for key, value in columns.items()})
-        print(f"saved {steps} transitions to {args.out}")
+        out = args.out if args.out.endswith(".npz") else args.out + ".npz"  # np.savez adds the suffix
+        np.savez(out, **{key: np.asarray(value) for key, value in columns.items()})
+        print(f"saved {steps} transitions to {out}")
     if returns:
         print(f"{len(returns)} episodes, {steps} steps, mean return {sum(returns) / len(returns):.2f}")
+    else:
+        print(f"no episode finished in {steps} steps")
     return 0
 
 
@@ -190,6 +249,42 @@ def _submit(args: argparse.Namespace) -> int:
                        no_wait=args.no_wait, env_vars=env_vars)
 
 
+_EVALUATE_DESCRIPTION = (
+    "Play a checkpoint's policy in its env and print each episode's return. The config is the "
+    "checkpoint's, with its evaluation_config and then --config merged over it (as in RLlib 1.x); "
+    "actions are greedy unless that config or --explore says otherwise. Stops at whichever of "
+    "--steps and --episodes is reached first (0: no limit)."
+)
+
+
+def _add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", nargs="?",
+                        help="a checkpoint directory written by an rlstack trainer (none: an untrained trainer of "
+                             "--run on --env)")
+    parser.add_argument("--run", help="the algorithm (read from the checkpoint; must match it when given)")
+    parser.add_argument("--env", help="env to play in (default: the checkpoint's)")
+    parser.add_argument("--steps", type=int, default=10000,
+                        help="stop after this many steps in total (default 10000; 0: no limit)")
+    parser.add_argument("--episodes", type=int, default=0,
+                        help="stop after this many episodes (default 0: no limit)")
+    parser.add_argument("--config", default="{}",
+                        help="JSON config merged over the checkpoint's, e.g. '{\"explore\": true}'")
+    render = parser.add_mutually_exclusive_group()
+    render.add_argument("--render", action="store_true", help="render on screen (render_mode='human')")
+    render.add_argument("--no-render", action="store_true",
+                        help="do not render (the default; RLlib 1.x rendered unless given this flag)")
+    parser.add_argument("--video-dir", help="record an mp4 per episode into this directory")
+    parser.add_argument("--out", help="save the transitions to this .npz file (columns obs, actions, rewards, "
+                                      "terminateds, truncateds, new_obs, eps_id; not 1.x's pickle)")
+    parser.add_argument("--explore", action="store_true", help="sample actions instead of the greedy ones")
+    parser.add_argument("--seed", type=int, help="seed of the first episode's reset (episode i: seed + i)")
+    parser.add_argument("--local-mode", action="store_true",
+                        help="accepted for 1.x scripts; rlstack plays in this process anyway (no Ray workers)")
+    for flag in ("--save-info", "--use-shelve", "--track-progress"):
+        parser.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+    parser.set_defaults(func=_evaluate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``rlstack`` command."""
     parser = argparse.ArgumentParser(prog="rlstack", description="Train reinforcement-learning agents on Ray.")
@@ -218,17 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("-v", "--verbose", action="count", default=0, help="-v: results as they come; -vv: more")
     train.set_defaults(func=_train)
 
-    rollout = commands.add_parser("rollout", help="play episodes with a trained policy")
-    rollout.add_argument("checkpoint", help="a checkpoint directory written by an rlstack trainer")
-    rollout.add_argument("--episodes", type=int, default=10, help="episodes to play (default 10)")
-    rollout.add_argument("--steps", type=int, help="stop after this many steps in total")
-    rollout.add_argument("--env", help="env to play in (default: the checkpoint's)")
-    rollout.add_argument("--render", action="store_true", help="render on screen (render_mode='human')")
-    rollout.add_argument("--video-dir", help="record an mp4 per episode into this directory")
-    rollout.add_argument("--out", help="save the transitions to this .npz file")
-    rollout.add_argument("--explore", action="store_true", help="sample actions instead of the greedy ones")
-    rollout.add_argument("--seed", type=int, help="seed of the first episode's reset (episode i: seed + i)")
-    rollout.set_defaults(func=_rollout)
+    evaluate_help = "play episodes with a trained policy (RLlib 1.x's `rllib evaluate`)"
+    for name, help_text in (("evaluate", evaluate_help), ("rollout", f"the same as evaluate ({evaluate_help[:-1]}'s "
+                                                                    "older name `rllib rollout`)")):
+        _add_evaluate_arguments(commands.add_parser(name, help=help_text, description=_EVALUATE_DESCRIPTION))
 
     ls = commands.add_parser("ls", help="list the algorithms and the envs known by name")
     ls.set_defaults(func=_ls)

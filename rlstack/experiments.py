@@ -94,6 +94,11 @@ def check_experiment(name: str, spec: Any, where: str = "the command line") -> N
             )
 
 
+def _is_env_grid(value: Any) -> bool:
+    return (isinstance(value, dict) and set(value) == {"grid_search"} and isinstance(value["grid_search"], list)
+            and bool(value["grid_search"]) and all(isinstance(v, str) for v in value["grid_search"]))
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -105,7 +110,9 @@ def _is_int_at_least(low: int) -> Any:
 # Experiment key -> (check, what is expected, an example), for messages that say all three.
 _KEY_TYPES: dict[str, tuple[Any, str, str]] = {
     "run": (lambda v: isinstance(v, str), "an algorithm name (a string)", "run: PPO"),
-    "env": (lambda v: isinstance(v, str), "an env name (a string)", "env: CartPole-v1"),
+    # Classic Atari tuned examples sweep over envs: env: {grid_search: [BreakoutNoFrameskip-v4, ...]}.
+    "env": (lambda v: isinstance(v, str) or _is_env_grid(v), "an env name (a string) or a grid_search over names",
+            "env: CartPole-v1, or env: {grid_search: [BreakoutNoFrameskip-v4, PongNoFrameskip-v4]}"),
     "stop": (lambda v: isinstance(v, dict), "a dict (stop must be a dict of result keys and values)",
              "stop: {training_iteration: 10, episode_reward_mean: 150}"),
     "config": (lambda v: isinstance(v, dict), "a dict (config must be a dict of trainer config keys)",

@@ -16,7 +16,12 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["SampleBatch", "concat_samples"]
+__all__ = ["DEFAULT_POLICY_ID", "SampleBatch", "concat_samples"]
+
+# The id of a single-agent trainer's one policy (``trainer.get_policy(DEFAULT_POLICY_ID)``,
+# ``result["info"]["learner"][DEFAULT_POLICY_ID]``). Defined here, with no heavy import,
+# so that ``rlstack.policies.sample_batch`` offers it as 1.x's module did.
+DEFAULT_POLICY_ID = "default_policy"
 
 
 class SampleBatch(dict):

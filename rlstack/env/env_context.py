@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 
 class EnvContext(dict):
@@ -16,6 +17,9 @@ class EnvContext(dict):
         worker_index: 0 for the driver's local worker, 1..N for remote rollout workers.
         vector_index: Index of this sub-env inside the worker's vector env.
         num_workers: Number of remote rollout workers in the run.
+        remote: Whether the sub-envs run as their own Ray actors (1.x's
+            ``remote_worker_envs``); rlstack steps sub-envs inside the worker, so it is
+            False for every env rlstack creates.
     """
 
     def __init__(
@@ -24,24 +28,56 @@ class EnvContext(dict):
         worker_index: int = 0,
         vector_index: int = 0,
         num_workers: int = 0,
+        remote: bool = False,
     ) -> None:
         super().__init__(env_config or {})
         self.worker_index = worker_index
         self.vector_index = vector_index
         self.num_workers = num_workers
+        self.remote = remote
 
-    def copy_with(self, **overrides: int) -> "EnvContext":
+    def copy_with(self, **overrides: Any) -> "EnvContext":
         """Returns a copy with some of the index attributes replaced."""
         values = {
             "worker_index": self.worker_index,
             "vector_index": self.vector_index,
             "num_workers": self.num_workers,
+            "remote": self.remote,
             **overrides,
         }
         return EnvContext(dict(self), **values)
 
+    def copy_with_overrides(
+        self,
+        env_config: Mapping[str, object] | None = None,
+        worker_index: int | None = None,
+        vector_index: int | None = None,
+        remote: bool | None = None,
+        num_workers: int | None = None,
+    ) -> "EnvContext":
+        """Returns a copy with the given parts replaced (classic RLlib 1.x's name).
+
+        Args:
+            env_config: A new ``env_config`` (None: a copy of this one's).
+            worker_index: A new worker index (None: keep).
+            vector_index: A new sub-env index (None: keep).
+            remote: A new ``remote`` flag (None: keep).
+            num_workers: A new number of workers (None: keep).
+
+        Returns:
+            The new EnvContext; this one is unchanged.
+        """
+        overrides = {key: value for key, value in (("worker_index", worker_index), ("vector_index", vector_index),
+                                                   ("remote", remote), ("num_workers", num_workers))
+                     if value is not None}
+        copy = self.copy_with(**overrides)
+        if env_config is not None:
+            copy.clear()
+            copy.update(env_config)
+        return copy
+
     def __repr__(self) -> str:
         return (
             f"EnvContext({dict.__repr__(self)}, worker_index={self.worker_index}, "
-            f"vector_index={self.vector_index}, num_workers={self.num_workers})"
+            f"vector_index={self.vector_index}, num_workers={self.num_workers}, remote={self.remote})"
         )

@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
+from rlstack.sample_batch import DEFAULT_POLICY_ID
+
 if TYPE_CHECKING:
     from rlstack.trainers.callbacks import DefaultCallbacks
 
 __all__ = ["DEFAULT_AGENT_ID", "DEFAULT_POLICY_ID", "EPISODE_HOOKS", "Episode", "EpisodeTracker",
            "MultiAgentEpisode", "zero_action"]
 
-# Classic RLlib's ids of the one agent and the one policy of a single-agent env.
+# Classic RLlib's id of the one agent of a single-agent env.
 DEFAULT_AGENT_ID = "agent0"
-DEFAULT_POLICY_ID = "default_policy"
 # The hooks that need Episode objects.
 EPISODE_HOOKS = frozenset({"on_episode_start", "on_episode_step", "on_episode_end", "on_postprocess_trajectory"})
 

@@ -9,12 +9,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rlstack.env.env_context import EnvContext
+from rlstack.sample_batch import DEFAULT_POLICY_ID
 
 if TYPE_CHECKING:
     from rlstack.policies.policy import Policy
 
-# The id of the one policy a worker holds (classic RLlib's name, also the trainer's).
-DEFAULT_POLICY_ID = "default_policy"
 
 __all__ = ["DEFAULT_POLICY_ID", "WorkerAccessMixin"]
 

@@ -17,9 +17,9 @@ import numpy as np
 import ray
 
 from rlstack.evaluation.metrics import episode_results
-from rlstack.evaluation.worker_access import DEFAULT_POLICY_ID
 from rlstack.evaluation.worker_set import WorkerSet
 from rlstack.policies.policy import Policy, check_observation
+from rlstack.sample_batch import DEFAULT_POLICY_ID
 from rlstack.trainers.config import evaluation_config_of
 
 __all__ = ["DEFAULT_POLICY_ID", "ActingMixin"]

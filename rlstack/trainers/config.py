@@ -16,6 +16,7 @@ from typing import Any
 from rlstack.errors import ConfigError, did_you_mean
 from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
 from rlstack.trainers.callbacks import DefaultCallbacks, check_callbacks
+from rlstack.trainers.classic_keys import check_no_op_key, is_no_op_key
 from rlstack.utils.filters import FILTERS
 from rlstack.utils.framework import check_framework
 
@@ -71,7 +72,9 @@ COMMON_CONFIG: dict[str, Any] = {
     "train_batch_size": 200,
     # Neural network (see rlstack.models.MODEL_DEFAULTS for every key).
     "model": copy.deepcopy(MODEL_DEFAULTS),
-    # Optimizer arguments; reserved (Adam with lr and adam_epsilon is used).
+    # Classic 1.x ApeX's place for num_replay_buffer_shards, max_weight_sync_delay and
+    # debug (False only): moved to the top-level keys of those names when merged. The
+    # optimizer itself is Adam with lr, lr_schedule, adam_epsilon and grad_clip.
     "optimizer": {},
     # "torch" or "tf" ("tf2" is an alias of "tf").
     "framework": "torch",
@@ -200,6 +203,12 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
     config = copy.deepcopy(defaults)
     for key, value in (user or {}).items():
         key = RENAMED_KEYS.get(key, key)
+        if key not in defaults and is_no_op_key(key, algorithm):
+            check_no_op_key(key, value, algorithm)
+            continue
+        if key == "optimizer" and isinstance(value, dict):
+            _move_optimizer_keys(config, value, user or {}, algorithm)
+            continue
         if key not in defaults:
             raise ConfigError(
                 f"Unknown config key {key!r} for {algorithm}{did_you_mean(key, defaults)} "
@@ -214,6 +223,35 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
                 _check_section_type(sub_key, sub_value, f"{algorithm}'s evaluation_config")
         _set(config, key, value)
     return config
+
+
+# Keys classic RLlib 1.x's ApeX read from the `optimizer` sub-dict (its tuned examples set
+# them there); rlstack's ApeX has them as top-level keys.
+OPTIMIZER_KEYS = ("num_replay_buffer_shards", "max_weight_sync_delay", "debug")
+
+
+def _move_optimizer_keys(config: dict[str, Any], optimizer: dict[str, Any], user: dict[str, Any],
+                         algorithm: str) -> None:
+    # optimizer: {num_replay_buffer_shards: 2} sets num_replay_buffer_shards for ApeX (the
+    # algorithm whose defaults have these keys); `debug` (1.x ApeX's extra logging) is
+    # accepted as False only. Other algorithms take no optimizer sub-dict.
+    is_apex = all(key in config for key in OPTIMIZER_KEYS[:2])
+    for key, value in optimizer.items():
+        if not is_apex or key not in OPTIMIZER_KEYS:
+            raise ConfigError(
+                f"optimizer.{key} is not supported by rlstack's {algorithm}: "
+                + (f"its optimizer sub-dict takes {', '.join(OPTIMIZER_KEYS)} (classic ApeX's keys); remove {key}."
+                   if is_apex else
+                   "Adam is configured with lr, lr_schedule, adam_epsilon and grad_clip; remove the optimizer key.")
+            )
+        if key == "debug":
+            _require(value is False, f"optimizer.debug={value!r} is not supported by rlstack's {algorithm} (1.x "
+                                     "ApeX's extra logging): remove it or set it to false.")
+            continue
+        if key in user and user[key] != value:
+            raise ConfigError(f"{key} is given twice with different values: {user[key]!r} and optimizer.{key}="
+                              f"{value!r}; keep one of them.")
+        config[key] = copy.deepcopy(value)
 
 
 def _check_section_type(key: str, value: Any, where: str) -> None:
@@ -282,10 +320,12 @@ def validate_common_config(config: dict[str, Any]) -> None:
     for key in ("num_gpus", "num_gpus_per_worker", "num_cpus_per_worker", "num_cpus_for_driver"):
         _require(isinstance(config[key], numbers.Real) and not isinstance(config[key], bool) and config[key] >= 0,
                  f"{key} must be a number >= 0, got {config[key]!r}.")
-    _require(config["num_gpus"] <= 1,
+    _require(isinstance(config["_fake_gpus"], bool), f"_fake_gpus must be True or False, got {config['_fake_gpus']!r}.")
+    # Under _fake_gpus nothing runs on a GPU, so 1.x's fake multi-GPU tuned examples
+    # (num_gpus: 2, _fake_gpus: true) train as with one fake GPU.
+    _require(config["num_gpus"] <= 1 or config["_fake_gpus"],
              f"num_gpus={config['num_gpus']!r}: rlstack's learner runs on one GPU (no multi-GPU towers); "
              "set num_gpus to 1 or a fraction of one, and give GPUs to rollout workers with num_gpus_per_worker.")
-    _require(isinstance(config["_fake_gpus"], bool), f"_fake_gpus must be True or False, got {config['_fake_gpus']!r}.")
     for key in ("recreate_failed_workers", "ignore_worker_failures"):
         _require(isinstance(config[key], bool), f"{key} must be True or False, got {config[key]!r}.")
     _require(_is_int(config["num_consecutive_worker_failures_tolerance"])

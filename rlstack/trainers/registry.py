@@ -40,8 +40,16 @@ ALGORITHMS: dict[str, str] = {
 _TUNE_REGISTRY = "ray.tune.registry"
 
 
-def get_trainer_class(name: str) -> type:
+def get_trainer_class(name: str, return_config: bool = False) -> Any:
     """Returns the trainer class registered under ``name`` (e.g. ``"PPO"``).
+
+    Args:
+        name: The algorithm's name.
+        return_config: Also return its ``DEFAULT_CONFIG`` (classic RLlib 1.x's signature).
+
+    Returns:
+        The trainer class, or ``(trainer_class, DEFAULT_CONFIG)`` with ``return_config``
+        (a deep copy that the caller may change).
 
     Raises:
         ConfigError: For an unknown name, listing the available ones.
@@ -51,7 +59,10 @@ def get_trainer_class(name: str) -> type:
             f"Unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS)} Available: {', '.join(sorted(ALGORITHMS))}."
         )
     module_name, class_name = ALGORITHMS[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    trainer_class = getattr(importlib.import_module(module_name), class_name)
+    if return_config:
+        return trainer_class, trainer_class.get_default_config()
+    return trainer_class
 
 
 def install_tune_names() -> None:

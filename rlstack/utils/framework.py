@@ -7,8 +7,12 @@ framework never imports the other (DESIGN.md, "Framework isolation").
 from __future__ import annotations
 
 import importlib.util
+import logging
+from typing import Any
 
 from rlstack.errors import ConfigError, FrameworkNotInstalledError
+
+logger = logging.getLogger(__name__)
 
 FRAMEWORKS = ("torch", "tf")
 
@@ -53,3 +57,117 @@ def check_installed(framework: str) -> None:
         raise FrameworkNotInstalledError(
             f"framework={framework!r} needs {name}, which is not installed: {_INSTALL_HINT[framework]}"
         )
+
+
+# ----- classic RLlib 1.x's try_import_* helpers ----------------------------------------
+# 1.13 scripts start with `torch, nn = try_import_torch()` or `tf1, tf, tfv = try_import_tf()`.
+# They import the framework when called (never when this module is imported), so a script
+# that only asks for torch never loads TensorFlow.
+
+
+def _is_installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # a module set to None in sys.modules
+        return False
+
+
+def _missing(name: str, error: bool, hint: str) -> None:
+    message = f"{name} is not installed: {hint}"
+    if error:
+        raise FrameworkNotInstalledError(message)
+    logger.info("%s; try_import returns None in its place.", message)
+
+
+def try_import_torch(error: bool = False) -> tuple[Any, Any]:
+    """Imports PyTorch, as classic RLlib's ``try_import_torch``.
+
+    Args:
+        error: Raise instead of returning ``(None, None)`` when torch is missing.
+
+    Returns:
+        ``(torch, torch.nn)``, or ``(None, None)`` when torch is not installed.
+
+    Raises:
+        FrameworkNotInstalledError: (an ImportError) If ``error`` and torch is missing.
+    """
+    if not _is_installed("torch"):
+        _missing("PyTorch", error, _INSTALL_HINT["torch"])
+        return None, None
+    import torch
+    import torch.nn as nn
+
+    return torch, nn
+
+
+def try_import_tf(error: bool = False) -> tuple[Any, Any, Any]:
+    """Imports TensorFlow, as classic RLlib's ``try_import_tf``.
+
+    TensorFlow is imported through ``rlstack.models.tf.framework`` (which skips TF's
+    eager Keras import), so it is the same module every rlstack TF policy uses.
+
+    Args:
+        error: Raise instead of returning ``(None, None, None)`` when TF is missing.
+
+    Returns:
+        ``(tf1, tf, tfv)``: ``tf.compat.v1``, the ``tensorflow`` module and its major
+        version (2); ``(None, None, None)`` when TensorFlow is not installed.
+
+    Raises:
+        FrameworkNotInstalledError: (an ImportError) If ``error`` and TF is missing.
+    """
+    if not _is_installed("tensorflow"):
+        _missing("TensorFlow", error, _INSTALL_HINT["tf"])
+        return None, None, None
+    from rlstack.models.tf.framework import tf
+
+    return tf.compat.v1, tf, int(tf.__version__.split(".")[0])
+
+
+def try_import_tfp(error: bool = False) -> Any:
+    """Imports TensorFlow Probability, as classic RLlib's ``try_import_tfp``.
+
+    rlstack itself never uses it; scripts that do get it here, or None.
+
+    Args:
+        error: Raise instead of returning None when it is missing.
+
+    Returns:
+        The ``tensorflow_probability`` module, or None when it (or TF) is not installed.
+
+    Raises:
+        FrameworkNotInstalledError: (an ImportError) If ``error`` and it is missing.
+    """
+    if not (_is_installed("tensorflow") and _is_installed("tensorflow_probability")):
+        _missing("TensorFlow Probability", error, "pip install tensorflow-probability")
+        return None
+    try_import_tf()  # TF first, through rlstack's import of it
+    import tensorflow_probability
+
+    return tensorflow_probability
+
+
+def try_import_jax(error: bool = False) -> tuple[Any, Any]:
+    """Imports JAX and Flax, as classic RLlib's ``try_import_jax``.
+
+    rlstack has no JAX policies (``framework`` is "torch" or "tf"); scripts that use JAX
+    for their own code get it here.
+
+    Args:
+        error: Raise instead of returning ``(None, None)`` when JAX is missing.
+
+    Returns:
+        ``(jax, flax)`` (flax None when only JAX is installed), or ``(None, None)``.
+
+    Raises:
+        FrameworkNotInstalledError: (an ImportError) If ``error`` and JAX is missing.
+    """
+    if not _is_installed("jax"):
+        _missing("JAX", error, "pip install jax")
+        return None, None
+    import jax
+
+    flax = None
+    if _is_installed("flax"):
+        import flax
+    return jax, flax

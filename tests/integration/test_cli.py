@@ -85,3 +85,95 @@ def test_bad_yaml_is_a_clear_error(tmp_path, capsys, yaml, fragment):
     path.write_text(yaml)
     assert main(["train", "-f", str(path)]) == 2
     assert fragment in capsys.readouterr().err
+
+
+# ----- evaluate / rollout with 1.x's flags ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ppo_checkpoint(ray_local, tmp_path_factory):
+    """A PPO checkpoint after one tiny training iteration."""
+    from rlstack.trainers.ppo import PPOTrainer
+
+    trainer = PPOTrainer({"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 64, "num_sgd_iter": 2,
+                          "model": {"fcnet_hiddens": [16]}, "framework": "torch"}, "CartPole-v1")
+    trainer.train()
+    path = trainer.save(str(tmp_path_factory.mktemp("ckpt")))
+    trainer.stop()
+    return str(getattr(path, "path", path))
+
+
+def test_evaluate_plays_episodes_and_writes_episode_columns(ppo_checkpoint, tmp_path, capsys):
+    out = tmp_path / "rollouts"
+    assert main(["evaluate", ppo_checkpoint, "--run", "PPO", "--env", "CartPole-v1", "--episodes", "3",
+                 "--no-render", "--out", str(out), "--seed", "0"]) == 0
+    stdout = capsys.readouterr().out
+    assert "episode 3: return" in stdout and "3 episodes" in stdout and f"to {out}.npz" in stdout
+    with np.load(f"{out}.npz", allow_pickle=False) as data:
+        assert sorted(set(data["eps_id"].tolist())) == [0, 1, 2]
+        assert data["terminateds"].sum() + data["truncateds"].sum() == 3
+        first = data["eps_id"] == 0
+        # new_obs is the next row's obs within an episode.
+        np.testing.assert_array_equal(data["new_obs"][first][:-1], data["obs"][first][1:])
+        assert data["rewards"].sum() == len(data["rewards"])  # CartPole: 1 per step
+
+
+def test_evaluate_stops_at_steps_and_episodes_zero_means_no_limit(ppo_checkpoint, tmp_path, capsys):
+    out = tmp_path / "steps.npz"
+    assert main(["evaluate", ppo_checkpoint, "--steps", "30", "--episodes", "0", "--out", str(out)]) == 0
+    with np.load(out, allow_pickle=False) as data:
+        assert len(data["rewards"]) == 30
+    # The older name takes the same flags.
+    assert main(["rollout", ppo_checkpoint, "--steps", "0", "--episodes", "1", "--out", str(out)]) == 0
+    assert "1 episodes" in capsys.readouterr().out
+
+
+def test_evaluate_config_merges_over_the_checkpoint_and_its_evaluation_config(ppo_checkpoint):
+    from rlstack.cli import _build_trainer, build_parser
+
+    trainer, env = _build_trainer(build_parser().parse_args(["evaluate", ppo_checkpoint]))
+    try:
+        # The checkpoint's evaluation_config ({"explore": False}) applies, as in 1.x.
+        assert trainer.config["explore"] is False and env == "CartPole-v1" and trainer.iteration == 1
+        assert trainer.config["model"]["fcnet_hiddens"] == [16] and trainer.config["num_workers"] == 0
+    finally:
+        trainer.stop()
+    args = build_parser().parse_args(["evaluate", ppo_checkpoint, "--config", '{"explore": true, "gamma": 0.5}'])
+    trainer, _ = _build_trainer(args)
+    try:
+        assert trainer.config["explore"] is True and trainer.config["gamma"] == 0.5
+        assert trainer.config["train_batch_size"] == 200  # the rest is the checkpoint's
+    finally:
+        trainer.stop()
+
+
+def test_evaluate_without_a_checkpoint_plays_an_untrained_trainer(ray_local, capsys):
+    assert main(["evaluate", "--run", "PPO", "--env", "CartPole-v1", "--episodes", "1",
+                 "--config", '{"model": {"fcnet_hiddens": [8]}}']) == 0
+    assert "1 episodes" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--run", "DQN"], "--run DQN does not match the checkpoint, which PPO wrote"),
+    (["--use-shelve"], "--use-shelve (RLlib 1.x's"),
+    (["--config", "[1]"], "--config must be a JSON object"),
+])
+def test_evaluate_errors_say_what_to_do(ppo_checkpoint, capsys, extra, fragment):
+    assert main(["evaluate", ppo_checkpoint, *extra]) == 2
+    assert fragment in capsys.readouterr().err
+
+
+def test_render_and_no_render_exclude_each_other(ppo_checkpoint):
+    with pytest.raises(SystemExit):
+        main(["evaluate", ppo_checkpoint, "--render", "--no-render"])
+
+
+def test_untrained_trainer_acts_greedily_unless_config_says_explore(ray_local):
+    from rlstack.cli import _build_trainer, build_parser
+
+    for extra, explore in (([], False), (["--config", '{"explore": true}'], True)):
+        args = build_parser().parse_args(["evaluate", "--run", "PPO", "--env", "CartPole-v1", *extra])
+        trainer, env = _build_trainer(args)
+        try:
+            assert trainer.config["explore"] is explore and env == "CartPole-v1"
+        finally:
+            trainer.stop()

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["rlstack.sample_batch", "rlstack.trainers.ppo.ppo", "rlstack.trainers.dqn.dqn", "rlstack.trainers.a3c.a2c",
-           "rlstack.execution.segment_tree", "rlstack.jobs"]
+           "rlstack.execution.segment_tree", "rlstack.jobs", "rlstack.utils.annotations"]
 
 
 @pytest.mark.parametrize("name", MODULES)

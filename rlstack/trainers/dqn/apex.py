@@ -293,3 +293,6 @@ class ApeXTrainer(Trainer):
 
 # `tune.Tuner("APEX")` and YAML files with `run: APEX` find this trainer.
 tune.register_trainable("APEX", ApeXTrainer)
+
+# RLlib 1.13's spelling (`from ray.rllib.agents.dqn import ApexTrainer`).
+ApexTrainer = ApeXTrainer

@@ -23,6 +23,7 @@ from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.sample_batch import SampleBatch, concat_samples
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
 from rlstack.trainers.dqn.q_learning import REPLAY_COLUMNS
+from rlstack.trainers.dqn.replay_config import apply_replay_buffer_config
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
 from rlstack.utils.exploration import EXPLORATION_DEFAULTS, validate_exploration_config
 from rlstack.utils.schedules import PiecewiseSchedule
@@ -53,6 +54,10 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         # Update the target network every this many sampled steps.
         "target_network_update_freq": 500,
         # === Replay buffer ===
+        # Classic 1.13's sub-dict of the replay settings below ({type, capacity,
+        # learning_starts, prioritized_replay_alpha/beta/eps, ...}): copied onto them when
+        # the config is validated, taking precedence (trainers/dqn/replay_config.py).
+        "replay_buffer_config": {},
         # Rows the replay buffer keeps.
         "buffer_size": 50000,
         # Prioritized replay (Schaul et al. 2016) instead of uniform.
@@ -103,6 +108,7 @@ def validate_dqn_config(config: dict[str, Any], algorithm: str = "DQN") -> None:
     Raises:
         ConfigError: Naming the key, the value and the fix.
     """
+    apply_replay_buffer_config(config, algorithm)
     for key, allowed in _NOT_IMPLEMENTED.items():
         if config[key] != allowed:
             raise ConfigError(f"{key}={config[key]!r} is not implemented in rlstack's {algorithm}; "

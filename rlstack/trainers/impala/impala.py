@@ -298,3 +298,6 @@ class IMPALATrainer(Trainer):
 
 # `tune.Tuner("IMPALA")` and YAML files with `run: IMPALA` find this trainer.
 tune.register_trainable("IMPALA", IMPALATrainer)
+
+# RLlib 1.13's spelling (`from ray.rllib.agents.impala import ImpalaTrainer`).
+ImpalaTrainer = IMPALATrainer

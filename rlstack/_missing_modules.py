@@ -1,0 +1,228 @@
+"""The ImportError for the RLlib 1.13 modules rlstack does not have.
+
+Issue 16's rule: a 1.13 script runs after the renames ``ray.rllib.agents`` ->
+``rlstack.trainers``, ``ray.rllib.policy`` -> ``rlstack.policies``, ``ray.rllib`` ->
+``rlstack``; where rlstack has no such thing, the import fails with an ImportError that
+says what rlstack offers instead. :class:`MissingModuleFinder` sits LAST on
+``sys.meta_path`` and is asked only about names every other finder gave up on; for an
+``rlstack.*`` name it raises :class:`MissingModuleError` (a ``ModuleNotFoundError``,
+``.name`` set) from :data:`MISSING`, or a generic message for names not in it.
+
+Known limit: ``from rlstack.trainers import sac`` (a missing module named in a
+``from package import ...`` list) gets Python's own "cannot import name" message, since
+Python drops a ModuleNotFoundError raised for a name in that list; ``import
+rlstack.trainers.sac`` and ``from rlstack.trainers.sac import SACTrainer`` get this one.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rlstack.errors import RLStackError
+
+_ALGORITHMS = "rlstack has PPO, DQN, APEX, IMPALA, A2C and A3C (rlstack.trainers.{ppo,dqn,impala,a3c})"
+_OFF_POLICY_CONTINUOUS = f"{_ALGORITHMS}; SAC, TD3 and DDPG are issue 17"
+
+
+def _not_yet(name: str) -> str:
+    return f"{_ALGORITHMS}; {name} is not planned yet"
+
+_MIGRATING = "README, 'Migrating from RLlib 1.x'"
+
+# rlstack module name (1.13's name after the renames) -> what rlstack offers instead.
+# A name also covers its submodules (rlstack.trainers.sac.sac_torch_policy).
+MISSING: dict[str, str] = {
+    # --- the renames not applied -------------------------------------------------------
+    "rlstack.agents": "RLlib's ray.rllib.agents is rlstack.trainers: rename ray.rllib.agents -> rlstack.trainers "
+                      "first, then ray.rllib.policy -> rlstack.policies, then ray.rllib -> rlstack "
+                      "(e.g. from rlstack.trainers.ppo import PPOTrainer)",
+    "rlstack.policy": "RLlib's ray.rllib.policy is rlstack.policies: rename ray.rllib.policy -> rlstack.policies "
+                      "before ray.rllib -> rlstack (e.g. from rlstack.policies.sample_batch import SampleBatch)",
+    "rlstack.algorithms": "ray.rllib.algorithms is RLlib 2.x's name; rlstack keeps 1.x's: rlstack.trainers "
+                          "(PPOTrainer, DEFAULT_CONFIG)",
+    "rlstack.trainers.trainer_config": "rlstack configures trainers with plain dicts, as 1.x's DEFAULT_CONFIG: "
+                                       "config = DEFAULT_CONFIG.copy(); config['lr'] = ...",
+    # --- algorithms --------------------------------------------------------------------
+    "rlstack.trainers.sac": _OFF_POLICY_CONTINUOUS,
+    "rlstack.trainers.ddpg": _OFF_POLICY_CONTINUOUS,
+    "rlstack.trainers.td3": _OFF_POLICY_CONTINUOUS,
+    "rlstack.trainers.ppo.appo": _not_yet("APPO") + " (IMPALA is the asynchronous actor-critic)",
+    "rlstack.trainers.appo": _not_yet("APPO") + " (IMPALA is the asynchronous actor-critic)",
+    "rlstack.trainers.ppo.ddppo": _not_yet("DD-PPO"),
+    "rlstack.trainers.ddppo": _not_yet("DD-PPO"),
+    "rlstack.trainers.pg": _not_yet("PG") + " (A2C is the closest)",
+    "rlstack.trainers.es": _not_yet("ES"),
+    "rlstack.trainers.ars": _not_yet("ARS"),
+    "rlstack.trainers.marwil": _not_yet("MARWIL/BC (offline learning)"),
+    "rlstack.trainers.bc": _not_yet("BC (offline learning)"),
+    "rlstack.trainers.cql": _not_yet("CQL (offline learning)"),
+    "rlstack.trainers.crr": _not_yet("CRR (offline learning)"),
+    "rlstack.trainers.dt": _not_yet("Decision Transformer (offline learning)"),
+    "rlstack.trainers.maddpg": _not_yet("MADDPG (multi-agent)"),
+    "rlstack.trainers.qmix": _not_yet("QMIX (multi-agent)"),
+    "rlstack.trainers.alpha_star": _not_yet("AlphaStar (multi-agent league)"),
+    "rlstack.trainers.dreamer": _not_yet("Dreamer"),
+    "rlstack.trainers.alpha_zero": _not_yet("AlphaZero"),
+    "rlstack.trainers.slateq": _not_yet("SlateQ"),
+    "rlstack.trainers.mbmpo": _not_yet("MB-MPO"),
+    "rlstack.trainers.maml": _not_yet("MAML"),
+    "rlstack.trainers.simple_q": _not_yet("SimpleQ") + " (DQN with double_q=False, dueling=False, "
+                                 "prioritized_replay=False is SimpleQ)",
+    "rlstack.trainers.dqn.simple_q": _not_yet("SimpleQ") + " (DQN with double_q=False, "
+                                     "dueling=False, prioritized_replay=False is SimpleQ)",
+    "rlstack.trainers.r2d2": _not_yet("R2D2 (recurrent models)"),
+    "rlstack.trainers.dqn.r2d2": _not_yet("R2D2 (recurrent models)"),
+    "rlstack.trainers.mock": _ALGORITHMS + "; 1.x's test-only MockTrainer is not there",
+    "rlstack.trainers.random_agent": _ALGORITHMS + "; a random policy is not there",
+    # --- environments ------------------------------------------------------------------
+    "rlstack.env.multi_agent_env": "rlstack trains single-agent gymnasium envs only (multi-agent is not "
+                                   "implemented yet); rlstack.env has register_env, EnvContext, VectorEnv",
+    "rlstack.env.external_env": "rlstack steps its envs itself; external (client-driven) envs and "
+                                "PolicyClient/PolicyServerInput are not implemented",
+    "rlstack.env.external_multi_agent_env": "rlstack steps its envs itself; external and multi-agent envs are "
+                                            "not implemented",
+    "rlstack.env.policy_client": "PolicyClient / PolicyServerInput (serving a policy over HTTP to external "
+                                 "envs) are not implemented; restore a trainer and call "
+                                 "trainer.compute_single_action(obs) in your own server",
+    "rlstack.env.policy_server_input": "PolicyClient / PolicyServerInput (serving a policy over HTTP to "
+                                       "external envs) are not implemented; restore a trainer and call "
+                                       "trainer.compute_single_action(obs) in your own server",
+    "rlstack.env.remote_base_env": "rlstack steps sub-envs inside each rollout worker (num_envs_per_worker); "
+                                   "envs as separate actors (remote_worker_envs) are not implemented",
+    "rlstack.env.remote_vector_env": "rlstack steps sub-envs inside each rollout worker (num_envs_per_worker); "
+                                     "envs as separate actors (remote_worker_envs) are not implemented",
+    "rlstack.env.wrappers": "rlstack.env.atari holds the DeepMind Atari preprocessing (preprocessor_pref="
+                            "'deepmind'); 1.x's other env wrappers (Unity3D, dm_control, PettingZoo, RecSim, "
+                            "group_agents) are not in rlstack",
+    "rlstack.env.group_agents_wrapper": "multi-agent envs are not implemented in rlstack",
+    "rlstack.env.apis": "rlstack's envs are plain gymnasium envs; 1.x's TaskSettableEnv (curriculum learning) "
+                        "and the other env APIs are not implemented",
+    # --- offline data, execution plans, replay buffers ---------------------------------
+    "rlstack.offline": "rlstack has no offline data I/O (input/output readers and writers, off-policy "
+                       "estimators); save played episodes with `rlstack rollout --out FILE.npz`",
+    "rlstack.execution.rollout_ops": "rlstack has no execution-plan operators; training_step() calls "
+                                     "rlstack.evaluation.worker_set.synchronous_parallel_sample(workers, "
+                                     "max_env_steps=...) and WorkerSet.sample() directly",
+    "rlstack.execution.train_ops": "rlstack has no execution-plan operators; a trainer's training_step() "
+                                   "calls policy.learn_on_batch(batch) and workers.sync_weights()",
+    "rlstack.execution.replay_ops": "rlstack has no execution-plan operators; its replay buffers are "
+                                    "rlstack.execution.replay_buffer (ReplayBuffer, PrioritizedReplayBuffer)",
+    "rlstack.execution.concurrency_ops": "rlstack has no execution-plan operators; asynchronous trainers "
+                                         "(IMPALA, APEX) use ray.wait and rlstack.execution.learner_thread",
+    "rlstack.execution.metric_ops": "rlstack has no execution-plan operators; Trainer.train() builds the "
+                                    "result dict (rlstack.evaluation.metrics.summarize_episodes)",
+    "rlstack.execution.common": "rlstack has no execution-plan operators; the counter names are in "
+                                "rlstack.utils.metrics (NUM_ENV_STEPS_SAMPLED, ...)",
+    "rlstack.execution.buffers": "rlstack's replay buffers are rlstack.execution.replay_buffer "
+                                 "(ReplayBuffer, PrioritizedReplayBuffer)",
+    "rlstack.execution.parallel_requests": "rlstack has no execution-plan operators; asynchronous trainers "
+                                           "use ray.wait over RolloutWorker.sample.remote() calls",
+    "rlstack.execution.multi_gpu_learner_thread": "rlstack's learner runs on one GPU at most; its learner "
+                                                  "thread is rlstack.execution.learner_thread.LearnerThread",
+    "rlstack.execution.multi_gpu_impl": "rlstack's learner runs on one GPU at most (no multi-GPU towers)",
+    "rlstack.execution.tree_agg": "rlstack has no aggregation-worker trees for IMPALA; all workers send "
+                                  "to the driver",
+    "rlstack.execution.minibatch_buffer": "rlstack's learner thread takes whole train batches "
+                                          "(rlstack.execution.learner_thread)",
+    "rlstack.utils.replay_buffers": "rlstack's replay buffers are rlstack.execution.replay_buffer "
+                                    "(ReplayBuffer, PrioritizedReplayBuffer) and rlstack.execution.replay_actor "
+                                    "(ApeX's shards); DQN's are configured with buffer_size and prioritized_replay",
+    # --- models and policies -----------------------------------------------------------
+    "rlstack.models.torch.recurrent_net": "recurrent models (LSTM wrappers, use_lstm) are not implemented in "
+                                          "rlstack yet; stack frames with model.framestack (Atari) instead",
+    "rlstack.models.tf.recurrent_net": "recurrent models (LSTM wrappers, use_lstm) are not implemented in "
+                                       "rlstack yet; stack frames with model.framestack (Atari) instead",
+    "rlstack.models.torch.attention_net": "attention models (GTrXL, use_attention) are not implemented in "
+                                          "rlstack",
+    "rlstack.models.tf.attention_net": "attention models (GTrXL, use_attention) are not implemented in rlstack",
+    "rlstack.models.torch.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders "
+                                              "itself (one encoder per key) for the default model",
+    "rlstack.models.tf.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders itself "
+                                           "(one encoder per key) for the default model",
+    "rlstack.policies.rnn_sequencing": "recurrent models are not implemented in rlstack; batches are not "
+                                       "split into sequences",
+    "rlstack.policies.policy_template": "rlstack has no policy templates: subclass "
+                                        "rlstack.policies.torch_policy.TorchPolicy or "
+                                        "rlstack.policies.tf_policy.TFPolicy and implement loss()",
+    "rlstack.policies.torch_policy_template": "rlstack has no policy templates (build_torch_policy): subclass "
+                                              "rlstack.policies.torch_policy.TorchPolicy and implement loss()",
+    "rlstack.policies.tf_policy_template": "rlstack has no policy templates (build_tf_policy): subclass "
+                                           "rlstack.policies.tf_policy.TFPolicy and implement loss()",
+    "rlstack.policies.dynamic_tf_policy": "rlstack's TF policies are tf.function-compiled TF 2 code: subclass "
+                                          "rlstack.policies.tf_policy.TFPolicy",
+    "rlstack.policies.eager_tf_policy": "rlstack's TF policies are tf.function-compiled TF 2 code: subclass "
+                                        "rlstack.policies.tf_policy.TFPolicy",
+    "rlstack.policies.policy_map": "rlstack trains one policy per trainer (multi-agent is not implemented); "
+                                   "trainer.get_policy() returns it",
+    "rlstack.evaluation.postprocessing": "rlstack's postprocessing is rlstack.policies.postprocessing "
+                                         "(compute_advantages, compute_gae, discount_cumsum)",
+    "rlstack.evaluation.sampler": "rlstack's sampling loop is RolloutWorker.sample() "
+                                  "(rlstack.evaluation.rollout_worker)",
+    "rlstack.evaluation.collectors": "rlstack's RolloutWorker builds its SampleBatch itself; there are no "
+                                     "sample collectors",
+    "rlstack.evaluation.sample_batch_builder": "rlstack's RolloutWorker builds its SampleBatch itself",
+    "rlstack.evaluation.observation_function": "multi-agent observation functions are not implemented",
+    # --- utils -------------------------------------------------------------------------
+    "rlstack.utils.filter": "rlstack's observation filters are rlstack.utils.filters (MeanStdFilter, NoFilter)",
+    "rlstack.utils.spaces": "rlstack has no Repeated/Simplex spaces; it takes gymnasium's Box, Discrete, "
+                            "MultiDiscrete, Dict and Tuple",
+    "rlstack.utils.sgd": "rlstack's minibatches come from SampleBatch.minibatches() (rlstack.sample_batch) and "
+                         "advantage standardisation from rlstack.policies.postprocessing.standardize",
+    "rlstack.contrib": "RLlib's contributed algorithms are not in rlstack",
+    # --- examples ----------------------------------------------------------------------
+    "rlstack.examples": "this RLlib example module is not shipped with rlstack (see the rlstack/examples folder "
+                        "for the ones that are, e.g. rlstack.examples.env.action_mask_env); copy the example you "
+                        "need into your project",
+}
+
+
+class MissingModuleError(RLStackError, ModuleNotFoundError):
+    """An ``rlstack.*`` module that does not exist; the message says what rlstack offers instead."""
+
+
+def _rllib_name(name: str) -> str:
+    # The renames, undone: rlstack.trainers -> ray.rllib.agents, rlstack.policies ->
+    # ray.rllib.policy, rlstack -> ray.rllib.
+    for ours, theirs in (("rlstack.trainers", "ray.rllib.agents"), ("rlstack.policies", "ray.rllib.policy")):
+        if name == ours or name.startswith(ours + "."):
+            return theirs + name[len(ours):]
+    return "ray.rllib" + name[len("rlstack"):]
+
+
+def _guidance(fullname: str) -> str:
+    parts = fullname.split(".")
+    for end in range(len(parts), 1, -1):  # the longest listed prefix
+        prefix = ".".join(parts[:end])
+        if prefix in MISSING:
+            original = _rllib_name(fullname)
+            return f"No module named {fullname!r} (RLlib's {original}): {MISSING[prefix]}. See {_MIGRATING}."
+    return (f"No module named {fullname!r}: rlstack has no such module. After renaming ray.rllib.agents -> "
+            f"rlstack.trainers, ray.rllib.policy -> rlstack.policies and ray.rllib -> rlstack, see {_MIGRATING} "
+            "for what rlstack offers instead.")
+
+
+class MissingModuleFinder:
+    """A ``sys.meta_path`` finder, placed last, that turns a failed ``rlstack.*`` import
+    into a :class:`MissingModuleError` saying what rlstack offers instead."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None, target: Any = None) -> None:
+        """Raises for an ``rlstack.*`` name (every earlier finder gave up on it); returns
+        None for any other name, leaving it to Python's own error.
+
+        Raises:
+            MissingModuleError: For an ``rlstack.*`` name.
+        """
+        if fullname.startswith("rlstack."):
+            raise MissingModuleError(_guidance(fullname), name=fullname)
+        return None
+
+    def invalidate_caches(self) -> None:
+        """Nothing is cached (``importlib.invalidate_caches`` calls this)."""
+
+
+def install() -> None:
+    """Appends the finder to ``sys.meta_path`` once (``import rlstack`` calls this)."""
+    if not any(isinstance(finder, MissingModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.append(MissingModuleFinder())

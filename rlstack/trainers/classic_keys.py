@@ -1,0 +1,51 @@
+"""Classic RLlib 1.x config keys that change nothing in rlstack, accepted where 1.x put them.
+
+1.13's tuned examples (``rllib/tuned_examples/{ppo,dqn,impala,a3c}``) set keys that pick
+between two implementations of the same algorithm, or tune multi-GPU loading rlstack
+does not have. A key here is accepted only at a value that means what rlstack does
+anyway, and dropped after the check; any other value is a ConfigError that says why.
+The ``optimizer`` sub-dict (1.x's ApeX) is handled in ``rlstack.trainers.config``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# key -> (values with no effect in rlstack, what rlstack does instead, the algorithms whose
+# 1.x config had the key; None: every algorithm).
+NO_OP_KEYS: dict[str, tuple[tuple[Any, ...], str, tuple[str, ...] | None]] = {
+    # 1.x chose between an execution plan and training_step(); both run the same
+    # algorithm, and rlstack has only training_step().
+    "_disable_execution_plan_api": ((True, False), "rlstack trainers always run training_step()", None),
+    # 1.x's single-tower optimizer versus its multi-GPU loader: the same SGD either way.
+    "simple_optimizer": ((True, False), "rlstack's learner has one SGD path", None),
+    # Batches preloaded on the GPU(s) by 1.x's multi-GPU learner; rlstack's learner keeps
+    # one batch at a time on its one device.
+    "num_multi_gpu_tower_stacks": ((1,), "rlstack's learner keeps one batch at a time on its one device",
+                                   ("IMPALA",)),
+    "num_data_loader_buffers": ((1,), "rlstack's learner keeps one batch at a time on its one device", ("IMPALA",)),
+    # rlstack's V-trace uses each fragment's last step only as the bootstrap value (1.x's True).
+    "vtrace_drop_last_ts": ((True,), "rlstack's V-trace uses each fragment's last step only to bootstrap",
+                            ("IMPALA",)),
+}
+
+
+def is_no_op_key(key: str, algorithm: str) -> bool:
+    """Whether ``key`` is a 1.x key of ``algorithm`` that rlstack accepts at a no-op value."""
+    return key in NO_OP_KEYS and (NO_OP_KEYS[key][2] is None or algorithm in NO_OP_KEYS[key][2])
+
+
+def check_no_op_key(key: str, value: Any, algorithm: str) -> None:
+    """Checks a 1.x key that rlstack accepts only at a value with no effect.
+
+    Raises:
+        ConfigError: If ``value`` would ask for behaviour rlstack does not have.
+    """
+    from rlstack.errors import ConfigError
+
+    allowed, instead, _ = NO_OP_KEYS[key]
+    if not any(value is a or (type(value) is type(a) and value == a) for a in allowed):
+        raise ConfigError(
+            f"{key}={value!r} is not supported by rlstack's {algorithm}: {instead}, so only "
+            f"{' or '.join(repr(a) for a in allowed)} (no effect) is accepted; remove the key."
+        )

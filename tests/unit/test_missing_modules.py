@@ -1,0 +1,99 @@
+"""Issue 16's rule for what rlstack lacks: importing a 1.13 module rlstack does not have
+fails with an ImportError that says what rlstack offers instead; real modules, other
+packages' errors and `import rlstack`'s weight are unchanged."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+import rlstack  # noqa: F401  (installs the finder)
+from rlstack._missing_modules import MISSING, MissingModuleError
+
+
+# Entries naming a package rlstack has cover the modules that package lacks.
+IMPORTED_FOR = {"rlstack.examples": "rlstack.examples.env.not_shipped"}
+
+
+@pytest.mark.parametrize("name", sorted(MISSING))
+def test_each_listed_module_raises_with_guidance(name):
+    target = IMPORTED_FOR.get(name, name)
+    with pytest.raises(ModuleNotFoundError) as info:
+        importlib.import_module(target)
+    assert isinstance(info.value, ImportError) and info.value.name == target
+    message = str(info.value)
+    assert MISSING[name] in message and "Migrating from RLlib 1.x" in message
+
+
+@pytest.mark.parametrize(("statement", "fragments"), [
+    ("from rlstack.trainers.sac import SACTrainer",
+     ["ray.rllib.agents.sac", "PPO, DQN, APEX, IMPALA, A2C and A3C", "issue 17"]),
+    # The parent package is imported first, so its name is the one reported.
+    ("import rlstack.trainers.ddpg.td3", ["'rlstack.trainers.ddpg'", "ray.rllib.agents.ddpg", "TD3", "issue 17"]),
+    ("from rlstack.agents.ppo import PPOTrainer", ["rename ray.rllib.agents -> rlstack.trainers"]),
+    ("from rlstack.policy.policy import Policy", ["rlstack.policies"]),
+    ("from rlstack.env.multi_agent_env import MultiAgentEnv", ["ray.rllib.env.multi_agent_env", "single-agent"]),
+    ("from rlstack.offline import JsonReader", ["offline"]),
+    ("from rlstack.models.torch.recurrent_net import RecurrentNetwork", ["recurrent"]),
+    ("from rlstack.execution.rollout_ops import ParallelRollouts", ["synchronous_parallel_sample"]),
+    ("from rlstack.utils.replay_buffers import ReplayBuffer", ["rlstack.execution.replay_buffer"]),
+])
+def test_the_message_names_the_rllib_module_and_the_alternative(statement, fragments):
+    with pytest.raises(ImportError) as info:
+        exec(statement, {})
+    assert isinstance(info.value, MissingModuleError)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_an_unlisted_rlstack_name_gets_the_generic_pointer():
+    with pytest.raises(ModuleNotFoundError) as info:
+        importlib.import_module("rlstack.trainers.not_an_algorithm")
+    assert info.value.name == "rlstack.trainers.not_an_algorithm"
+    assert "Migrating from RLlib 1.x" in str(info.value) and "ray.rllib.agents -> rlstack.trainers" in str(info.value)
+
+
+def test_other_packages_and_real_modules_are_untouched():
+    with pytest.raises(ModuleNotFoundError) as info:
+        importlib.import_module("surely_not_an_installed_package_xyz")
+    assert not isinstance(info.value, MissingModuleError)
+    for name in ("rlstack.trainers.ppo", "rlstack.trainers.dqn.apex", "rlstack.policies.sample_batch",
+                 "rlstack.utils.annotations", "rlstack.utils.metrics.learner_info",
+                 "rlstack.examples.env.action_mask_env"):
+        assert importlib.import_module(name).__name__ == name
+    assert importlib.util.find_spec("rlstack.trainers.impala") is not None
+    # One finder, after Python's own, however often rlstack's install runs (packages
+    # imported later may append theirs, e.g. six's, which handle only their own names).
+    from importlib.machinery import PathFinder
+
+    from rlstack import _missing_modules
+
+    _missing_modules.install()
+    finders = [f for f in sys.meta_path if isinstance(f, _missing_modules.MissingModuleFinder)]
+    assert len(finders) == 1 and sys.meta_path.index(finders[0]) > sys.meta_path.index(PathFinder)
+
+
+def test_import_rlstack_stays_light_and_the_finder_costs_little():
+    script = (
+        "import sys, time\n"
+        "start = time.perf_counter()\n"
+        "import rlstack\n"
+        "import rlstack.utils.annotations, rlstack.utils.framework, rlstack.utils.metrics.learner_info\n"
+        "import rlstack.utils.test_utils, rlstack.utils.typing, rlstack.policies.sample_batch\n"
+        "import rlstack.policies.view_requirement\n"
+        "print('HEAVY', [m for m in ('torch', 'tensorflow', 'ray.tune') if m in sys.modules])\n"
+        "print('LAST', type(sys.meta_path[-1]).__name__)\n"
+    )
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "HEAVY []" in proc.stdout and "LAST MissingModuleFinder" in proc.stdout
+    # -X importtime lines: "import time: self [us] | cumulative | name".
+    own = [line for line in proc.stderr.splitlines() if line.rstrip().endswith("rlstack._missing_modules")]
+    assert own, proc.stderr[-2000:]
+    cumulative_us = int(own[0].split("|")[1])
+    assert cumulative_us < 20_000, f"the finder's module took {cumulative_us} us to import"
