@@ -79,13 +79,14 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "zero_mean": True,
     # Not used: one observation encoding for every space (see models/preprocessors.py).
     "custom_preprocessor": None,
+    # Name given to ModelCatalog.register_custom_action_dist (or the class itself), or
+    # None for the built-in distribution of the action space.
     "custom_action_dist": None,
 }
 
 # Keys accepted for old configs but without effect: a non-default value is an error.
 _UNUSED_MODEL_KEYS = ("use_lstm", "use_attention", "lstm_use_prev_action", "lstm_use_prev_reward", "max_seq_len",
-                      "lstm_cell_size", "grayscale", "zero_mean", "custom_preprocessor",
-                      "custom_action_dist")
+                      "lstm_cell_size", "grayscale", "zero_mean", "custom_preprocessor")
 
 ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
 
@@ -168,12 +169,15 @@ class ActionDistSpec:
     """The action distribution chosen for an action space.
 
     Attributes:
-        kind: ``"categorical"``, ``"multi_categorical"`` or ``"diag_gaussian"``.
+        kind: ``"categorical"``, ``"multi_categorical"``, ``"diag_gaussian"``, or
+            ``"custom"`` for ``model.custom_action_dist``.
         num_outputs: Size of the distribution's input vector (means and log stds for
-            ``diag_gaussian``).
+            ``diag_gaussian``; the custom class's ``required_model_output_shape``).
         nvec: Category counts (``multi_categorical``; ``(n,)`` for ``categorical``).
         action_dim: Action vector size (``diag_gaussian``).
         action_shape: Shape of one action as the env expects it.
+        custom_class: The custom distribution class (``kind == "custom"``), constructed
+            as ``custom_class(inputs, model)`` as in classic RLlib.
     """
 
     kind: str
@@ -181,6 +185,7 @@ class ActionDistSpec:
     nvec: tuple[int, ...] = ()
     action_dim: int = 0
     action_shape: tuple[int, ...] = ()
+    custom_class: Any = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -190,7 +195,9 @@ class ModelSpec:
     obs_size: int
     encoder: EncoderSpec
     vf_encoder: EncoderSpec | None
-    logits: LayerSpec
+    # None when the model was asked for no outputs (classic RLlib's num_outputs=None/0:
+    # the outputs are the last hidden layer's features).
+    logits: LayerSpec | None
     value_out: LayerSpec
     free_log_std: bool
     action_dim: int
@@ -200,7 +207,16 @@ class ModelSpec:
     def layers(self) -> list[LayerSpec]:
         """Every layer of the model, in build order."""
         vf = self.vf_encoder.layers if self.vf_encoder is not None else []
-        return [*self.encoder.layers, *vf, self.logits, self.value_out]
+        logits = [self.logits] if self.logits is not None else []
+        return [*self.encoder.layers, *vf, *logits, self.value_out]
+
+    @property
+    def num_outputs(self) -> int:
+        """Size of the model's output: the distribution inputs (with the free log stds),
+        or the features when there is no ``logits`` layer."""
+        if self.logits is None:
+            return self.encoder.out_size
+        return self.logits.kernel_shape[1] + (self.action_dim if self.free_log_std else 0)
 
 
 @dataclass(frozen=True)
@@ -240,7 +256,7 @@ def plain_dense(spec: ModelSpec) -> bool:
     """Whether ``spec`` is dense layers only, each tanh, relu or linear, with linear heads
     and no free log-std: the models whose gradient the fused PPO learners
     (``models/torch/fused.py``, ``models/tf/fused.py``) write out by hand."""
-    if spec.free_log_std:
+    if spec.free_log_std or spec.logits is None:
         return False
     for encoder in (spec.encoder, spec.vf_encoder):
         if encoder is None:
@@ -374,11 +390,30 @@ def validate_model_config(model_config: dict) -> None:
 
 
 def action_dist_spec(action_space: gym.Space, model_config: dict | None = None) -> ActionDistSpec:
-    """Chooses the action distribution for ``action_space``.
+    """Chooses the action distribution for ``action_space`` (or ``model_config``'s
+    ``custom_action_dist``).
 
     Raises:
-        ConfigError: For an action space no built-in distribution covers.
+        ConfigError: For an action space no built-in distribution covers, or an unknown
+            custom distribution.
     """
+    custom = (model_config or {}).get("custom_action_dist")
+    if custom:
+        dist_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_action_dist(custom)
+        num_outputs = int(np.prod(dist_class.required_model_output_shape(action_space, model_config)))
+        builtin = _builtin_dist_spec(action_space) if _has_builtin_dist(action_space) else None
+        return ActionDistSpec("custom", num_outputs, nvec=builtin.nvec if builtin else (),
+                              action_dim=builtin.action_dim if builtin else 0,
+                              action_shape=builtin.action_shape if builtin else tuple(action_space.shape or ()),
+                              custom_class=dist_class)
+    return _builtin_dist_spec(action_space)
+
+
+def _has_builtin_dist(action_space: gym.Space) -> bool:
+    return isinstance(action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box))
+
+
+def _builtin_dist_spec(action_space: gym.Space) -> ActionDistSpec:
     if isinstance(action_space, gym.spaces.Discrete):
         n = int(action_space.n)
         return ActionDistSpec("categorical", n, nvec=(n,))
@@ -390,7 +425,9 @@ def action_dist_spec(action_space: gym.Space, model_config: dict | None = None) 
         return ActionDistSpec("diag_gaussian", 2 * dim, action_dim=dim,
                               action_shape=tuple(action_space.shape))
     raise ConfigError(
-        f"Action space {action_space} is not supported; use Discrete, MultiDiscrete or Box."
+        f"Action space {action_space} is not supported by the built-in action distributions; use Discrete, "
+        "MultiDiscrete or Box, or register a distribution with ModelCatalog.register_custom_action_dist and set "
+        "model.custom_action_dist."
     )
 
 
@@ -398,6 +435,7 @@ class ModelCatalog:
     """Builds model specs and holds users' custom models."""
 
     _custom_models: dict[str, type] = {}
+    _custom_action_dists: dict[str, type] = {}
 
     @classmethod
     def register_custom_model(cls, name: str, model_class: type) -> None:
@@ -423,6 +461,96 @@ class ModelCatalog:
         except Exception as exc:  # noqa: BLE001 - e.g. a class that cannot be pickled
             logging.getLogger(__name__).warning(
                 "Custom model %r is registered in this process only (Tune trials will not find it): %s", name, exc)
+
+    @classmethod
+    def register_custom_action_dist(cls, name: str, action_dist_class: type) -> None:
+        """Makes ``action_dist_class`` available as ``config["model"]["custom_action_dist"] = name``.
+
+        The class follows classic RLlib's ``ActionDistribution`` interface for the
+        framework it is used with (e.g. a ``TorchDistributionWrapper`` subclass):
+        constructed as ``action_dist_class(inputs, model)``, with ``sample()``,
+        ``deterministic_sample()``, ``logp(actions)``, ``entropy()``, ``kl(other)`` and a
+        static ``required_model_output_shape(action_space, model_config)`` that sizes
+        the model's output.
+
+        Args:
+            name: The name to use in the model config.
+            action_dist_class: The distribution class.
+        """
+        cls._custom_action_dists[name] = action_dist_class
+        from ray.tune.registry import RLLIB_ACTION_DIST, _global_registry
+
+        try:
+            _global_registry.register(RLLIB_ACTION_DIST, name, action_dist_class)
+        except Exception as exc:  # noqa: BLE001 - e.g. a class that cannot be pickled
+            logging.getLogger(__name__).warning(
+                "Custom action dist %r is registered in this process only (Tune trials will not find it): %s",
+                name, exc)
+
+    @classmethod
+    def get_custom_action_dist(cls, name: str) -> type:
+        """Returns a registered custom action distribution class.
+
+        Raises:
+            ConfigError: If no distribution of that name was registered.
+        """
+        if name not in cls._custom_action_dists:
+            found = _from_tune_registry(name, kind="action_dist")
+            if found is not None:
+                cls._custom_action_dists[name] = found
+                return found
+            raise ConfigError(
+                f"Unknown custom_action_dist {name!r}{did_you_mean(name, cls._custom_action_dists)} Register it "
+                "first with ModelCatalog.register_custom_action_dist(name, cls) (registered: "
+                f"{', '.join(sorted(cls._custom_action_dists)) or 'none'})."
+            )
+        return cls._custom_action_dists[name]
+
+    @staticmethod
+    def get_action_dist(action_space: gym.Space, config: dict, dist_type: Any = None,
+                        framework: str = "torch", **kwargs: Any) -> tuple[type, int]:
+        """Returns ``(dist_class, num_outputs)`` for ``action_space`` (classic RLlib's call).
+
+        Args:
+            action_space: The action space.
+            config: The ``model`` sub-dict (its ``custom_action_dist`` wins).
+            dist_type: A distribution class to use instead of the built-in one.
+            framework: ``"torch"`` or ``"tf"`` (``"tf2"``, ``"tfe"``).
+
+        Raises:
+            ConfigError: For an unknown framework or an unsupported action space.
+        """
+        from rlstack.models.model_factory import get_action_dist
+
+        return get_action_dist(action_space, config, dist_type, framework)
+
+    @staticmethod
+    def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int | None, model_config: dict,
+                     framework: str = "torch", name: str = "default_model", model_interface: type | None = None,
+                     default_model: type | None = None, **model_kwargs: Any) -> Any:
+        """Builds a ModelV2 (classic RLlib's call): ``model_config["custom_model"]`` if
+        set, else ``default_model``, else the built-in network for the spaces
+        (``FullyConnectedNetwork``, or ``VisionNetwork`` for images).
+
+        Args:
+            obs_space: The observation space the model sees.
+            action_space: The action space.
+            num_outputs: Size of the model's output.
+            model_config: The ``model`` sub-dict of the config.
+            framework: ``"torch"`` or ``"tf"`` (``"tf2"``, ``"tfe"``).
+            name: The model's name.
+            model_interface: Accepted for old code; must be None or a ModelV2 class
+                the model already is.
+            default_model: The class to build when no custom model is set.
+            **model_kwargs: Extra constructor arguments (after ``custom_model_config``).
+
+        Raises:
+            ConfigError: For an unknown framework or custom model.
+        """
+        from rlstack.models.model_factory import get_model_v2
+
+        return get_model_v2(obs_space, action_space, num_outputs, model_config, framework, name, model_interface,
+                            default_model, **model_kwargs)
 
     @classmethod
     def registered_models(cls) -> dict[str, type]:
@@ -454,23 +582,43 @@ class ModelCatalog:
         return cls._custom_models[name]
 
     @staticmethod
-    def get_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict) -> ModelSpec:
-        """Returns the built-in network for these spaces and model config."""
+    def get_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict,
+                       num_outputs: int | None = None) -> ModelSpec:
+        """Returns the built-in network for these spaces and model config.
+
+        Args:
+            obs_space: The observation space (a flattened Box with ``original_space``
+                is read as its original space).
+            action_space: The action space.
+            model_config: The ``model`` sub-dict of the config.
+            num_outputs: Size of the output; None sizes it for the action distribution,
+                0 leaves out the ``logits`` layer (the outputs are the features, as
+                classic RLlib's ``num_outputs=None``).
+        """
         config = copy.deepcopy(MODEL_DEFAULTS)
         config.update(model_config or {})
         validate_model_config(config)
+        obs_space = getattr(obs_space, "original_space", obs_space)
         preprocessor = Preprocessor(obs_space)
-        dist = action_dist_spec(action_space, config)
+        free_log_std = bool(config["free_log_std"])
+        if num_outputs is None:
+            dist = action_dist_spec(action_space, config)
+            num_outputs, action_dim = dist.num_outputs, dist.action_dim
+        else:
+            # A 1.x model asked for a size: with free_log_std, half of it are log stds.
+            num_outputs = int(num_outputs)
+            action_dim = num_outputs // 2 if free_log_std else 0
+            if free_log_std and num_outputs % 2:
+                raise ConfigError(f"model.free_log_std needs an even num_outputs (means and log stds); got {num_outputs}.")
         encoder = _encoder(preprocessor.layout, config, "")
         vf_encoder = None if config["vf_share_layers"] else _encoder(preprocessor.layout, config, "vf_")
         # With free_log_std the network predicts only the means; log_std is a variable.
-        num_logits = dist.num_outputs - (dist.action_dim if config["free_log_std"] else 0)
-        logits = LayerSpec("logits", "dense", (encoder.out_size, num_logits), init_std=0.01)
+        num_logits = num_outputs - (action_dim if free_log_std else 0)
+        logits = LayerSpec("logits", "dense", (encoder.out_size, num_logits), init_std=0.01) if num_logits else None
         value_in = encoder.out_size if vf_encoder is None else vf_encoder.out_size
         value_out = LayerSpec("value_out", "dense", (value_in, 1), init_std=0.01)
         return ModelSpec(preprocessor.size, encoder, vf_encoder, logits, value_out,
-                         bool(config["free_log_std"]), dist.action_dim, config)
-
+                         free_log_std and logits is not None, action_dim, config)
 
     @staticmethod
     def get_q_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict,
@@ -505,7 +653,7 @@ class ModelCatalog:
                           num_actions, config)
 
 
-def _from_tune_registry(name: str) -> type | None:
+def _from_tune_registry(name: str, kind: str = "model") -> type | None:
     import sys
 
     if "ray.tune" not in sys.modules:
@@ -513,10 +661,11 @@ def _from_tune_registry(name: str) -> type | None:
 
         if not ray.is_initialized():
             return None
-    from ray.tune.registry import RLLIB_MODEL, _global_registry
+    from ray.tune.registry import RLLIB_ACTION_DIST, RLLIB_MODEL, _global_registry
 
+    category = RLLIB_MODEL if kind == "model" else RLLIB_ACTION_DIST
     try:
-        return _global_registry.get(RLLIB_MODEL, name) if _global_registry.contains(RLLIB_MODEL, name) else None
+        return _global_registry.get(category, name) if _global_registry.contains(category, name) else None
     except Exception:  # noqa: BLE001 - no Ray / GCS reachable: treat as unknown
         return None
 

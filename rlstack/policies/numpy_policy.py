@@ -32,12 +32,15 @@ def numpy_inference_applies(observation_space: gym.Space, action_space: gym.Spac
     model_config = config.get("model", {})
     eligible = (
         not model_config.get("custom_model")
+        # A custom action distribution is a framework class: the framework policy acts.
+        and not model_config.get("custom_action_dist")
         and not num_gpus
         and supports(ModelCatalog.get_model_spec(observation_space, action_space, model_config))
     )
     if mode == "numpy" and not eligible:
         raise RLStackError(
-            "rollout_inference='numpy' needs a built-in dense model (no conv layers, no custom_model) and "
+            "rollout_inference='numpy' needs a built-in dense model (no conv layers, no custom_model) with a "
+            "built-in action distribution (no custom_action_dist) and "
             "no GPU on the workers; use rollout_inference='auto' or 'framework'."
         )
     return eligible

@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlstack.errors import ObservationError
+from rlstack.errors import ConfigError, ObservationError
 from rlstack.models.catalog import ModelCatalog, action_dist_spec
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
@@ -168,7 +168,21 @@ class Policy(ABC):
         model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)
         model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
                             model_config, "model", **model_config.get("custom_model_config", {}))
-        return model if isinstance(model, ModelV2) else self.adapt_shortcut_model(model)
+        if not isinstance(model, ModelV2):
+            return self.adapt_shortcut_model(model)
+        if len(model.get_initial_state()):
+            raise ConfigError(
+                f"custom_model {model_class.__name__} is recurrent (get_initial_state() returns "
+                f"{len(model.get_initial_state())} state tensors); rlstack does not feed recurrent state or "
+                "sequences to models yet (issue 18, LSTM support). Use a model whose get_initial_state() returns [] "
+                "(e.g. stack past observations with a gymnasium wrapper) until then.")
+        return model
+
+    def model_metrics(self) -> dict[str, Any]:
+        """The model's ``metrics()`` as numbers, reported under the results'
+        ``info/learner/<policy>/model`` (classic RLlib's torch layout)."""
+        model = getattr(self, "model", None)
+        return dict(model.metrics()) if isinstance(model, ModelV2) else {}
 
     def adapt_shortcut_model(self, model: Any) -> ModelV2:
         """Wraps a shortcut custom model (flat observations in, ``(dist_inputs, values)``

@@ -3,6 +3,13 @@
 It owns the model, the action distribution, the optimizer, device placement and the
 minibatch-SGD loop; an algorithm adds ``loss()`` (and, if it needs them, the hooks
 ``after_learn`` and ``on_global_var_update``).
+
+``self.model`` is always a ModelV2 (``models/modelv2.py``): the built-in
+:class:`TorchModel`, a user's 1.13-style ``TorchModelV2``, or a shortcut module wrapped
+in :class:`ShortcutTorchModel`. Policies call it through ``policy_and_value(obs)`` /
+``value(obs)`` / ``q_values(obs)`` on flat observations; a model's ``custom_loss`` is
+added through :meth:`TorchPolicy.model_loss` and its ``metrics()`` are reported beside
+the learner stats.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import logging
 import math
 from abc import abstractmethod
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,8 +27,11 @@ import torch
 
 from rlstack.errors import NonFiniteError
 from rlstack.models.catalog import initial_weights
+from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.torch.distributions import DISTRIBUTIONS
 from rlstack.models.torch.model import TorchModel
+from rlstack.models.torch.torch_action_dist import TorchDistributionWrapper
+from rlstack.models.torch.torch_modelv2 import ShortcutTorchModel
 from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
 from rlstack.sample_batch import SampleBatch
 from rlstack.utils.schedules import make_schedule
@@ -210,6 +221,41 @@ def clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> torch.T
     return norm
 
 
+def model_weights(model: ModelV2) -> dict[str, np.ndarray]:
+    """A model's weights as numpy copies: the canonical layout for built-in models, the
+    ``state_dict`` otherwise (a shortcut model's own, so its keys are the user's)."""
+    if isinstance(model, TorchModel):
+        return model.get_canonical_weights()
+    module = model.wrapped if isinstance(model, ShortcutTorchModel) else model
+    return {name: value.detach().cpu().numpy().copy() for name, value in module.state_dict().items()}
+
+
+def load_model_weights(model: ModelV2, weights: dict[str, np.ndarray]) -> None:
+    """Loads weights from :func:`model_weights` into ``model`` (on its device)."""
+    if isinstance(model, TorchModel):
+        model.set_canonical_weights(weights)
+        return
+    module = model.wrapped if isinstance(model, ShortcutTorchModel) else model
+    # np.array copies: arrays from Ray's object store are read-only.
+    module.load_state_dict({name: torch.from_numpy(np.array(v)) for name, v in weights.items()})
+
+
+def _single_loss(out: Any, model_name: str) -> torch.Tensor:
+    losses = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(losses) != 1 or not isinstance(losses[0], torch.Tensor):
+        raise TypeError(
+            f"{model_name}.custom_loss must return the loss as a tensor or a one-element list of tensors (this "
+            f"policy has one optimizer); got {type(out).__name__} of {len(losses)}.")
+    return losses[0]
+
+
+def _to_number(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        return float(value) if value.numel() == 1 else value.numpy()
+    return value
+
+
 def _writable(array: np.ndarray) -> np.ndarray:
     # Arrays fetched from Ray's object store are read-only views; torch wants to own
     # writable memory.
@@ -249,8 +295,8 @@ class TorchPolicy(Policy):
         with each other and the learner."""
         torch.set_num_threads(1)
 
-    # The module class built from model_spec() for built-in models.
-    model_class: type[torch.nn.Module] = TorchModel
+    # The ModelV2 class built from model_spec() for built-in models.
+    model_class: type[TorchModel] = TorchModel
     # Shuffle rows before each SGD epoch; sequence losses (V-trace) keep the batch order.
     shuffle_minibatches: bool = True
     # Actor-critic losses: an ``entropy_coeff`` (float) that follows ``entropy_coeff_schedule``.
@@ -270,18 +316,27 @@ class TorchPolicy(Policy):
             self.sampling_generator.seed()
         else:
             self.sampling_generator.manual_seed(int(sampling_seed))
-        model_config = config.get("model", {})
         custom = self.make_custom_model()
         if custom is not None:
-            self.model = custom
+            if not isinstance(custom, torch.nn.Module):
+                raise TypeError(
+                    f"custom_model {type(custom).__name__} is a ModelV2 but not a torch.nn.Module; torch policies "
+                    "need class MyModel(TorchModelV2, nn.Module) (or framework='tf' for a TFModelV2).")
+            self.model: ModelV2 = custom
             self.builtin_model = False
         else:
             spec = self.model_spec()
-            self.model = self.model_class(spec)
+            self.model = self.model_class(spec, model_obs_space(observation_space), action_space)
             self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
             self.builtin_model = True
         self.model.to(self.device)
-        self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
+        # Built-in distributions take the catalog's spec; a custom one (classic RLlib's
+        # interface) takes the model.
+        if self.dist_spec.custom_class is not None:
+            self.dist_class, self._dist_arg = self.dist_spec.custom_class, self.model
+        else:
+            self.dist_class, self._dist_arg = DISTRIBUTIONS[self.dist_spec.kind], self.dist_spec
+        self._has_custom_loss = type(self.model).custom_loss is not ModelV2.custom_loss
         self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
         self.optimizer = self.make_optimizer(list(self.model.parameters()), self.lr_schedule.value(0))
         if self.schedules_entropy_coeff:
@@ -289,6 +344,38 @@ class TorchPolicy(Policy):
                 config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
             self.entropy_coeff = self.entropy_coeff_schedule.value(0)
         self._rng = np.random.default_rng(config.get("seed"))
+
+    def adapt_shortcut_model(self, model: Any) -> ModelV2:
+        """Wraps a shortcut custom model (an ``nn.Module`` called on flat observations that
+        returns ``(dist_inputs, values)``) in :class:`ShortcutTorchModel`.
+
+        Raises:
+            TypeError: If the model is not an ``nn.Module``.
+        """
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(
+                f"custom_model built a {type(model).__name__}; torch policies need a TorchModelV2 (class MyModel("
+                "TorchModelV2, nn.Module)) or a torch.nn.Module returning (dist_inputs, values) from flat "
+                "observations.")
+        return ShortcutTorchModel(model, model_obs_space(self.observation_space), self.action_space,
+                                  self.dist_spec.num_outputs, self.config.get("model", {}))
+
+    def action_dist(self, dist_inputs: torch.Tensor) -> TorchDistributionWrapper:
+        """The action distribution over ``dist_inputs [B, num_outputs]`` (the built-in one,
+        or ``model.custom_action_dist`` constructed as classic RLlib did, with the model)."""
+        return self.dist_class(dist_inputs, self._dist_arg)
+
+    def _sample(self, dist: TorchDistributionWrapper) -> torch.Tensor:
+        # Built-in distributions draw from this policy's own generator; a custom one
+        # (classic RLlib's sample() takes no argument) from torch's global generator.
+        if self.dist_spec.custom_class is None:
+            return dist.sample(self.sampling_generator)
+        return dist.sample()
+
+    def model_metrics(self) -> dict[str, Any]:
+        """The model's ``metrics()`` as numbers (tensors read out), for the results'
+        ``info/learner/<policy>/model``."""
+        return {key: _to_number(value) for key, value in self.model.metrics().items()}
 
     def make_optimizer(self, params: list[torch.nn.Parameter], lr: float) -> Adam | RMSProp:
         """Adam with ``adam_epsilon`` (algorithms with ``opt_type`` override this)."""
@@ -302,9 +389,9 @@ class TorchPolicy(Policy):
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         with torch.no_grad():
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
-            dist_inputs, values = self.model(obs)
-            dist = self.dist_class(dist_inputs, self.dist_spec)
-            actions = dist.sample(self.sampling_generator) if self._explore(explore) else dist.deterministic_sample()
+            dist_inputs, values = self.model.policy_and_value(obs)
+            dist = self.action_dist(dist_inputs)
+            actions = self._sample(dist) if self._explore(explore) else dist.deterministic_sample()
             logp = dist.logp(actions)
         return actions.cpu().numpy(), {
             SampleBatch.ACTION_LOGP: logp.cpu().numpy(),
@@ -315,15 +402,25 @@ class TorchPolicy(Policy):
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
-            # Built-in models have a value-only path; custom models return both heads.
-            values = self.model.value(obs) if hasattr(self.model, "value") else self.model(obs)[1]
-            return values.cpu().numpy()
+            return self.model.value(obs).cpu().numpy()
 
     # ----- learning ---------------------------------------------------------------
 
     @abstractmethod
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Returns ``(loss, stats)`` on a minibatch of tensors keyed by column name."""
+
+    def model_loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """:meth:`loss`, changed by the model's ``custom_loss`` when it defines one (classic
+        RLlib's torch call: ``custom_loss([loss], train_batch)``; a list or a tensor back)."""
+        loss, stats = self.loss(train_batch)
+        if self._has_custom_loss:
+            loss = self.model_custom_loss(loss, train_batch)
+        return loss, stats
+
+    def model_custom_loss(self, loss: torch.Tensor, train_batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``loss`` through the model's ``custom_loss`` (a list or a tensor back)."""
+        return _single_loss(self.model.custom_loss([loss], train_batch), type(self.model).__name__)
 
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
         """Called once per ``learn_on_batch`` with the mean stats; returns extra stats."""
@@ -342,7 +439,7 @@ class TorchPolicy(Policy):
         leave the statistics out (``{}``) when ``with_stats`` is False.
         """
         def grads(index: torch.Tensor, with_stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-            loss, stats = self.loss({key: value[index] for key, value in tensors.items()})
+            loss, stats = self.model_loss({key: value[index] for key, value in tensors.items()})
             self.optimizer.zero_grad()
             loss.backward()
             return loss, stats
@@ -407,15 +504,10 @@ class TorchPolicy(Policy):
     # ----- weights and state ------------------------------------------------------
 
     def get_weights(self) -> dict[str, np.ndarray]:
-        if self.builtin_model:
-            return self.model.get_canonical_weights()
-        return {name: value.detach().cpu().numpy().copy() for name, value in self.model.state_dict().items()}
+        return model_weights(self.model)
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        if self.builtin_model:
-            self.model.set_canonical_weights(weights)
-        else:
-            self.model.load_state_dict({name: torch.from_numpy(np.asarray(v)) for name, v in weights.items()})
+        load_model_weights(self.model, weights)
 
     def get_state(self) -> PolicyState:
         state = super().get_state()

@@ -25,8 +25,8 @@ class A3CTorchPolicy(TorchPolicy):
         return postprocess_advantages(batch, self.config)
 
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
-        dist = self.dist_class(dist_inputs, self.dist_spec)
+        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        dist = self.action_dist(dist_inputs)
         logp = dist.logp(train_batch[SampleBatch.ACTIONS])
         # Sums over the batch, as in the paper's implementation and classic RLlib.
         pi_err = -(logp * train_batch[SampleBatch.ADVANTAGES]).sum()
@@ -46,7 +46,7 @@ class A3CTorchPolicy(TorchPolicy):
         self.optimizer.zero_grad()
         totals: dict[str, float] = {}
         for start in range(0, n, step):
-            loss, stats = self.loss({key: value[start : start + step] for key, value in tensors.items()})
+            loss, stats = self.model_loss({key: value[start : start + step] for key, value in tensors.items()})
             loss.backward()
             for key, value in stats.items():
                 totals[key] = totals.get(key, 0.0) + float(value.detach()) * (1.0 if key != "entropy" else
