@@ -74,7 +74,14 @@ def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int
     else:
         model_class = default_model or _builtin_model_class(obs_space, framework)
         kwargs = model_kwargs
-    model = model_class(obs_space, action_space, num_outputs, model_config, name, **kwargs)
+    try:
+        model = model_class(obs_space, action_space, num_outputs, model_config, name, **kwargs)
+    except TypeError as exc:
+        # As classic RLlib: retry without custom_model_config for models that read it
+        # from model_config.
+        if not kwargs or "unexpected keyword argument" not in str(exc):
+            raise
+        model = model_class(obs_space, action_space, num_outputs, model_config, name, **model_kwargs)
     if model_interface is not None and not isinstance(model, model_interface):
         raise ConfigError(
             f"get_model_v2 built a {type(model).__name__}, which is not a {model_interface.__name__} "

@@ -155,7 +155,8 @@ class Policy(ABC):
         itself as classic RLlib allowed), or returns None without one.
 
         The class is constructed as ``cls(obs_space, action_space, num_outputs,
-        model_config, name, **custom_model_config)`` with ``obs_space`` from
+        model_config, name, **custom_model_config)`` (without the keyword arguments if
+        it accepts none, as classic RLlib retried) with ``obs_space`` from
         :func:`~rlstack.models.modelv2.model_obs_space`. A 1.x ``ModelV2`` subclass is
         returned as it is; any other object (rlstack's shortcut form, called on flat
         observations and returning ``(dist_inputs, values)``) goes through
@@ -166,8 +167,17 @@ class Policy(ABC):
         if not custom:
             return None
         model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)
-        model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
-                            model_config, "model", **model_config.get("custom_model_config", {}))
+        args = (model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
+                model_config, "model")
+        custom_kwargs = model_config.get("custom_model_config", {})
+        try:
+            model = model_class(*args, **custom_kwargs)
+        except TypeError as exc:
+            # Classic RLlib retried without the keyword arguments for models that read
+            # custom_model_config from model_config instead.
+            if not custom_kwargs or "unexpected keyword argument" not in str(exc):
+                raise
+            model = model_class(*args)
         if not isinstance(model, ModelV2):
             return self.adapt_shortcut_model(model)
         if len(model.get_initial_state()):

@@ -304,6 +304,10 @@ class Trainer(ActingMixin, tune.Trainable):
                 if cfg["min_sample_timesteps_per_reporting"] and sampled < cfg["min_sample_timesteps_per_reporting"]:
                     continue
                 break
+        # The model's metrics() beside each policy's learner_stats (classic RLlib's torch layout).
+        for info in learner_stats.values():
+            if isinstance(info, dict) and "learner_stats" in info:
+                info.setdefault("model", self.learner_policy.model_metrics())
         episodes = self.workers.collect_episodes()
         self._counters["num_env_restarts"] += self.workers.collect_env_restarts()
         self._episode_window.extend(episodes)

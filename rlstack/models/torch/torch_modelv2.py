@@ -39,10 +39,12 @@ class TorchModelV2(ModelV2):
         num_outputs: Size of the output the action distribution reads.
         model_config: The ``model`` sub-dict of the trainer's config.
         name: The model's name.
+        **kwargs: Ignored: 1.13's examples pass their ``custom_model_config`` entries
+            on to this constructor.
     """
 
     def __init__(self, obs_space: gym.Space, action_space: gym.Space, num_outputs: int, model_config: dict,
-                 name: str) -> None:
+                 name: str, **kwargs: Any) -> None:
         ModelV2.__init__(self, obs_space, action_space, num_outputs, model_config, name, framework="torch")
         # The super().__init__ style reaches no nn.Module.__init__ (ModelV2 does not chain
         # it): run it here, once; the 1.13 style's own call afterwards finds no layers yet.
