@@ -425,9 +425,9 @@ def _builtin_dist_spec(action_space: gym.Space) -> ActionDistSpec:
         return ActionDistSpec("diag_gaussian", 2 * dim, action_dim=dim,
                               action_shape=tuple(action_space.shape))
     raise ConfigError(
-        f"Action space {action_space} is not supported by the built-in action distributions; use Discrete, "
-        "MultiDiscrete or Box, or register a distribution with ModelCatalog.register_custom_action_dist and set "
-        "model.custom_action_dist."
+        f"Action space {action_space} is not supported; use Discrete, MultiDiscrete or Box (the built-in action "
+        "distributions cover those), or register a distribution with ModelCatalog.register_custom_action_dist and "
+        "set model.custom_action_dist."
     )
 
 
@@ -441,12 +441,13 @@ class ModelCatalog:
     def register_custom_model(cls, name: str, model_class: type) -> None:
         """Makes ``model_class`` available as ``config["model"]["custom_model"] = name``.
 
-        The class must match the framework it is used with (a ``torch.nn.Module`` for
-        ``framework="torch"``, a ``tf.Module`` for ``"tf"``). It is constructed as
-        ``model_class(obs_space, action_space, num_outputs, model_config, name,
-        **custom_model_config)`` and called on a ``float32 [batch, obs_size]`` tensor of
-        flattened observations; it returns ``(dist_inputs, values)`` with shapes
-        ``[batch, num_outputs]`` and ``[batch]``.
+        It is constructed as ``model_class(obs_space, action_space, num_outputs,
+        model_config, name, **custom_model_config)`` and is either a classic RLlib
+        ModelV2 of the framework it is used with (``class M(TorchModelV2, nn.Module)``
+        or ``TFModelV2``, with ``forward(input_dict, state, seq_lens)`` and
+        ``value_function()``), or rlstack's shortcut form: a ``torch.nn.Module`` /
+        ``tf.Module`` called on a ``float32 [batch, obs_size]`` tensor of flattened
+        observations that returns ``(dist_inputs [batch, num_outputs], values [batch])``.
 
         Args:
             name: The name to use in the model config.

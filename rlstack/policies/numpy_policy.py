@@ -76,7 +76,7 @@ class NumpyPolicy(Policy):
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         explore = self.config.get("explore", True) if explore is None else bool(explore)
-        dist_inputs, values = self.model(np.asarray(obs_batch, dtype=np.float32))
+        dist_inputs, values = self.model.policy_and_value(np.asarray(obs_batch, dtype=np.float32))
         dist = self.dist_class(dist_inputs, self.dist_spec)
         actions = dist.sample(self.sampling_rng) if explore else dist.deterministic_sample()
         return actions, {
