@@ -175,6 +175,8 @@ class ModelV2:
         restored = dict(input_dict)
         obs = input_dict["obs"]
         restored.setdefault("obs_flat", obs)
+        # Classic RLlib's flag: True while the policy learns (a torch module's train mode).
+        restored.setdefault("is_training", bool(getattr(self, "training", False)))
         restored["obs"] = restore_original_dimensions(obs, self.obs_space, self.framework)
         with self.context():
             outputs, state_out = self.forward(restored, list(state or []), seq_lens)

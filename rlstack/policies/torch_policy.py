@@ -152,6 +152,8 @@ class TorchPolicy(Policy):
             self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
             self.builtin_model = True
         self.model.to(self.device)
+        # Acting mode (dropout off, is_training False) until learn_on_batch switches it.
+        self.model.eval()
         # Built-in distributions take the catalog's spec; a custom one (classic RLlib's
         # interface) takes the model.
         if self.dist_spec.custom_class is not None:

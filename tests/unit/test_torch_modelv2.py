@@ -84,7 +84,7 @@ def test_dict_observations_reach_forward_as_a_dict():
     inner_forward = policy.model.forward
 
     def spy(input_dict, state, seq_lens):
-        seen["obs"] = input_dict["obs"]
+        seen["obs"], seen["is_training"] = input_dict["obs"], input_dict["is_training"]
         return inner_forward(input_dict, state, seq_lens)
 
     policy.model.forward = spy
@@ -92,6 +92,7 @@ def test_dict_observations_reach_forward_as_a_dict():
     flat = policy.preprocessor.transform(obs)[None]
     action, _ = policy.compute_single_action(flat[0], explore=False)
     assert set(seen["obs"]) == {"action_mask", "observations"}  # acting reaches forward too
+    assert seen["is_training"] is False
     seen.clear()
     policy.model({"obs": torch.from_numpy(flat)})
     assert set(seen["obs"]) == {"action_mask", "observations"}
