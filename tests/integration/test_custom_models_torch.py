@@ -63,11 +63,18 @@ def test_checkpoint_restores_a_custom_model(tmp_path):
     restored.stop()
 
 
-def test_remote_worker_acts_with_a_custom_model(ray_local):
+def test_remote_worker_acts_with_a_custom_model_and_action_dist(ray_local):
+    from rlstack.models.catalog import ModelCatalog
+
+    ModelCatalog.register_custom_action_dist("remote_temperature_categorical", models.TemperatureCategorical)
     trainer = PPOTrainer({**TINY, "num_workers": 1,
-                          "model": {"fcnet_hiddens": [16], "custom_model": models.WrappedFCModel}}, "CartPole-v1")
+                          "model": {"fcnet_hiddens": [16], "custom_model": models.WrappedFCModel,
+                                    "custom_action_dist": "remote_temperature_categorical"}}, "CartPole-v1")
     result = trainer.train()
     assert result["timesteps_total"] == 200 and result["num_healthy_workers"] == 1
+    # The worker's model was sized by the distribution (n + 1 outputs).
+    sizes = trainer.workers.foreach_worker(lambda w: w.policy.model.num_outputs, local=False)
+    assert sizes == [3]
     names = trainer.workers.foreach_worker(lambda w: sorted(w.get_weights()), local=False)[0]
     assert names == sorted(trainer.get_weights()["default_policy"])
     trainer.stop()
@@ -99,4 +106,26 @@ def test_without_masking_the_env_refuses_the_actions():
                                     "custom_model_config": {"no_masking": True}}}, ActionMaskEnv)
     with pytest.raises(EnvFailureError, match="masked out"):
         trainer.train()
+    trainer.stop()
+
+
+@pytest.mark.parametrize("algorithm", ["A2C", "IMPALA", "DQN"])
+def test_other_algorithms_learn_with_a_custom_model_and_its_custom_loss(algorithm):
+    from rlstack.trainers.registry import get_trainer_class
+
+    config = {"framework": "torch", "num_workers": 0, "seed": 0, "min_time_s_per_reporting": 0,
+              "model": {"custom_model": models.CustomLossModel, "custom_model_config": {"coeff": 0.5}}}
+    config.update({
+        "A2C": {"train_batch_size": 100, "rollout_fragment_length": 25},
+        "IMPALA": {"train_batch_size": 40, "rollout_fragment_length": 10, "min_sample_timesteps_per_reporting": 200},
+        "DQN": {"rollout_fragment_length": 4, "min_sample_timesteps_per_reporting": 200, "learning_starts": 100,
+                "buffer_size": 1000, "train_batch_size": 16, "hiddens": [16]},
+    }[algorithm])
+    trainer = get_trainer_class(algorithm)(config, "CartPole-v1")
+    before = {k: v.copy() for k, v in trainer.get_weights()["default_policy"].items()}
+    result = trainer.train()
+    after = trainer.get_weights()["default_policy"]
+    assert any(not np.array_equal(before[k], after[k]) for k in before)
+    # custom_loss ran in the learner's loss (its metric is set there).
+    assert result["info"]["learner"]["default_policy"]["model"]["extra_loss"] > 0
     trainer.stop()
