@@ -1,32 +1,16 @@
 """ModelCatalog: chooses the network and the action distribution for a pair of spaces.
 
 The catalog is framework-free. It turns ``(observation_space, action_space, model
-config)`` into a :class:`ModelSpec` (every layer with its name, shape and activation)
-and draws the initial weights with numpy, in one canonical layout (dense kernels
-``[in, out]``, conv kernels ``[kh, kw, in, out]``). ``models/torch`` and ``models/tf``
-build the same layers from the spec, so a torch and a TF policy built with the same seed
-start from the same weights, and weights move between frameworks unchanged.
-
-Network shape (classic RLlib semantics):
-
-* vector observations: an MLP of ``fcnet_hiddens`` with ``fcnet_activation``;
-* images (rank-3 Box, HWC): a CNN of ``conv_filters`` (``[[out_channels, [kh, kw],
-  stride], ...]``, "same" padding except the last layer) with ``conv_activation``; a
-  default is chosen from the image size when ``conv_filters`` is None;
-* Discrete / MultiDiscrete observations: one-hot vectors;
-* Dict / Tuple observations: each image component through its own CNN, the other
-  components concatenated through the ``fcnet_hiddens`` MLP, then everything concatenated
-  through ``post_fcnet_hiddens``;
-* heads: ``logits`` (the action distribution's inputs) and ``value_out``. With
-  ``vf_share_layers`` False (the default) the value head has its own copy of the encoder
-  (layer names prefixed ``vf_``).
+config)`` into a :class:`~rlstack.models.specs.ModelSpec` (see ``specs.py`` for the
+network shapes and the canonical weight layout) and an :class:`ActionDistSpec`, holds
+users' custom models and action distributions, and offers classic RLlib's
+``get_model_v2`` / ``get_action_dist`` (``model_factory.py``).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +18,21 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import ConfigError, did_you_mean
-from rlstack.models.preprocessors import Component, Preprocessor
+from rlstack.models.preprocessors import Preprocessor
+
+# Re-exported: the spec types and helpers have been imported from the catalog.
+from rlstack.models.specs import (  # noqa: F401
+    EncoderSpec,
+    ImageBranch,
+    LayerSpec,
+    ModelSpec,
+    QModelSpec,
+    build_encoder,
+    dense_stack,
+    initial_weights,
+    plain_dense,
+    twin_encoders,
+)
 
 # Classic RLlib model keys and defaults. Keys marked "not used" are accepted so that
 # old configs load, and rejected by validate_model_config when set to a non-default.
@@ -90,80 +88,6 @@ _UNUSED_MODEL_KEYS = ("use_lstm", "use_attention", "lstm_use_prev_action", "lstm
 
 ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
 
-# Default CNN filters by (height, width), from classic RLlib's defaults for Atari sizes.
-_DEFAULT_FILTERS = {
-    (84, 84): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]],
-    (42, 42): [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]],
-    (10, 10): [[16, [5, 5], 2], [32, [5, 5], 2]],
-}
-
-
-@dataclass(frozen=True)
-class LayerSpec:
-    """One dense or conv layer.
-
-    Attributes:
-        name: Canonical name; weights are ``"<name>/kernel"`` and ``"<name>/bias"``.
-        kind: ``"dense"`` or ``"conv"``.
-        kernel_shape: ``(in, out)`` for dense, ``(kh, kw, in, out)`` for conv.
-        activation: One of ACTIVATIONS.
-        stride: Conv stride.
-        padding: ``"same"`` (TF semantics) or ``"valid"``.
-        init_std: Scale of the normalised-column init for dense layers.
-    """
-
-    name: str
-    kind: str
-    kernel_shape: tuple[int, ...]
-    activation: str = "linear"
-    stride: int = 1
-    padding: str = "valid"
-    init_std: float = 1.0
-
-
-@dataclass(frozen=True)
-class ImageBranch:
-    """A CNN over one image component of the flat observation."""
-
-    component: Component
-    convs: tuple[LayerSpec, ...]
-    out_size: int
-
-
-@dataclass(frozen=True)
-class EncoderSpec:
-    """Turns a flat observation into features.
-
-    Attributes:
-        images: One CNN per image component.
-        vector_columns: Flat-observation columns of the non-image components.
-        fc: Dense layers over those columns.
-        post_fc: Dense layers over the concatenation of CNN outputs and ``fc`` output.
-        out_size: Size of the features.
-    """
-
-    images: tuple[ImageBranch, ...]
-    vector_columns: tuple[int, ...]
-    fc: tuple[LayerSpec, ...]
-    post_fc: tuple[LayerSpec, ...]
-    out_size: int
-
-    @property
-    def layers(self) -> list[LayerSpec]:
-        """Every layer of the encoder, in build order."""
-        convs = [conv for branch in self.images for conv in branch.convs]
-        return [*convs, *self.fc, *self.post_fc]
-
-    @property
-    def column_index(self) -> slice | list[int]:
-        """``vector_columns`` as an index into a flat observation's second axis: a
-        slice when they are contiguous (a view, no copy), else the list."""
-        columns = self.vector_columns
-        if columns and columns == tuple(range(columns[0], columns[0] + len(columns))):
-            return slice(columns[0], columns[0] + len(columns))
-        return list(columns)
-
-
 @dataclass(frozen=True)
 class ActionDistSpec:
     """The action distribution chosen for an action space.
@@ -186,171 +110,6 @@ class ActionDistSpec:
     action_dim: int = 0
     action_shape: tuple[int, ...] = ()
     custom_class: Any = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """The complete built-in network: encoder(s) and heads."""
-
-    obs_size: int
-    encoder: EncoderSpec
-    vf_encoder: EncoderSpec | None
-    # None when the model was asked for no outputs (classic RLlib's num_outputs=None/0:
-    # the outputs are the last hidden layer's features).
-    logits: LayerSpec | None
-    value_out: LayerSpec
-    free_log_std: bool
-    action_dim: int
-    model_config: dict = field(default_factory=dict, compare=False)
-
-    @property
-    def layers(self) -> list[LayerSpec]:
-        """Every layer of the model, in build order."""
-        vf = self.vf_encoder.layers if self.vf_encoder is not None else []
-        logits = [self.logits] if self.logits is not None else []
-        return [*self.encoder.layers, *vf, *logits, self.value_out]
-
-    @property
-    def num_outputs(self) -> int:
-        """Size of the model's output: the distribution inputs (with the free log stds),
-        or the features when there is no ``logits`` layer."""
-        if self.logits is None:
-            return self.encoder.out_size
-        return self.logits.kernel_shape[1] + (self.action_dim if self.free_log_std else 0)
-
-
-@dataclass(frozen=True)
-class QModelSpec:
-    """A Q-network for Discrete actions (DQN family): the encoder, then an advantage
-    stream of ``hiddens`` into one output per action and, when dueling (Wang et al.
-    2016), a state-value stream of the same shape into one output;
-    ``Q = V + A - mean(A)``.
-    """
-
-    obs_size: int
-    encoder: EncoderSpec
-    advantage_hiddens: tuple[LayerSpec, ...]
-    advantage_out: LayerSpec
-    value_hiddens: tuple[LayerSpec, ...]
-    value_out: LayerSpec | None
-    num_actions: int
-    model_config: dict = field(default_factory=dict, compare=False)
-    # The policy-gradient spec's fields that generic model code reads.
-    vf_encoder: None = None
-    free_log_std: bool = False
-    action_dim: int = 0
-
-    @property
-    def dueling(self) -> bool:
-        """Whether the network has a separate state-value stream."""
-        return self.value_out is not None
-
-    @property
-    def layers(self) -> list[LayerSpec]:
-        """Every layer of the model, in build order."""
-        value = [*self.value_hiddens, self.value_out] if self.value_out is not None else []
-        return [*self.encoder.layers, *self.advantage_hiddens, self.advantage_out, *value]
-
-
-def plain_dense(spec: ModelSpec) -> bool:
-    """Whether ``spec`` is dense layers only, each tanh, relu or linear, with linear heads
-    and no free log-std: the models whose gradient the fused PPO learners
-    (``models/torch/fused.py``, ``models/tf/fused.py``) write out by hand."""
-    if spec.free_log_std or spec.logits is None:
-        return False
-    for encoder in (spec.encoder, spec.vf_encoder):
-        if encoder is None:
-            continue
-        if encoder.images or not encoder.vector_columns:
-            return False
-        if any(layer.kind != "dense" or layer.activation not in ("tanh", "relu", "linear")
-               for layer in (*encoder.fc, *encoder.post_fc)):
-            return False
-    return spec.logits.activation == "linear" and spec.value_out.activation == "linear"
-
-
-def twin_encoders(spec: ModelSpec) -> bool:
-    """Whether the value encoder is separate and of the policy encoder's shape (the
-    default, ``vf_share_layers=False``): the same columns through dense layers of the
-    same shapes and activations, so both can run as one stacked product per layer."""
-    pi, vf = spec.encoder, spec.vf_encoder
-    if vf is None or pi.images or vf.images:
-        return False
-    layers_pi, layers_vf = (*pi.fc, *pi.post_fc), (*vf.fc, *vf.post_fc)
-    return (bool(layers_pi) and pi.vector_columns == vf.vector_columns
-            and [(layer.kernel_shape, layer.activation) for layer in layers_pi]
-            == [(layer.kernel_shape, layer.activation) for layer in layers_vf])
-
-
-def _conv_out(size: int, kernel: int, stride: int, padding: str) -> int:
-    if padding == "same":
-        return math.ceil(size / stride)
-    return (size - kernel) // stride + 1
-
-
-def _filters_for(shape: tuple[int, ...], model_config: dict) -> list:
-    filters = model_config.get("conv_filters")
-    if filters is not None:
-        return filters
-    h, w = shape[0], shape[1]
-    if (h, w) in _DEFAULT_FILTERS:
-        return _DEFAULT_FILTERS[(h, w)]
-    return [[16, [3, 3], 2], [32, [3, 3], 2]]
-
-
-def _image_branch(index: int, comp: Component, model_config: dict, prefix: str) -> ImageBranch:
-    filters = _filters_for(comp.shape, model_config)
-    h, w, channels = comp.shape
-    convs = []
-    for i, spec in enumerate(filters):
-        try:
-            out_ch, (kh, kw), stride = int(spec[0]), (int(spec[1][0]), int(spec[1][1])), int(spec[2])
-        except (TypeError, ValueError, IndexError) as exc:
-            raise ConfigError(
-                f"model.conv_filters entry {spec!r} is malformed; each entry is "
-                "[out_channels, [kernel_h, kernel_w], stride], e.g. [16, [8, 8], 4]."
-            ) from exc
-        padding = "valid" if i == len(filters) - 1 else "same"
-        new_h, new_w = _conv_out(h, kh, stride, padding), _conv_out(w, kw, stride, padding)
-        if new_h < 1 or new_w < 1:
-            raise ConfigError(
-                f"model.conv_filters {filters} do not fit images of shape {comp.shape}: layer {i} "
-                f"(kernel {kh}x{kw}, stride {stride}) sees only {h}x{w} pixels. Give conv_filters "
-                "with smaller kernels or strides."
-            )
-        convs.append(
-            LayerSpec(f"{prefix}cnn{index}_{i}", "conv", (kh, kw, channels, out_ch),
-                      model_config["conv_activation"], stride, padding)
-        )
-        h, w, channels = new_h, new_w, out_ch
-    return ImageBranch(comp, tuple(convs), h * w * channels)
-
-
-def _dense_stack(prefix: str, in_size: int, hiddens: list, activation: str) -> tuple[tuple[LayerSpec, ...], int]:
-    layers = []
-    for i, size in enumerate(hiddens):
-        layers.append(LayerSpec(f"{prefix}_{i}", "dense", (in_size, int(size)), activation))
-        in_size = int(size)
-    return tuple(layers), in_size
-
-
-def _encoder(layout: list[Component], model_config: dict, prefix: str) -> EncoderSpec:
-    images = []
-    vector_columns: list[int] = []
-    for comp in layout:
-        if comp.kind == "image":
-            images.append(_image_branch(len(images), comp, model_config, prefix))
-        else:
-            vector_columns.extend(range(comp.start, comp.start + comp.size))
-    fc: tuple[LayerSpec, ...] = ()
-    fc_out = 0
-    if vector_columns:
-        fc, fc_out = _dense_stack(f"{prefix}fc", len(vector_columns), model_config["fcnet_hiddens"],
-                                  model_config["fcnet_activation"])
-    concat = fc_out + sum(branch.out_size for branch in images)
-    post_fc, out_size = _dense_stack(f"{prefix}post_fc", concat, model_config["post_fcnet_hiddens"],
-                                     model_config["post_fcnet_activation"])
-    return EncoderSpec(tuple(images), tuple(vector_columns), fc, post_fc, out_size)
 
 
 def validate_model_config(model_config: dict) -> None:
@@ -611,8 +370,8 @@ class ModelCatalog:
             action_dim = num_outputs // 2 if free_log_std else 0
             if free_log_std and num_outputs % 2:
                 raise ConfigError(f"model.free_log_std needs an even num_outputs (means and log stds); got {num_outputs}.")
-        encoder = _encoder(preprocessor.layout, config, "")
-        vf_encoder = None if config["vf_share_layers"] else _encoder(preprocessor.layout, config, "vf_")
+        encoder = build_encoder(preprocessor.layout, config, "")
+        vf_encoder = None if config["vf_share_layers"] else build_encoder(preprocessor.layout, config, "vf_")
         # With free_log_std the network predicts only the means; log_std is a variable.
         num_logits = num_outputs - (action_dim if free_log_std else 0)
         logits = LayerSpec("logits", "dense", (encoder.out_size, num_logits), init_std=0.01) if num_logits else None
@@ -641,14 +400,14 @@ class ModelCatalog:
         if not isinstance(hiddens, (list, tuple)) or not all(isinstance(v, int) and v > 0 for v in hiddens):
             raise ConfigError(f"hiddens must be a list of positive layer sizes, e.g. [256]; got {hiddens!r}.")
         preprocessor = Preprocessor(obs_space)
-        encoder = _encoder(preprocessor.layout, config, "")
+        encoder = build_encoder(preprocessor.layout, config, "")
         num_actions = int(action_space.n)
-        advantage_hiddens, size = _dense_stack("q_hidden", encoder.out_size, list(hiddens), "relu")
+        advantage_hiddens, size = dense_stack("q_hidden", encoder.out_size, list(hiddens), "relu")
         advantage_out = LayerSpec("q_out", "dense", (size, num_actions), init_std=0.01)
         value_hiddens: tuple[LayerSpec, ...] = ()
         value_out = None
         if dueling:
-            value_hiddens, size = _dense_stack("v_hidden", encoder.out_size, list(hiddens), "relu")
+            value_hiddens, size = dense_stack("v_hidden", encoder.out_size, list(hiddens), "relu")
             value_out = LayerSpec("v_out", "dense", (size, 1), init_std=0.01)
         return QModelSpec(preprocessor.size, encoder, advantage_hiddens, advantage_out, value_hiddens, value_out,
                           num_actions, config)
@@ -669,34 +428,3 @@ def _from_tune_registry(name: str, kind: str = "model") -> type | None:
         return _global_registry.get(category, name) if _global_registry.contains(category, name) else None
     except Exception:  # noqa: BLE001 - no Ray / GCS reachable: treat as unknown
         return None
-
-
-def initial_weights(spec: ModelSpec | QModelSpec, seed: int | None) -> dict[str, np.ndarray]:
-    """Draws the initial weights of ``spec`` in the canonical layout.
-
-    Dense kernels use classic RLlib's normalised-columns init (each output column scaled
-    to norm ``init_std``); conv kernels use Glorot-uniform; biases start at zero.
-
-    Args:
-        spec: The model.
-        seed: Seed of the draw (None: random).
-
-    Returns:
-        ``{"<layer>/kernel": ..., "<layer>/bias": ..., ["log_std": ...]}`` as float32.
-    """
-    rng = np.random.default_rng(seed)
-    weights: dict[str, np.ndarray] = {}
-    for layer in spec.layers:
-        shape = layer.kernel_shape
-        if layer.kind == "dense":
-            kernel = rng.standard_normal(shape)
-            kernel *= layer.init_std / np.sqrt(np.square(kernel).sum(axis=0, keepdims=True))
-        else:
-            kh, kw, cin, cout = shape
-            limit = math.sqrt(6.0 / (kh * kw * (cin + cout)))
-            kernel = rng.uniform(-limit, limit, size=shape)
-        weights[f"{layer.name}/kernel"] = kernel.astype(np.float32)
-        weights[f"{layer.name}/bias"] = np.zeros(shape[-1], dtype=np.float32)
-    if spec.free_log_std:
-        weights["log_std"] = np.zeros(spec.action_dim, dtype=np.float32)
-    return weights
