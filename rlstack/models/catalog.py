@@ -1,32 +1,16 @@
 """ModelCatalog: chooses the network and the action distribution for a pair of spaces.
 
 The catalog is framework-free. It turns ``(observation_space, action_space, model
-config)`` into a :class:`ModelSpec` (every layer with its name, shape and activation)
-and draws the initial weights with numpy, in one canonical layout (dense kernels
-``[in, out]``, conv kernels ``[kh, kw, in, out]``). ``models/torch`` and ``models/tf``
-build the same layers from the spec, so a torch and a TF policy built with the same seed
-start from the same weights, and weights move between frameworks unchanged.
-
-Network shape (classic RLlib semantics):
-
-* vector observations: an MLP of ``fcnet_hiddens`` with ``fcnet_activation``;
-* images (rank-3 Box, HWC): a CNN of ``conv_filters`` (``[[out_channels, [kh, kw],
-  stride], ...]``, "same" padding except the last layer) with ``conv_activation``; a
-  default is chosen from the image size when ``conv_filters`` is None;
-* Discrete / MultiDiscrete observations: one-hot vectors;
-* Dict / Tuple observations: each image component through its own CNN, the other
-  components concatenated through the ``fcnet_hiddens`` MLP, then everything concatenated
-  through ``post_fcnet_hiddens``;
-* heads: ``logits`` (the action distribution's inputs) and ``value_out``. With
-  ``vf_share_layers`` False (the default) the value head has its own copy of the encoder
-  (layer names prefixed ``vf_``).
+config)`` into a :class:`~rlstack.models.specs.ModelSpec` (see ``specs.py`` for the
+network shapes and the canonical weight layout) and an :class:`ActionDistSpec`, holds
+users' custom models and action distributions, and offers classic RLlib's
+``get_model_v2`` / ``get_action_dist`` (``model_factory.py``).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +18,21 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import ConfigError, did_you_mean
-from rlstack.models.preprocessors import Component, Preprocessor
+from rlstack.models.preprocessors import Preprocessor
+
+# Re-exported: the spec types and helpers have been imported from the catalog.
+from rlstack.models.specs import (  # noqa: F401
+    EncoderSpec,
+    ImageBranch,
+    LayerSpec,
+    ModelSpec,
+    QModelSpec,
+    build_encoder,
+    dense_stack,
+    initial_weights,
+    plain_dense,
+    twin_encoders,
+)
 
 # Classic RLlib model keys and defaults. Keys marked "not used" are accepted so that
 # old configs load, and rejected by validate_model_config when set to a non-default.
@@ -79,6 +77,8 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "zero_mean": True,
     # Not used: one observation encoding for every space (see models/preprocessors.py).
     "custom_preprocessor": None,
+    # Name given to ModelCatalog.register_custom_action_dist (or the class itself), or
+    # None for the built-in distribution of the action space.
     "custom_action_dist": None,
 }
 
@@ -88,91 +88,20 @@ _UNUSED_MODEL_KEYS = ("use_lstm", "use_attention", "lstm_use_prev_action", "lstm
 
 ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
 
-# Default CNN filters by (height, width), from classic RLlib's defaults for Atari sizes.
-_DEFAULT_FILTERS = {
-    (84, 84): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]],
-    (42, 42): [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]],
-    (10, 10): [[16, [5, 5], 2], [32, [5, 5], 2]],
-}
-
-
-@dataclass(frozen=True)
-class LayerSpec:
-    """One dense or conv layer.
-
-    Attributes:
-        name: Canonical name; weights are ``"<name>/kernel"`` and ``"<name>/bias"``.
-        kind: ``"dense"`` or ``"conv"``.
-        kernel_shape: ``(in, out)`` for dense, ``(kh, kw, in, out)`` for conv.
-        activation: One of ACTIVATIONS.
-        stride: Conv stride.
-        padding: ``"same"`` (TF semantics) or ``"valid"``.
-        init_std: Scale of the normalised-column init for dense layers.
-    """
-
-    name: str
-    kind: str
-    kernel_shape: tuple[int, ...]
-    activation: str = "linear"
-    stride: int = 1
-    padding: str = "valid"
-    init_std: float = 1.0
-
-
-@dataclass(frozen=True)
-class ImageBranch:
-    """A CNN over one image component of the flat observation."""
-
-    component: Component
-    convs: tuple[LayerSpec, ...]
-    out_size: int
-
-
-@dataclass(frozen=True)
-class EncoderSpec:
-    """Turns a flat observation into features.
-
-    Attributes:
-        images: One CNN per image component.
-        vector_columns: Flat-observation columns of the non-image components.
-        fc: Dense layers over those columns.
-        post_fc: Dense layers over the concatenation of CNN outputs and ``fc`` output.
-        out_size: Size of the features.
-    """
-
-    images: tuple[ImageBranch, ...]
-    vector_columns: tuple[int, ...]
-    fc: tuple[LayerSpec, ...]
-    post_fc: tuple[LayerSpec, ...]
-    out_size: int
-
-    @property
-    def layers(self) -> list[LayerSpec]:
-        """Every layer of the encoder, in build order."""
-        convs = [conv for branch in self.images for conv in branch.convs]
-        return [*convs, *self.fc, *self.post_fc]
-
-    @property
-    def column_index(self) -> slice | list[int]:
-        """``vector_columns`` as an index into a flat observation's second axis: a
-        slice when they are contiguous (a view, no copy), else the list."""
-        columns = self.vector_columns
-        if columns and columns == tuple(range(columns[0], columns[0] + len(columns))):
-            return slice(columns[0], columns[0] + len(columns))
-        return list(columns)
-
-
 @dataclass(frozen=True)
 class ActionDistSpec:
     """The action distribution chosen for an action space.
 
     Attributes:
-        kind: ``"categorical"``, ``"multi_categorical"`` or ``"diag_gaussian"``.
+        kind: ``"categorical"``, ``"multi_categorical"``, ``"diag_gaussian"``, or
+            ``"custom"`` for ``model.custom_action_dist``.
         num_outputs: Size of the distribution's input vector (means and log stds for
-            ``diag_gaussian``).
+            ``diag_gaussian``; the custom class's ``required_model_output_shape``).
         nvec: Category counts (``multi_categorical``; ``(n,)`` for ``categorical``).
         action_dim: Action vector size (``diag_gaussian``).
         action_shape: Shape of one action as the env expects it.
+        custom_class: The custom distribution class (``kind == "custom"``), constructed
+            as ``custom_class(inputs, model)`` as in classic RLlib.
     """
 
     kind: str
@@ -180,160 +109,7 @@ class ActionDistSpec:
     nvec: tuple[int, ...] = ()
     action_dim: int = 0
     action_shape: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """The complete built-in network: encoder(s) and heads."""
-
-    obs_size: int
-    encoder: EncoderSpec
-    vf_encoder: EncoderSpec | None
-    logits: LayerSpec
-    value_out: LayerSpec
-    free_log_std: bool
-    action_dim: int
-    model_config: dict = field(default_factory=dict, compare=False)
-
-    @property
-    def layers(self) -> list[LayerSpec]:
-        """Every layer of the model, in build order."""
-        vf = self.vf_encoder.layers if self.vf_encoder is not None else []
-        return [*self.encoder.layers, *vf, self.logits, self.value_out]
-
-
-@dataclass(frozen=True)
-class QModelSpec:
-    """A Q-network for Discrete actions (DQN family): the encoder, then an advantage
-    stream of ``hiddens`` into one output per action and, when dueling (Wang et al.
-    2016), a state-value stream of the same shape into one output;
-    ``Q = V + A - mean(A)``.
-    """
-
-    obs_size: int
-    encoder: EncoderSpec
-    advantage_hiddens: tuple[LayerSpec, ...]
-    advantage_out: LayerSpec
-    value_hiddens: tuple[LayerSpec, ...]
-    value_out: LayerSpec | None
-    num_actions: int
-    model_config: dict = field(default_factory=dict, compare=False)
-    # The policy-gradient spec's fields that generic model code reads.
-    vf_encoder: None = None
-    free_log_std: bool = False
-    action_dim: int = 0
-
-    @property
-    def dueling(self) -> bool:
-        """Whether the network has a separate state-value stream."""
-        return self.value_out is not None
-
-    @property
-    def layers(self) -> list[LayerSpec]:
-        """Every layer of the model, in build order."""
-        value = [*self.value_hiddens, self.value_out] if self.value_out is not None else []
-        return [*self.encoder.layers, *self.advantage_hiddens, self.advantage_out, *value]
-
-
-def plain_dense(spec: ModelSpec) -> bool:
-    """Whether ``spec`` is dense layers only, each tanh, relu or linear, with linear heads
-    and no free log-std: the models whose gradient the fused PPO learners
-    (``models/torch/fused.py``, ``models/tf/fused.py``) write out by hand."""
-    if spec.free_log_std:
-        return False
-    for encoder in (spec.encoder, spec.vf_encoder):
-        if encoder is None:
-            continue
-        if encoder.images or not encoder.vector_columns:
-            return False
-        if any(layer.kind != "dense" or layer.activation not in ("tanh", "relu", "linear")
-               for layer in (*encoder.fc, *encoder.post_fc)):
-            return False
-    return spec.logits.activation == "linear" and spec.value_out.activation == "linear"
-
-
-def twin_encoders(spec: ModelSpec) -> bool:
-    """Whether the value encoder is separate and of the policy encoder's shape (the
-    default, ``vf_share_layers=False``): the same columns through dense layers of the
-    same shapes and activations, so both can run as one stacked product per layer."""
-    pi, vf = spec.encoder, spec.vf_encoder
-    if vf is None or pi.images or vf.images:
-        return False
-    layers_pi, layers_vf = (*pi.fc, *pi.post_fc), (*vf.fc, *vf.post_fc)
-    return (bool(layers_pi) and pi.vector_columns == vf.vector_columns
-            and [(layer.kernel_shape, layer.activation) for layer in layers_pi]
-            == [(layer.kernel_shape, layer.activation) for layer in layers_vf])
-
-
-def _conv_out(size: int, kernel: int, stride: int, padding: str) -> int:
-    if padding == "same":
-        return math.ceil(size / stride)
-    return (size - kernel) // stride + 1
-
-
-def _filters_for(shape: tuple[int, ...], model_config: dict) -> list:
-    filters = model_config.get("conv_filters")
-    if filters is not None:
-        return filters
-    h, w = shape[0], shape[1]
-    if (h, w) in _DEFAULT_FILTERS:
-        return _DEFAULT_FILTERS[(h, w)]
-    return [[16, [3, 3], 2], [32, [3, 3], 2]]
-
-
-def _image_branch(index: int, comp: Component, model_config: dict, prefix: str) -> ImageBranch:
-    filters = _filters_for(comp.shape, model_config)
-    h, w, channels = comp.shape
-    convs = []
-    for i, spec in enumerate(filters):
-        try:
-            out_ch, (kh, kw), stride = int(spec[0]), (int(spec[1][0]), int(spec[1][1])), int(spec[2])
-        except (TypeError, ValueError, IndexError) as exc:
-            raise ConfigError(
-                f"model.conv_filters entry {spec!r} is malformed; each entry is "
-                "[out_channels, [kernel_h, kernel_w], stride], e.g. [16, [8, 8], 4]."
-            ) from exc
-        padding = "valid" if i == len(filters) - 1 else "same"
-        new_h, new_w = _conv_out(h, kh, stride, padding), _conv_out(w, kw, stride, padding)
-        if new_h < 1 or new_w < 1:
-            raise ConfigError(
-                f"model.conv_filters {filters} do not fit images of shape {comp.shape}: layer {i} "
-                f"(kernel {kh}x{kw}, stride {stride}) sees only {h}x{w} pixels. Give conv_filters "
-                "with smaller kernels or strides."
-            )
-        convs.append(
-            LayerSpec(f"{prefix}cnn{index}_{i}", "conv", (kh, kw, channels, out_ch),
-                      model_config["conv_activation"], stride, padding)
-        )
-        h, w, channels = new_h, new_w, out_ch
-    return ImageBranch(comp, tuple(convs), h * w * channels)
-
-
-def _dense_stack(prefix: str, in_size: int, hiddens: list, activation: str) -> tuple[tuple[LayerSpec, ...], int]:
-    layers = []
-    for i, size in enumerate(hiddens):
-        layers.append(LayerSpec(f"{prefix}_{i}", "dense", (in_size, int(size)), activation))
-        in_size = int(size)
-    return tuple(layers), in_size
-
-
-def _encoder(layout: list[Component], model_config: dict, prefix: str) -> EncoderSpec:
-    images = []
-    vector_columns: list[int] = []
-    for comp in layout:
-        if comp.kind == "image":
-            images.append(_image_branch(len(images), comp, model_config, prefix))
-        else:
-            vector_columns.extend(range(comp.start, comp.start + comp.size))
-    fc: tuple[LayerSpec, ...] = ()
-    fc_out = 0
-    if vector_columns:
-        fc, fc_out = _dense_stack(f"{prefix}fc", len(vector_columns), model_config["fcnet_hiddens"],
-                                  model_config["fcnet_activation"])
-    concat = fc_out + sum(branch.out_size for branch in images)
-    post_fc, out_size = _dense_stack(f"{prefix}post_fc", concat, model_config["post_fcnet_hiddens"],
-                                     model_config["post_fcnet_activation"])
-    return EncoderSpec(tuple(images), tuple(vector_columns), fc, post_fc, out_size)
+    custom_class: Any = field(default=None, compare=False)
 
 
 def validate_model_config(model_config: dict) -> None:
@@ -373,11 +149,30 @@ def validate_model_config(model_config: dict) -> None:
 
 
 def action_dist_spec(action_space: gym.Space, model_config: dict | None = None) -> ActionDistSpec:
-    """Chooses the action distribution for ``action_space``.
+    """Chooses the action distribution for ``action_space`` (or ``model_config``'s
+    ``custom_action_dist``).
 
     Raises:
-        ConfigError: For an action space no built-in distribution covers.
+        ConfigError: For an action space no built-in distribution covers, or an unknown
+            custom distribution.
     """
+    custom = (model_config or {}).get("custom_action_dist")
+    if custom:
+        dist_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_action_dist(custom)
+        num_outputs = int(np.prod(dist_class.required_model_output_shape(action_space, model_config)))
+        builtin = _builtin_dist_spec(action_space) if _has_builtin_dist(action_space) else None
+        return ActionDistSpec("custom", num_outputs, nvec=builtin.nvec if builtin else (),
+                              action_dim=builtin.action_dim if builtin else 0,
+                              action_shape=builtin.action_shape if builtin else tuple(action_space.shape or ()),
+                              custom_class=dist_class)
+    return _builtin_dist_spec(action_space)
+
+
+def _has_builtin_dist(action_space: gym.Space) -> bool:
+    return isinstance(action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box))
+
+
+def _builtin_dist_spec(action_space: gym.Space) -> ActionDistSpec:
     if isinstance(action_space, gym.spaces.Discrete):
         n = int(action_space.n)
         return ActionDistSpec("categorical", n, nvec=(n,))
@@ -389,7 +184,9 @@ def action_dist_spec(action_space: gym.Space, model_config: dict | None = None) 
         return ActionDistSpec("diag_gaussian", 2 * dim, action_dim=dim,
                               action_shape=tuple(action_space.shape))
     raise ConfigError(
-        f"Action space {action_space} is not supported; use Discrete, MultiDiscrete or Box."
+        f"Action space {action_space} is not supported; use Discrete, MultiDiscrete or Box (the built-in action "
+        "distributions cover those), or register a distribution with ModelCatalog.register_custom_action_dist and "
+        "set model.custom_action_dist."
     )
 
 
@@ -397,17 +194,19 @@ class ModelCatalog:
     """Builds model specs and holds users' custom models."""
 
     _custom_models: dict[str, type] = {}
+    _custom_action_dists: dict[str, type] = {}
 
     @classmethod
     def register_custom_model(cls, name: str, model_class: type) -> None:
         """Makes ``model_class`` available as ``config["model"]["custom_model"] = name``.
 
-        The class must match the framework it is used with (a ``torch.nn.Module`` for
-        ``framework="torch"``, a ``tf.Module`` for ``"tf"``). It is constructed as
-        ``model_class(obs_space, action_space, num_outputs, model_config, name,
-        **custom_model_config)`` and called on a ``float32 [batch, obs_size]`` tensor of
-        flattened observations; it returns ``(dist_inputs, values)`` with shapes
-        ``[batch, num_outputs]`` and ``[batch]``.
+        It is constructed as ``model_class(obs_space, action_space, num_outputs,
+        model_config, name, **custom_model_config)`` and is either a classic RLlib
+        ModelV2 of the framework it is used with (``class M(TorchModelV2, nn.Module)``
+        or ``TFModelV2``, with ``forward(input_dict, state, seq_lens)`` and
+        ``value_function()``), or rlstack's shortcut form: a ``torch.nn.Module`` /
+        ``tf.Module`` called on a ``float32 [batch, obs_size]`` tensor of flattened
+        observations that returns ``(dist_inputs [batch, num_outputs], values [batch])``.
 
         Args:
             name: The name to use in the model config.
@@ -422,6 +221,98 @@ class ModelCatalog:
         except Exception as exc:  # noqa: BLE001 - e.g. a class that cannot be pickled
             logging.getLogger(__name__).warning(
                 "Custom model %r is registered in this process only (Tune trials will not find it): %s", name, exc)
+
+    @classmethod
+    def register_custom_action_dist(cls, name: str, action_dist_class: type) -> None:
+        """Makes ``action_dist_class`` available as ``config["model"]["custom_action_dist"] = name``.
+
+        The class follows classic RLlib's ``ActionDistribution`` interface for the
+        framework it is used with (e.g. a ``TorchDistributionWrapper`` subclass):
+        constructed as ``action_dist_class(inputs, model)``, with ``sample()``,
+        ``deterministic_sample()``, ``logp(actions)``, ``entropy()``, ``kl(other)`` and a
+        static ``required_model_output_shape(action_space, model_config)`` that sizes
+        the model's output.
+
+        Args:
+            name: The name to use in the model config.
+            action_dist_class: The distribution class.
+        """
+        cls._custom_action_dists[name] = action_dist_class
+        from ray.tune.registry import RLLIB_ACTION_DIST, _global_registry
+
+        try:
+            _global_registry.register(RLLIB_ACTION_DIST, name, action_dist_class)
+        except Exception as exc:  # noqa: BLE001 - e.g. a class that cannot be pickled
+            logging.getLogger(__name__).warning(
+                "Custom action dist %r is registered in this process only (Tune trials will not find it): %s",
+                name, exc)
+
+    @classmethod
+    def get_custom_action_dist(cls, name: str | type) -> type:
+        """Returns a registered custom action distribution class (a class is returned as is).
+
+        Raises:
+            ConfigError: If no distribution of that name was registered.
+        """
+        if isinstance(name, type):
+            return name
+        if name not in cls._custom_action_dists:
+            found = _from_tune_registry(name, kind="action_dist")
+            if found is not None:
+                cls._custom_action_dists[name] = found
+                return found
+            raise ConfigError(
+                f"Unknown custom_action_dist {name!r}{did_you_mean(name, cls._custom_action_dists)} Register it "
+                "first with ModelCatalog.register_custom_action_dist(name, cls) (registered: "
+                f"{', '.join(sorted(cls._custom_action_dists)) or 'none'})."
+            )
+        return cls._custom_action_dists[name]
+
+    @staticmethod
+    def get_action_dist(action_space: gym.Space, config: dict, dist_type: Any = None,
+                        framework: str = "torch", **kwargs: Any) -> tuple[type, int]:
+        """Returns ``(dist_class, num_outputs)`` for ``action_space`` (classic RLlib's call).
+
+        Args:
+            action_space: The action space.
+            config: The ``model`` sub-dict (its ``custom_action_dist`` wins).
+            dist_type: A distribution class to use instead of the built-in one.
+            framework: ``"torch"`` or ``"tf"`` (``"tf2"``, ``"tfe"``).
+
+        Raises:
+            ConfigError: For an unknown framework or an unsupported action space.
+        """
+        from rlstack.models.model_factory import get_action_dist
+
+        return get_action_dist(action_space, config, dist_type, framework)
+
+    @staticmethod
+    def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int | None, model_config: dict,
+                     framework: str = "torch", name: str = "default_model", model_interface: type | None = None,
+                     default_model: type | None = None, **model_kwargs: Any) -> Any:
+        """Builds a ModelV2 (classic RLlib's call): ``model_config["custom_model"]`` if
+        set, else ``default_model``, else the built-in network for the spaces
+        (``FullyConnectedNetwork``, or ``VisionNetwork`` for images).
+
+        Args:
+            obs_space: The observation space the model sees.
+            action_space: The action space.
+            num_outputs: Size of the model's output.
+            model_config: The ``model`` sub-dict of the config.
+            framework: ``"torch"`` or ``"tf"`` (``"tf2"``, ``"tfe"``).
+            name: The model's name.
+            model_interface: Accepted for old code; must be None or a ModelV2 class
+                the model already is.
+            default_model: The class to build when no custom model is set.
+            **model_kwargs: Extra constructor arguments (after ``custom_model_config``).
+
+        Raises:
+            ConfigError: For an unknown framework or custom model.
+        """
+        from rlstack.models.model_factory import get_model_v2
+
+        return get_model_v2(obs_space, action_space, num_outputs, model_config, framework, name, model_interface,
+                            default_model, **model_kwargs)
 
     @classmethod
     def registered_models(cls) -> dict[str, type]:
@@ -452,47 +343,44 @@ class ModelCatalog:
             )
         return cls._custom_models[name]
 
-    _custom_action_dists: dict[str, type] = {}
-
-    @classmethod
-    def register_custom_action_dist(cls, name: str, dist_class: type) -> None:
-        """Makes ``dist_class`` available as ``config["model"]["custom_action_dist"] = name``."""
-        cls._custom_action_dists[name] = dist_class
-
-    @classmethod
-    def get_custom_action_dist(cls, name: str | type) -> type:
-        """Returns a registered custom action distribution (a class is returned as is).
-
-        Raises:
-            ConfigError: If ``name`` was not registered.
-        """
-        if isinstance(name, type):
-            return name
-        if name not in cls._custom_action_dists:
-            raise ConfigError(
-                f"Unknown custom_action_dist {name!r}{did_you_mean(name, cls._custom_action_dists)} Register it "
-                "first with ModelCatalog.register_custom_action_dist(name, cls) (registered: "
-                f"{', '.join(sorted(cls._custom_action_dists)) or 'none'}).")
-        return cls._custom_action_dists[name]
-
     @staticmethod
-    def get_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict) -> ModelSpec:
-        """Returns the built-in network for these spaces and model config."""
+    def get_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict,
+                       num_outputs: int | None = None) -> ModelSpec:
+        """Returns the built-in network for these spaces and model config.
+
+        Args:
+            obs_space: The observation space (a flattened Box with ``original_space``
+                is read as its original space).
+            action_space: The action space.
+            model_config: The ``model`` sub-dict of the config.
+            num_outputs: Size of the output; None sizes it for the action distribution,
+                0 leaves out the ``logits`` layer (the outputs are the features, as
+                classic RLlib's ``num_outputs=None``).
+        """
         config = copy.deepcopy(MODEL_DEFAULTS)
         config.update(model_config or {})
         validate_model_config(config)
+        obs_space = getattr(obs_space, "original_space", obs_space)
         preprocessor = Preprocessor(obs_space)
-        dist = action_dist_spec(action_space, config)
-        encoder = _encoder(preprocessor.layout, config, "")
-        vf_encoder = None if config["vf_share_layers"] else _encoder(preprocessor.layout, config, "vf_")
+        free_log_std = bool(config["free_log_std"])
+        if num_outputs is None:
+            dist = action_dist_spec(action_space, config)
+            num_outputs, action_dim = dist.num_outputs, dist.action_dim
+        else:
+            # A 1.x model asked for a size: with free_log_std, half of it are log stds.
+            num_outputs = int(num_outputs)
+            action_dim = num_outputs // 2 if free_log_std else 0
+            if free_log_std and num_outputs % 2:
+                raise ConfigError(f"model.free_log_std needs an even num_outputs (means and log stds); got {num_outputs}.")
+        encoder = build_encoder(preprocessor.layout, config, "")
+        vf_encoder = None if config["vf_share_layers"] else build_encoder(preprocessor.layout, config, "vf_")
         # With free_log_std the network predicts only the means; log_std is a variable.
-        num_logits = dist.num_outputs - (dist.action_dim if config["free_log_std"] else 0)
-        logits = LayerSpec("logits", "dense", (encoder.out_size, num_logits), init_std=0.01)
+        num_logits = num_outputs - (action_dim if free_log_std else 0)
+        logits = LayerSpec("logits", "dense", (encoder.out_size, num_logits), init_std=0.01) if num_logits else None
         value_in = encoder.out_size if vf_encoder is None else vf_encoder.out_size
         value_out = LayerSpec("value_out", "dense", (value_in, 1), init_std=0.01)
         return ModelSpec(preprocessor.size, encoder, vf_encoder, logits, value_out,
-                         bool(config["free_log_std"]), dist.action_dim, config)
-
+                         free_log_std and logits is not None, action_dim, config)
 
     @staticmethod
     def get_q_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict,
@@ -514,20 +402,20 @@ class ModelCatalog:
         if not isinstance(hiddens, (list, tuple)) or not all(isinstance(v, int) and v > 0 for v in hiddens):
             raise ConfigError(f"hiddens must be a list of positive layer sizes, e.g. [256]; got {hiddens!r}.")
         preprocessor = Preprocessor(obs_space)
-        encoder = _encoder(preprocessor.layout, config, "")
+        encoder = build_encoder(preprocessor.layout, config, "")
         num_actions = int(action_space.n)
-        advantage_hiddens, size = _dense_stack("q_hidden", encoder.out_size, list(hiddens), "relu")
+        advantage_hiddens, size = dense_stack("q_hidden", encoder.out_size, list(hiddens), "relu")
         advantage_out = LayerSpec("q_out", "dense", (size, num_actions), init_std=0.01)
         value_hiddens: tuple[LayerSpec, ...] = ()
         value_out = None
         if dueling:
-            value_hiddens, size = _dense_stack("v_hidden", encoder.out_size, list(hiddens), "relu")
+            value_hiddens, size = dense_stack("v_hidden", encoder.out_size, list(hiddens), "relu")
             value_out = LayerSpec("v_out", "dense", (size, 1), init_std=0.01)
         return QModelSpec(preprocessor.size, encoder, advantage_hiddens, advantage_out, value_hiddens, value_out,
                           num_actions, config)
 
 
-def _from_tune_registry(name: str) -> type | None:
+def _from_tune_registry(name: str, kind: str = "model") -> type | None:
     import sys
 
     if "ray.tune" not in sys.modules:
@@ -535,40 +423,10 @@ def _from_tune_registry(name: str) -> type | None:
 
         if not ray.is_initialized():
             return None
-    from ray.tune.registry import RLLIB_MODEL, _global_registry
+    from ray.tune.registry import RLLIB_ACTION_DIST, RLLIB_MODEL, _global_registry
 
+    category = RLLIB_MODEL if kind == "model" else RLLIB_ACTION_DIST
     try:
-        return _global_registry.get(RLLIB_MODEL, name) if _global_registry.contains(RLLIB_MODEL, name) else None
+        return _global_registry.get(category, name) if _global_registry.contains(category, name) else None
     except Exception:  # noqa: BLE001 - no Ray / GCS reachable: treat as unknown
         return None
-
-
-def initial_weights(spec: ModelSpec | QModelSpec, seed: int | None) -> dict[str, np.ndarray]:
-    """Draws the initial weights of ``spec`` in the canonical layout.
-
-    Dense kernels use classic RLlib's normalised-columns init (each output column scaled
-    to norm ``init_std``); conv kernels use Glorot-uniform; biases start at zero.
-
-    Args:
-        spec: The model.
-        seed: Seed of the draw (None: random).
-
-    Returns:
-        ``{"<layer>/kernel": ..., "<layer>/bias": ..., ["log_std": ...]}`` as float32.
-    """
-    rng = np.random.default_rng(seed)
-    weights: dict[str, np.ndarray] = {}
-    for layer in spec.layers:
-        shape = layer.kernel_shape
-        if layer.kind == "dense":
-            kernel = rng.standard_normal(shape)
-            kernel *= layer.init_std / np.sqrt(np.square(kernel).sum(axis=0, keepdims=True))
-        else:
-            kh, kw, cin, cout = shape
-            limit = math.sqrt(6.0 / (kh * kw * (cin + cout)))
-            kernel = rng.uniform(-limit, limit, size=shape)
-        weights[f"{layer.name}/kernel"] = kernel.astype(np.float32)
-        weights[f"{layer.name}/bias"] = np.zeros(shape[-1], dtype=np.float32)
-    if spec.free_log_std:
-        weights["log_std"] = np.zeros(spec.action_dim, dtype=np.float32)
-    return weights

@@ -167,9 +167,16 @@ class ModelV2:
                  seq_lens: TensorType = None) -> tuple[TensorType, list[TensorType]]:
         """Runs ``forward`` on ``input_dict`` (whose ``"obs"`` may be flat) and returns
         ``(outputs, state_out)``."""
+        if not hasattr(input_dict, "keys") or "obs" not in input_dict:
+            raise TypeError(
+                f"{type(self).__name__} is called as model(input_dict, state, seq_lens) with input_dict holding "
+                f"\"obs\" (classic RLlib's ModelV2 call); got {type(input_dict).__name__}. For a batch of flat "
+                "observations call model.policy_and_value(obs) (or model.q_values(obs) for Q-networks).")
         restored = dict(input_dict)
         obs = input_dict["obs"]
         restored.setdefault("obs_flat", obs)
+        # Classic RLlib's flag: True while the policy learns (a torch module's train mode).
+        restored.setdefault("is_training", bool(getattr(self, "training", False)))
         restored["obs"] = restore_original_dimensions(obs, self.obs_space, self.framework)
         with self.context():
             outputs, state_out = self.forward(restored, list(state or []), seq_lens)
@@ -189,6 +196,12 @@ class ModelV2:
     def value(self, obs_flat: TensorType) -> TensorType:
         """``values [B]`` for flat observations."""
         return self.policy_and_value(obs_flat)[1]
+
+    def q_values(self, obs_flat: TensorType) -> TensorType:
+        """``Q(s, .)`` as ``[B, num_actions]`` for flat observations: what Q-learning
+        policies call. A custom model's outputs are its Q-values; the built-in Q-networks
+        override this with their direct path."""
+        return self.policy_and_value(obs_flat)[0]
 
     # ----- classic helpers ----------------------------------------------------------------------
 

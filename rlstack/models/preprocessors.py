@@ -145,3 +145,75 @@ class Preprocessor:
                 start = self._write(sub, value, row, start)
             return start
         raise EnvError(f"Unsupported observation space {space}.")
+
+
+class _ClassicPreprocessor(Preprocessor):
+    """Classic RLlib's preprocessor interface over :class:`Preprocessor`'s encoding.
+
+    Args:
+        space: The observation space.
+        options: The ``model`` sub-dict (accepted as 1.x did; unused).
+
+    Attributes:
+        shape: The shape of a transformed observation.
+        size: Its number of values.
+        observation_space: A Box of transformed observations.
+    """
+
+    def __init__(self, space: gym.Space, options: dict | None = None) -> None:
+        super().__init__(space)
+        self.options = options or {}
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, self.shape, np.float32)
+        self.observation_space.original_space = space  # type: ignore[attr-defined]
+
+    def transform(self, observation: Any) -> np.ndarray:
+        """Returns one observation as ``float32`` of :attr:`shape`."""
+        return super().transform(observation).reshape(self.shape)
+
+
+class NoPreprocessor(_ClassicPreprocessor):
+    """Box observations: kept in their shape (as float32)."""
+
+    def __init__(self, space: gym.Space, options: dict | None = None) -> None:
+        super().__init__(space, options)
+        self.shape = tuple(int(d) for d in space.shape) or (1,)
+        # MultiBinary has no bounds attributes: its values are 0 or 1.
+        low, high = getattr(space, "low", 0.0), getattr(space, "high", 1.0)
+        self.observation_space = gym.spaces.Box(
+            np.broadcast_to(low, space.shape).reshape(self.shape).astype(np.float32),
+            np.broadcast_to(high, space.shape).reshape(self.shape).astype(np.float32), self.shape, np.float32)
+
+
+class OneHotPreprocessor(_ClassicPreprocessor):
+    """Discrete and MultiDiscrete observations: one-hot vectors."""
+
+
+class DictFlatteningPreprocessor(_ClassicPreprocessor):
+    """Dict observations: components encoded and concatenated in the space's order."""
+
+
+class TupleFlatteningPreprocessor(_ClassicPreprocessor):
+    """Tuple observations: components encoded and concatenated in order."""
+
+
+def get_preprocessor(space: gym.Space) -> type[_ClassicPreprocessor]:
+    """Returns the preprocessor class for ``space`` (classic RLlib's call).
+
+    Instances, ``cls(space, options=None)``, have ``.shape``, ``.size``,
+    ``.observation_space`` and ``.transform(obs)``; their encoding is the one policies
+    use (Discrete one-hot, Dict/Tuple flattened and concatenated).
+
+    Raises:
+        EnvError: For a space no preprocessor covers.
+    """
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+        return OneHotPreprocessor
+    if isinstance(space, gym.spaces.Dict):
+        return DictFlatteningPreprocessor
+    if isinstance(space, gym.spaces.Tuple):
+        return TupleFlatteningPreprocessor
+    if isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
+        return NoPreprocessor
+    raise EnvError(
+        f"Observation space {space} is not supported; use Box, Discrete, MultiDiscrete, MultiBinary, or Dict/Tuple "
+        "of those.")

@@ -32,12 +32,15 @@ def numpy_inference_applies(observation_space: gym.Space, action_space: gym.Spac
     model_config = config.get("model", {})
     eligible = (
         not model_config.get("custom_model")
+        # A custom action distribution is a framework class: the framework policy acts.
+        and not model_config.get("custom_action_dist")
         and not num_gpus
         and supports(ModelCatalog.get_model_spec(observation_space, action_space, model_config))
     )
     if mode == "numpy" and not eligible:
         raise RLStackError(
-            "rollout_inference='numpy' needs a built-in dense model (no conv layers, no custom_model) and "
+            "rollout_inference='numpy' needs a built-in dense model (no conv layers, no custom_model) with a "
+            "built-in action distribution (no custom_action_dist) and "
             "no GPU on the workers; use rollout_inference='auto' or 'framework'."
         )
     return eligible
@@ -73,7 +76,7 @@ class NumpyPolicy(Policy):
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         explore = self.config.get("explore", True) if explore is None else bool(explore)
-        dist_inputs, values = self.model(np.asarray(obs_batch, dtype=np.float32))
+        dist_inputs, values = self.model.policy_and_value(np.asarray(obs_batch, dtype=np.float32))
         dist = self.dist_class(dist_inputs, self.dist_spec)
         actions = dist.sample(self.sampling_rng) if explore else dist.deterministic_sample()
         return actions, {

@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlstack.errors import ObservationError
+from rlstack.errors import ConfigError, ObservationError
 from rlstack.models.catalog import ModelCatalog, action_dist_spec
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
@@ -175,7 +175,8 @@ class Policy(ABC):
         itself as classic RLlib allowed), or returns None without one.
 
         The class is constructed as ``cls(obs_space, action_space, num_outputs,
-        model_config, name, **custom_model_config)`` with ``obs_space`` from
+        model_config, name, **custom_model_config)`` (without the keyword arguments if
+        it accepts none, as classic RLlib retried) with ``obs_space`` from
         :func:`~rlstack.models.modelv2.model_obs_space`. A 1.x ``ModelV2`` subclass is
         returned as it is; any other object (rlstack's shortcut form, called on flat
         observations and returning ``(dist_inputs, values)``) goes through
@@ -186,9 +187,32 @@ class Policy(ABC):
         if not custom:
             return None
         model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)
-        model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
-                            model_config, "model", **model_config.get("custom_model_config", {}))
-        return model if isinstance(model, ModelV2) else self.adapt_shortcut_model(model)
+        args = (model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
+                model_config, "model")
+        custom_kwargs = model_config.get("custom_model_config", {})
+        try:
+            model = model_class(*args, **custom_kwargs)
+        except TypeError as exc:
+            # Classic RLlib retried without the keyword arguments for models that read
+            # custom_model_config from model_config instead.
+            if not custom_kwargs or "unexpected keyword argument" not in str(exc):
+                raise
+            model = model_class(*args)
+        if not isinstance(model, ModelV2):
+            return self.adapt_shortcut_model(model)
+        if len(model.get_initial_state()):
+            raise ConfigError(
+                f"custom_model {model_class.__name__} is recurrent (get_initial_state() returns "
+                f"{len(model.get_initial_state())} state tensors); rlstack does not feed recurrent state or "
+                "sequences to models yet (issue 18, LSTM support). Use a model whose get_initial_state() returns [] "
+                "(e.g. stack past observations with a gymnasium wrapper) until then.")
+        return model
+
+    def model_metrics(self) -> dict[str, Any]:
+        """The model's ``metrics()`` as numbers, reported under the results'
+        ``info/learner/<policy>/model`` (classic RLlib's torch layout)."""
+        model = getattr(self, "model", None)
+        return dict(model.metrics()) if isinstance(model, ModelV2) else {}
 
     def adapt_shortcut_model(self, model: Any) -> ModelV2:
         """Wraps a shortcut custom model (flat observations in, ``(dist_inputs, values)``

@@ -341,6 +341,10 @@ class Trainer(ActingMixin, tune.Trainable):
         if isinstance(policy_stats, dict):
             # What on_learn_on_batch reported, beside learner_stats (classic RLlib's place).
             policy_stats["custom_metrics"] = dict(self.learner_policy.learn_custom_metrics)
+        # The model's metrics() beside each policy's learner_stats (classic RLlib's torch layout).
+        for info in learner_stats.values():
+            if isinstance(info, dict) and "learner_stats" in info:
+                info.setdefault("model", self.learner_policy.model_metrics())
         episodes = self.workers.collect_episodes()
         self._counters["num_env_restarts"] += self.workers.collect_env_restarts()
         self._episode_window.extend(episodes)

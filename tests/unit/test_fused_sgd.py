@@ -53,7 +53,7 @@ def test_fused_gradient_equals_autograd(case):
         assert fused_stats[key] == pytest.approx(auto_stats[key], rel=1e-5, abs=1e-7), key
     assert fused_loss == pytest.approx(auto_loss, rel=1e-5, abs=1e-7)
     with torch.no_grad():
-        dist_inputs, values = policy.model(policy._to_tensors(batch)[B.OBS])
+        dist_inputs, values = policy.model.policy_and_value(policy._to_tensors(batch)[B.OBS])
     check_every_branch_is_hit(policy, dist_inputs.numpy(), values.numpy(), batch)
 
 

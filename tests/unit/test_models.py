@@ -282,7 +282,7 @@ def _random_obs(size: int, seed: int = 0, n: int = 5) -> np.ndarray:
 
 def _torch_forward(torch, model, obs):
     with torch.no_grad():
-        dist, values = model(torch.from_numpy(obs))
+        dist, values = model.policy_and_value(torch.from_numpy(obs))
     return dist.numpy(), values.numpy()
 
 

@@ -304,7 +304,7 @@ def _forward(policy, obs):
         import torch
 
         with torch.no_grad():
-            logits, values = policy.model(torch.from_numpy(obs))
+            logits, values = policy.model.policy_and_value(torch.from_numpy(obs))
         return logits.numpy().astype(np.float64), values.numpy().astype(np.float64)
     import tensorflow as tf
 

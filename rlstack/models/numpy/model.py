@@ -117,6 +117,11 @@ class NumpyModel:
             dist_inputs = np.concatenate([dist_inputs, log_std], axis=1)
         return dist_inputs, self._run(self.spec.value_out, vf_features)[:, 0]
 
+    def policy_and_value(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(dist_inputs, values)``: the call the framework models' policies make (the
+        ModelV2 interface's flat-observation path)."""
+        return self(obs)
+
     def value(self, obs: np.ndarray) -> np.ndarray:
         """Returns ``values [B]`` only."""
         if self.spec.vf_encoder is None:
@@ -135,6 +140,10 @@ class NumpyQModel(NumpyModel):
         for layer in layers:
             x = self._run(layer, x)
         return self._run(out, x)
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """``Q(s, .)``: the call Q-learning policies make (as on the framework models)."""
+        return self(obs)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:  # type: ignore[override]
         """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations."""

@@ -1,4 +1,10 @@
-"""TorchModel: the catalog's ModelSpec as a ``torch.nn.Module``.
+"""TorchModel: the catalog's ModelSpec as a torch ModelV2 (the built-in network).
+
+Policies call :meth:`TorchModel.policy_and_value` on flat observations (the direct
+path, which the fused PPO learner in ``fused.py`` mirrors); users' code calls it as any
+1.13 model, ``model(input_dict, state, seq_lens)`` then ``model.value_function()``.
+``fcnet.FullyConnectedNetwork`` and ``visionnet.VisionNetwork`` are this class with
+classic RLlib's constructor.
 
 Images arrive flattened in HWC order; they are reshaped, moved to NCHW for the convs and
 moved back to NHWC before flattening, so the flattened features have the same order as
@@ -7,14 +13,17 @@ in the TF model (which convolves in NHWC) and weights convert one-to-one.
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec
+from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec, QModelSpec
+from rlstack.models.torch.misc import same_padding_1d
+from rlstack.models.torch.torch_modelv2 import TorchModelV2
 
 _ACTIVATIONS = {
     "tanh": torch.tanh,
@@ -26,22 +35,26 @@ _ACTIVATIONS = {
 }
 
 
-def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
-    # TF's "same": output = ceil(size / stride); the extra pixel goes after, not before.
-    total = max((math.ceil(size / stride) - 1) * stride + kernel - size, 0)
-    return total // 2, total - total // 2
-
-
-class TorchModel(nn.Module):
+class TorchModel(TorchModelV2, nn.Module):
     """The built-in policy-and-value network.
 
     Args:
         spec: The catalog's description of every layer.
+        obs_space: The observation space the model sees (default: a Box of the flat
+            observation size).
+        action_space: The action space (default: None).
+        name: The model's name.
     """
 
-    def __init__(self, spec: ModelSpec) -> None:
-        super().__init__()
+    def __init__(self, spec: ModelSpec | QModelSpec, obs_space: gym.Space | None = None,
+                 action_space: gym.Space | None = None, name: str = "default_model") -> None:
+        if obs_space is None:
+            obs_space = gym.spaces.Box(-np.inf, np.inf, (spec.obs_size,), np.float32)
+        num_outputs = spec.num_actions if isinstance(spec, QModelSpec) else spec.num_outputs
+        TorchModelV2.__init__(self, obs_space, action_space, num_outputs, spec.model_config, name)
+        nn.Module.__init__(self)
         self.spec = spec
+        self._values: torch.Tensor | None = None
         self.layer_specs: dict[str, LayerSpec] = {layer.name: layer for layer in spec.layers}
         self.layers = nn.ModuleDict()
         for layer in spec.layers:
@@ -52,12 +65,11 @@ class TorchModel(nn.Module):
                 self.layers[layer.name] = nn.Conv2d(cin, cout, (kh, kw), stride=layer.stride)
         self.log_std = nn.Parameter(torch.zeros(spec.action_dim)) if spec.free_log_std else None
 
-
     def _run(self, layer: LayerSpec, x: torch.Tensor) -> torch.Tensor:
         if layer.kind == "conv" and layer.padding == "same":
             kh, kw = layer.kernel_shape[:2]
-            top, bottom = _same_padding(x.shape[2], kh, layer.stride)
-            left, right = _same_padding(x.shape[3], kw, layer.stride)
+            top, bottom = same_padding_1d(x.shape[2], kh, layer.stride)
+            left, right = same_padding_1d(x.shape[3], kw, layer.stride)
             x = F.pad(x, (left, right, top, bottom))
         x = self.layers[layer.name](x)
         activation = _ACTIVATIONS[layer.activation]
@@ -81,10 +93,13 @@ class TorchModel(nn.Module):
             x = self._run(layer, x)
         return x
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns ``(dist_inputs [B, num_outputs], values [B])`` for flat observations."""
         features = self._encode(self.spec.encoder, obs)
-        dist_inputs = self.layers["logits"](features)
+        if self.spec.logits is None:  # no head asked for: the outputs are the features
+            dist_inputs = features
+        else:
+            dist_inputs = self.layers["logits"](features)
         if self.log_std is not None:
             dist_inputs = torch.cat([dist_inputs, self.log_std.expand_as(dist_inputs)], dim=1)
         vf_features = features if self.spec.vf_encoder is None else self._encode(self.spec.vf_encoder, obs)
@@ -94,8 +109,22 @@ class TorchModel(nn.Module):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Returns ``values [B]`` only (skips the policy head when the encoder is separate)."""
         if self.spec.vf_encoder is None:
-            return self.forward(obs)[1]
+            return self.policy_and_value(obs)[1]
         return self.layers["value_out"](self._encode(self.spec.vf_encoder, obs)).squeeze(1)
+
+    def forward(self, input_dict: dict[str, Any], state: list[torch.Tensor],
+                seq_lens: Any) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Classic RLlib's call: ``(outputs, state)`` from ``input_dict["obs_flat"]``;
+        :meth:`value_function` then returns the values of the same rows."""
+        obs = input_dict["obs_flat"].float()
+        outputs, self._values = self.policy_and_value(obs.reshape(obs.shape[0], -1))
+        return outputs, state
+
+    def value_function(self) -> torch.Tensor:
+        """The values ``[B]`` of the last :meth:`forward` call."""
+        if self._values is None:
+            raise ValueError("value_function() is read after a forward call; call the model first.")
+        return self._values
 
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """Weights in the catalog's canonical (TF) layout, as numpy arrays."""
@@ -149,7 +178,16 @@ class TorchQModel(TorchModel):
             x = self._run(layer, x)
         return self._run(out, x)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(Q(s, .), max_a Q(s, a))``: the Q-values are the outputs, their maximum the value."""
+        q = self.q_values(obs)
+        return q, q.max(dim=1).values
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """``max_a Q(s, a)`` ``[B]``."""
+        return self.q_values(obs).max(dim=1).values
+
+    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
         """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations."""
         spec = self.spec
         features = self._encode(spec.encoder, obs)

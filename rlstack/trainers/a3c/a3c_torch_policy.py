@@ -25,8 +25,8 @@ class A3CTorchPolicy(TorchPolicy):
         return postprocess_advantages(batch, self.config)
 
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
-        dist = self.dist_class(dist_inputs, self.dist_spec)
+        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        dist = self.action_dist(dist_inputs)
         logp = dist.logp(train_batch[SampleBatch.ACTIONS])
         # Sums over the batch, as in the paper's implementation and classic RLlib.
         pi_err = -(logp * train_batch[SampleBatch.ADVANTAGES]).sum()
@@ -45,12 +45,14 @@ class A3CTorchPolicy(TorchPolicy):
         step = int(self.config.get("microbatch_size") or n)
         self.optimizer.zero_grad()
         totals: dict[str, float] = {}
+        self.model.train()
         for start in range(0, n, step):
-            loss, stats = self.loss({key: value[start : start + step] for key, value in tensors.items()})
+            loss, stats = self.model_loss({key: value[start : start + step] for key, value in tensors.items()})
             loss.backward()
             for key, value in stats.items():
                 totals[key] = totals.get(key, 0.0) + float(value.detach()) * (1.0 if key != "entropy" else
                                                                              min(step, n - start) / n)
+        self.model.eval()
         grad_clip = self.config.get("grad_clip")
         if grad_clip is not None:
             totals["grad_gnorm"] = float(clip_grad_norm(self.optimizer.params, grad_clip))

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from rlstack.models.catalog import QModelSpec
 from rlstack.models.torch.model import TorchQModel
-from rlstack.policies.torch_policy import TorchPolicy, clip_grad_norm
+from rlstack.policies.torch_policy import TorchPolicy, clip_grad_norm, load_model_weights, model_weights
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.dqn.q_learning import act_on_q_values, make_exploration, postprocess_q_learning, q_model_spec
 
@@ -46,15 +46,11 @@ class DQNTorchPolicy(TorchPolicy):
 
     # ----- acting -----------------------------------------------------------------
 
-    def _q(self, model: torch.nn.Module, obs: torch.Tensor) -> torch.Tensor:
-        out = model(obs)
-        return out[0] if isinstance(out, tuple) else out  # custom models return (outputs, values)
-
     def q_values(self, obs_batch: np.ndarray) -> np.ndarray:
         """``Q(s, .)`` as ``float32 [B, num_actions]``."""
         with torch.no_grad():
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
-            return self._q(self.model, obs).cpu().numpy()
+            return self.model.q_values(obs).cpu().numpy()
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         return act_on_q_values(self, self.exploration, self.q_values(obs_batch), explore)
@@ -71,7 +67,7 @@ class DQNTorchPolicy(TorchPolicy):
             q_tp1_best: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(loss, Q(s, a), td_error)``; ``q_tp1_best`` may come precomputed (see
         :meth:`learn_on_batch`)."""
-        q_t = self._q(self.model, train_batch[SampleBatch.OBS])
+        q_t = self.model.q_values(train_batch[SampleBatch.OBS])
         actions = train_batch[SampleBatch.ACTIONS].long()
         q_t_selected = q_t.gather(1, actions[:, None]).squeeze(1)
         with torch.no_grad():
@@ -82,14 +78,16 @@ class DQNTorchPolicy(TorchPolicy):
             target = train_batch[SampleBatch.REWARDS] + train_batch[SampleBatch.DISCOUNTS] * not_done * q_tp1_best
         td_error = q_t_selected - target
         loss = (train_batch[SampleBatch.WEIGHTS] * F.huber_loss(q_t_selected, target, reduction="none", delta=1.0)).mean()
+        if self._has_custom_loss:
+            loss = self.model_custom_loss(loss, train_batch)
         return loss, q_t_selected, td_error
 
     @torch.no_grad()
     def _q_tp1_best(self, next_obs: torch.Tensor) -> torch.Tensor:
-        q_tp1_target = self._q(self.target_model, next_obs)
+        q_tp1_target = self.target_model.q_values(next_obs)
         if self.config["double_q"]:
             # Double Q: the online network picks a*, the target network rates it.
-            best_actions = self._q(self.model, next_obs).argmax(dim=1)
+            best_actions = self.model.q_values(next_obs).argmax(dim=1)
         else:
             best_actions = q_tp1_target.argmax(dim=1)
         return q_tp1_target.gather(1, best_actions[:, None]).squeeze(1)
@@ -159,10 +157,7 @@ class DQNTorchPolicy(TorchPolicy):
 
     def get_state(self) -> dict[str, np.ndarray]:
         state = super().get_state()
-        if self.builtin_model:
-            target = self.target_model.get_canonical_weights()
-        else:
-            target = {name: value.detach().cpu().numpy().copy() for name, value in self.target_model.state_dict().items()}
+        target = model_weights(self.target_model)
         state.update({f"target/{name}": value for name, value in target.items()})
         return state
 
@@ -171,7 +166,5 @@ class DQNTorchPolicy(TorchPolicy):
         target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
         if not target:
             self.update_target()
-        elif self.builtin_model:
-            self.target_model.set_canonical_weights(target)
         else:
-            self.target_model.load_state_dict({name: torch.from_numpy(np.array(v)) for name, v in target.items()})
+            load_model_weights(self.target_model, target)

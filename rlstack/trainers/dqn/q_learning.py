@@ -102,7 +102,7 @@ class DQNNumpyPolicy(NumpyPolicy):
 
     def q_values(self, obs_batch: np.ndarray) -> np.ndarray:
         """``Q(s, .)`` as ``float32 [B, num_actions]``."""
-        return self.model(np.asarray(obs_batch, dtype=np.float32)).astype(np.float32, copy=False)
+        return self.model.q_values(np.asarray(obs_batch, dtype=np.float32)).astype(np.float32, copy=False)
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         return act_on_q_values(self, self.exploration, self.q_values(obs_batch), explore)

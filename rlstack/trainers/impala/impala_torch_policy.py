@@ -39,8 +39,8 @@ class ImpalaTorchPolicy(TorchPolicy):
         cfg = self.config
         T = int(cfg["rollout_fragment_length"])
         gamma = float(cfg["gamma"])
-        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
-        dist = self.dist_class(dist_inputs, self.dist_spec)
+        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        dist = self.action_dist(dist_inputs)
         target_logp = to_time_major(dist.logp(train_batch[SampleBatch.ACTIONS]), T)
         entropy = to_time_major(dist.entropy(), T)
         values = to_time_major(values, T)

@@ -43,9 +43,9 @@ class PPOTorchPolicy(TorchPolicy):
 
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         cfg = self.config
-        dist_inputs, values = self.model(train_batch[SampleBatch.OBS])
-        curr_dist = self.dist_class(dist_inputs, self.dist_spec)
-        prev_dist = self.dist_class(train_batch[SampleBatch.ACTION_DIST_INPUTS], self.dist_spec)
+        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        curr_dist = self.action_dist(dist_inputs)
+        prev_dist = self.action_dist(train_batch[SampleBatch.ACTION_DIST_INPUTS])
 
         # ratio = pi_new(a|s) / pi_old(a|s)
         ratio = torch.exp(curr_dist.logp(train_batch[SampleBatch.ACTIONS]) - train_batch[SampleBatch.ACTION_LOGP])
@@ -77,6 +77,7 @@ class PPOTorchPolicy(TorchPolicy):
     def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
         # Without a critic the value layers get no gradient (autograd leaves them out of
         # the update); that case keeps autograd.
+        # Only built-in models (which define no custom_loss) qualify.
         if not (self.use_fused_sgd and self.config["use_critic"] and self.dist_spec.kind in _FUSED_HEADS
                 and DenseGraph.supports(self.model)):
             return super().make_grad_fn(tensors)

@@ -1,0 +1,113 @@
+"""Classic RLlib's model factories: ``ModelCatalog.get_model_v2`` and ``get_action_dist``.
+
+Framework-free: the framework's module is imported inside the call that asks for it
+(``framework="torch"`` never imports TensorFlow and the reverse).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from rlstack.errors import ConfigError
+
+_TF_NAMES = ("tf", "tf2", "tfe")
+
+
+def _framework(framework: str) -> str:
+    if framework == "torch":
+        return "torch"
+    if framework in _TF_NAMES:
+        return "tf"
+    raise ConfigError(f"Unknown framework {framework!r}; allowed: torch, tf, tf2, tfe.")
+
+
+def _builtin_dists(framework: str) -> dict[str, type]:
+    if framework == "torch":
+        from rlstack.models.torch import torch_action_dist as dists
+
+        return {"categorical": dists.TorchCategorical, "multi_categorical": dists.TorchMultiCategorical,
+                "diag_gaussian": dists.TorchDiagGaussian}
+    try:
+        from rlstack.models.tf import tf_action_dist as dists  # written beside the TF models
+    except ImportError as exc:
+        raise ConfigError(
+            "ModelCatalog.get_action_dist(framework='tf') needs rlstack.models.tf.tf_action_dist, which this "
+            "install lacks; use framework='torch'."
+        ) from exc
+    return {"categorical": dists.Categorical, "multi_categorical": dists.MultiCategorical,
+            "diag_gaussian": dists.DiagGaussian}
+
+
+def get_action_dist(action_space: gym.Space, config: dict | None, dist_type: Any = None,
+                    framework: str = "torch") -> tuple[type, int]:
+    """See :meth:`rlstack.models.catalog.ModelCatalog.get_action_dist`."""
+    from rlstack.models.catalog import action_dist_spec
+
+    config = config or {}
+    if dist_type is not None and not config.get("custom_action_dist"):
+        if not isinstance(dist_type, type):
+            raise ConfigError(
+                f"dist_type must be an action distribution class; got {dist_type!r}. Pass the class, or set "
+                "model.custom_action_dist to a registered name.")
+        return dist_type, int(dist_type.required_model_output_shape(action_space, config))
+    spec = action_dist_spec(action_space, config)
+    if spec.custom_class is not None:
+        return spec.custom_class, spec.num_outputs
+    return _builtin_dists(_framework(framework))[spec.kind], spec.num_outputs
+
+
+def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int | None, model_config: dict,
+                 framework: str = "torch", name: str = "default_model", model_interface: type | None = None,
+                 default_model: type | None = None, **model_kwargs: Any) -> Any:
+    """See :meth:`rlstack.models.catalog.ModelCatalog.get_model_v2`."""
+    from rlstack.models.catalog import MODEL_DEFAULTS, ModelCatalog
+    from rlstack.models.modelv2 import ModelV2
+
+    framework = _framework(framework)
+    model_config = {**MODEL_DEFAULTS, **(model_config or {})}
+    custom = model_config.get("custom_model")
+    if custom:
+        model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)
+        kwargs = {**model_config.get("custom_model_config", {}), **model_kwargs}
+    else:
+        model_class = default_model or _builtin_model_class(obs_space, framework)
+        kwargs = model_kwargs
+    try:
+        model = model_class(obs_space, action_space, num_outputs, model_config, name, **kwargs)
+    except TypeError as exc:
+        # As classic RLlib: retry without custom_model_config for models that read it
+        # from model_config.
+        if not kwargs or "unexpected keyword argument" not in str(exc):
+            raise
+        model = model_class(obs_space, action_space, num_outputs, model_config, name, **model_kwargs)
+    if model_interface is not None and not isinstance(model, model_interface):
+        raise ConfigError(
+            f"get_model_v2 built a {type(model).__name__}, which is not a {model_interface.__name__} "
+            "(model_interface). rlstack does not wrap models in interfaces; build the model class you need "
+            "directly, or leave model_interface out.")
+    if not isinstance(model, ModelV2):
+        raise ConfigError(
+            f"get_model_v2 built a {type(model).__name__}, which is not a ModelV2. Subclass TorchModelV2 (with "
+            "torch.nn.Module) or TFModelV2, as in classic RLlib.")
+    return model
+
+
+def _builtin_model_class(obs_space: gym.Space, framework: str) -> type:
+    original = getattr(obs_space, "original_space", obs_space)
+    image = isinstance(original, gym.spaces.Box) and len(original.shape) == 3
+    if framework == "torch":
+        from rlstack.models.torch.fcnet import FullyConnectedNetwork
+        from rlstack.models.torch.visionnet import VisionNetwork
+
+        return VisionNetwork if image else FullyConnectedNetwork
+    try:
+        from rlstack.models.tf.fcnet import FullyConnectedNetwork as TFFullyConnectedNetwork
+        from rlstack.models.tf.visionnet import VisionNetwork as TFVisionNetwork
+    except ImportError as exc:
+        raise ConfigError(
+            "ModelCatalog.get_model_v2(framework='tf') needs rlstack.models.tf.fcnet / visionnet, which this "
+            "install lacks; use framework='torch'."
+        ) from exc
+    return TFVisionNetwork if image else TFFullyConnectedNetwork
