@@ -94,7 +94,7 @@ def test_action_masking_never_sends_a_masked_action():
         allowed = obs["action_mask"]
         assert allowed[int(trainer.compute_single_action(obs, explore=False))] == 1.0
         assert all(allowed[int(trainer.compute_single_action(obs, explore=True))] == 1.0 for _ in range(30))
-    assert trainer.evaluate()["episodes_this_iter"] >= 3
+    assert trainer.evaluate()["evaluation"]["episodes_this_iter"] >= 3
     trainer.stop()
 
 

@@ -90,7 +90,7 @@ def test_dict_observations_reach_forward_as_a_dict():
     policy.model.forward = spy
     obs, _ = env.reset(seed=0)
     flat = policy.preprocessor.transform(obs)[None]
-    action, _ = policy.compute_single_action(flat[0], explore=False)
+    action, _, _ = policy.compute_single_action(flat[0], explore=False)
     assert set(seen["obs"]) == {"action_mask", "observations"}  # acting reaches forward too
     assert seen["is_training"] is False
     seen.clear()
