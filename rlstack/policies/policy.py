@@ -8,6 +8,7 @@ filtered; actions leave in the layout of the action space.
 from __future__ import annotations
 
 import json
+import os
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -321,6 +322,35 @@ class Policy(ABC):
         self.set_weights({key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)})
         if "global_timestep" in state:
             self.on_global_var_update(int(state["global_timestep"]))
+
+    def export_model(self, export_dir: str, onnx: int | None = None) -> str:
+        """Writes the model to ``export_dir`` as files that run without rlstack (classic
+        RLlib's ``Policy.export_model``): ``obs [B, obs_size]`` (flat, preprocessed
+        observations) in, the action distribution's inputs ``output [B, num_outputs]`` out.
+
+        Args:
+            export_dir: The directory (created if missing).
+            onnx: An ONNX opset version to write ``model.onnx`` (needs the ``export``
+                extra); None writes the framework's own format (TorchScript ``model.pt``,
+                or a TF SavedModel).
+
+        Returns:
+            The path written.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no model to export (it only acts in numpy).")
+
+    def export_checkpoint(self, export_dir: str, filename_prefix: str = "model") -> str:
+        """Writes :meth:`get_state` (weights, optimizer state, counters) to
+        ``<export_dir>/<filename_prefix>.npz`` and returns its path (classic RLlib's
+        ``Policy.export_checkpoint``). Plain arrays, no pickle:
+        ``policy.set_state(dict(np.load(path)))`` restores it.
+        """
+        os.makedirs(export_dir, exist_ok=True)
+        path = os.path.join(export_dir, f"{filename_prefix}.npz")
+        partial = f"{path}.partial.npz"
+        np.savez(partial, **self.get_state())
+        os.replace(partial, path)  # never a half-written file at ``path``
+        return path
 
     def unsquash_actions(self, actions: np.ndarray, normalize: bool | None = None,
                          clip: bool | None = None) -> np.ndarray:

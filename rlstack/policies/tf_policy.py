@@ -413,6 +413,11 @@ class TFPolicy(Policy):
         else:
             set_model_weights(self.model, weights)
 
+    def export_model(self, export_dir: str, onnx: int | None = None) -> str:
+        from rlstack.models.tf.export import export_tf_model
+
+        return export_tf_model(self.model, list(self.model.variables()), self.preprocessor.size, export_dir, onnx)
+
     def get_state(self) -> PolicyState:
         state = super().get_state()
         state.update({f"optimizer/{key}": value for key, value in self.optimizer.get_state().items()})

@@ -335,6 +335,11 @@ class TorchPolicy(Policy):
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         load_model_weights(self.model, weights)
 
+    def export_model(self, export_dir: str, onnx: int | None = None) -> str:
+        from rlstack.models.torch.export import export_torch_model
+
+        return export_torch_model(self.model, self.preprocessor.size, export_dir, onnx)
+
     def get_state(self) -> PolicyState:
         state = super().get_state()
         state.update({f"optimizer/{key}": value for key, value in self.optimizer.get_state().items()})

@@ -205,6 +205,31 @@ class ActingMixin:
         state_outs: Any = {key: [] for key in keys} if keys is not None else []
         return actions, state_outs, extras
 
+    # ----- export ------------------------------------------------------------------------
+
+    def export_policy_model(self, export_dir: str, policy_id: str = DEFAULT_POLICY_ID,
+                            onnx: int | None = None) -> str:
+        """Writes the policy's model for serving without rlstack (classic RLlib's name).
+
+        torch: a TorchScript ``model.pt`` (``torch.jit.load``); TF: a SavedModel
+        (``tf.saved_model.load``, signature ``serving_default``); with ``onnx=OPSET`` a
+        ``model.onnx`` in either framework (``pip install 'rlstack[export]'``). Every file
+        maps ``obs`` (a batch of flat observations as the policy's preprocessor writes them;
+        for a Box space, the observations themselves) to ``output``, the action
+        distribution's inputs (logits for Discrete actions), the names 1.x's export used.
+
+        Returns:
+            The path written.
+        """
+        return self.get_policy(policy_id).export_model(export_dir, onnx)
+
+    def export_policy_checkpoint(self, export_dir: str, filename_prefix: str = "model",
+                                 policy_id: str = DEFAULT_POLICY_ID) -> str:
+        """Writes the policy's state (weights, optimizer state) to
+        ``<export_dir>/<filename_prefix>.npz`` and returns its path (classic RLlib's name;
+        ``policy.set_state(dict(np.load(path)))`` restores it)."""
+        return self.get_policy(policy_id).export_checkpoint(export_dir, filename_prefix)
+
     def _prepare_observations(self, observations: list[Any], policy: Policy) -> np.ndarray:
         space = policy.observation_space
         for i, obs in enumerate(observations):

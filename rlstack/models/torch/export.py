@@ -7,8 +7,10 @@ the names classic RLlib's ONNX export used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -50,15 +52,25 @@ def export_torch_model(model: Any, obs_size: int, export_dir: str, onnx: int | N
         except ImportError as exc:
             raise ImportError("Exporting to ONNX needs the onnx package: pip install 'rlstack[export]'.") from exc
         path = os.path.join(export_dir, "model.onnx")
-        with torch.no_grad(), warnings.catch_warnings():
+        with torch.no_grad(), _quiet_tracing():
             # The TorchScript-based exporter: the graph of a ModelV2 is a plain feed-forward trace.
-            warnings.simplefilter("ignore", DeprecationWarning)
             torch.onnx.export(wrapper, (example,), path, input_names=["obs"], output_names=["output"],
                               dynamic_axes={"obs": {0: "batch_size"}, "output": {0: "batch_size"}},
                               opset_version=int(onnx), dynamo=False)
         return path
     path = os.path.join(export_dir, "model.pt")
-    with torch.no_grad():
+    with torch.no_grad(), _quiet_tracing():
         traced = torch.jit.trace(wrapper, (example,), check_trace=False)
     traced.save(path)
     return path
+
+
+@contextlib.contextmanager
+def _quiet_tracing() -> Iterator[None]:
+    # torch 2.13 marks tracing deprecated (its replacements need a compiler stack), and
+    # warns about Python-side shape checks in restore_original_dimensions, which are
+    # constant for a given observation space and so trace correctly.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        yield
