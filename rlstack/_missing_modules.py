@@ -26,8 +26,9 @@ _ALGORITHMS = "rlstack has PPO, DQN, APEX, IMPALA, A2C and A3C (rlstack.trainers
 _OFF_POLICY_CONTINUOUS = f"{_ALGORITHMS}; SAC, TD3 and DDPG are issue 17"
 
 
-def _not_yet(name: str) -> str:
-    return f"{_ALGORITHMS}; {name} is not planned yet"
+def _not_yet(name: str, issue: int | None = None) -> str:
+    when = f"issue {issue}" if issue else "not planned yet"
+    return f"{_ALGORITHMS}; {name} is {when}"
 
 _MIGRATING = "README, 'Migrating from RLlib 1.x'"
 
@@ -48,16 +49,16 @@ MISSING: dict[str, str] = {
     "rlstack.trainers.sac": _OFF_POLICY_CONTINUOUS,
     "rlstack.trainers.ddpg": _OFF_POLICY_CONTINUOUS,
     "rlstack.trainers.td3": _OFF_POLICY_CONTINUOUS,
-    "rlstack.trainers.ppo.appo": _not_yet("APPO") + " (IMPALA is the asynchronous actor-critic)",
-    "rlstack.trainers.appo": _not_yet("APPO") + " (IMPALA is the asynchronous actor-critic)",
+    "rlstack.trainers.ppo.appo": _not_yet("APPO", 21) + " (IMPALA is the asynchronous actor-critic)",
+    "rlstack.trainers.appo": _not_yet("APPO", 21) + " (IMPALA is the asynchronous actor-critic)",
     "rlstack.trainers.ppo.ddppo": _not_yet("DD-PPO"),
     "rlstack.trainers.ddppo": _not_yet("DD-PPO"),
-    "rlstack.trainers.pg": _not_yet("PG") + " (A2C is the closest)",
-    "rlstack.trainers.es": _not_yet("ES"),
-    "rlstack.trainers.ars": _not_yet("ARS"),
-    "rlstack.trainers.marwil": _not_yet("MARWIL/BC (offline learning)"),
-    "rlstack.trainers.bc": _not_yet("BC (offline learning)"),
-    "rlstack.trainers.cql": _not_yet("CQL (offline learning)"),
+    "rlstack.trainers.pg": _not_yet("PG", 21) + " (A2C is the closest)",
+    "rlstack.trainers.es": _not_yet("ES", 21),
+    "rlstack.trainers.ars": _not_yet("ARS", 21),
+    "rlstack.trainers.marwil": _not_yet("MARWIL/BC (offline learning)", 20),
+    "rlstack.trainers.bc": _not_yet("BC (offline learning)", 20),
+    "rlstack.trainers.cql": _not_yet("CQL (offline learning)", 20),
     "rlstack.trainers.crr": _not_yet("CRR (offline learning)"),
     "rlstack.trainers.dt": _not_yet("Decision Transformer (offline learning)"),
     "rlstack.trainers.maddpg": _not_yet("MADDPG (multi-agent)"),
@@ -77,10 +78,10 @@ MISSING: dict[str, str] = {
     "rlstack.trainers.mock": _ALGORITHMS + "; 1.x's test-only MockTrainer is not there",
     "rlstack.trainers.random_agent": _ALGORITHMS + "; a random policy is not there",
     # --- environments ------------------------------------------------------------------
-    "rlstack.env.multi_agent_env": "rlstack trains single-agent gymnasium envs only (multi-agent is not "
-                                   "implemented yet); rlstack.env has register_env, EnvContext, VectorEnv",
+    "rlstack.env.multi_agent_env": "rlstack trains single-agent gymnasium envs only (multi-agent is "
+                                   "issue 19); rlstack.env has register_env, EnvContext, VectorEnv",
     "rlstack.env.external_env": "rlstack steps its envs itself; external (client-driven) envs and "
-                                "PolicyClient/PolicyServerInput are not implemented",
+                                "PolicyClient/PolicyServerInput are issue 20, not implemented yet",
     "rlstack.env.external_multi_agent_env": "rlstack steps its envs itself; external and multi-agent envs are "
                                             "not implemented",
     "rlstack.env.policy_client": "PolicyClient / PolicyServerInput (serving a policy over HTTP to external "
@@ -100,8 +101,8 @@ MISSING: dict[str, str] = {
     "rlstack.env.apis": "rlstack's envs are plain gymnasium envs; 1.x's TaskSettableEnv (curriculum learning) "
                         "and the other env APIs are not implemented",
     # --- offline data, execution plans, replay buffers ---------------------------------
-    "rlstack.offline": "rlstack has no offline data I/O (input/output readers and writers, off-policy "
-                       "estimators); save played episodes with `rlstack rollout --out FILE.npz`",
+    "rlstack.offline": "rlstack has no offline data I/O yet (input/output readers and writers, off-policy "
+                       "estimators: issue 20); save played episodes with `rlstack rollout --out FILE.npz`",
     "rlstack.execution.rollout_ops": "rlstack has no execution-plan operators; training_step() calls "
                                      "rlstack.evaluation.worker_set.synchronous_parallel_sample(workers, "
                                      "max_env_steps=...) and WorkerSet.sample() directly",
@@ -130,13 +131,13 @@ MISSING: dict[str, str] = {
                                     "(ReplayBuffer, PrioritizedReplayBuffer) and rlstack.execution.replay_actor "
                                     "(ApeX's shards); DQN's are configured with buffer_size and prioritized_replay",
     # --- models and policies -----------------------------------------------------------
-    "rlstack.models.torch.recurrent_net": "recurrent models (LSTM wrappers, use_lstm) are not implemented in "
+    "rlstack.models.torch.recurrent_net": "recurrent models (LSTM wrappers, use_lstm) are issue 18, not yet in "
                                           "rlstack yet; stack frames with model.framestack (Atari) instead",
-    "rlstack.models.tf.recurrent_net": "recurrent models (LSTM wrappers, use_lstm) are not implemented in "
+    "rlstack.models.tf.recurrent_net": "recurrent models (LSTM wrappers, use_lstm) are issue 18, not yet in "
                                        "rlstack yet; stack frames with model.framestack (Atari) instead",
-    "rlstack.models.torch.attention_net": "attention models (GTrXL, use_attention) are not implemented in "
+    "rlstack.models.torch.attention_net": "attention models (GTrXL, use_attention) are issue 18, not yet in "
                                           "rlstack",
-    "rlstack.models.tf.attention_net": "attention models (GTrXL, use_attention) are not implemented in rlstack",
+    "rlstack.models.tf.attention_net": "attention models (GTrXL, use_attention) are issue 18, not yet in rlstack",
     "rlstack.models.torch.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders "
                                               "itself (one encoder per key) for the default model",
     "rlstack.models.tf.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders itself "
