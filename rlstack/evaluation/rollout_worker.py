@@ -29,13 +29,13 @@ from rlstack.env.atari import is_atari
 from rlstack.env.registry import make_env, restore_registry
 from rlstack.env.vector_env import VectorEnv, env_name
 from rlstack.errors import EnvError, EnvFailureError, NonFiniteError
-from rlstack.evaluation.episode import EPISODE_HOOKS, EpisodeTracker, zero_action
+from rlstack.evaluation.episode import DEFAULT_AGENT_ID, EPISODE_HOOKS, EpisodeTracker, zero_action
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.worker_access import WorkerAccessMixin
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
-from rlstack.sample_batch import SampleBatch, concat_samples
+from rlstack.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
 from rlstack.trainers.callbacks import DefaultCallbacks, make_callbacks, overridden_hooks
 from rlstack.utils.filters import make_filter
 from rlstack.utils.seeding import env_seed, seed_everything
@@ -85,7 +85,7 @@ class RolloutWorker(WorkerAccessMixin):
         worker_index: 0 for the driver's copy, 1..N for remote workers.
         num_workers: Number of remote workers in the set.
         env_registry: Envs registered in the driver process (remote workers need them).
-        model_registry: Custom models registered in the driver process.
+        model_registry: Custom models and action distributions registered in the driver process.
         spaces: ``(observation_space, action_space)`` for a worker built without envs.
         num_gpus: GPUs for this worker's policy.
         postprocess_fn: The algorithm's framework-free postprocessing, for workers that
@@ -167,7 +167,7 @@ class RolloutWorker(WorkerAccessMixin):
             self.sampling_policy.set_weights(self.policy.get_weights())
         self._bind_policies()
         if "on_create_policy" in self._hooks:
-            self.callbacks.on_create_policy(policy_id="default_policy", policy=self.policy)
+            self.callbacks.on_create_policy(policy_id=DEFAULT_POLICY_ID, policy=self.policy)
         self.preprocessor = self.policy.preprocessor
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._obs: np.ndarray | None = None
@@ -417,9 +417,9 @@ class RolloutWorker(WorkerAccessMixin):
         original = SampleBatch(dict(piece))  # postprocessing may add columns in place
         batch = self.sampling_policy.postprocess_trajectory(piece)
         self.callbacks.on_postprocess_trajectory(
-            worker=self, episode=self._tracker.by_id[int(piece[_B.EPS_ID][0])], agent_id="agent0",
-            policy_id="default_policy", policies={"default_policy": self.policy}, postprocessed_batch=batch,
-            original_batches={"agent0": (self.policy, original)})
+            worker=self, episode=self._tracker.by_id[int(piece[_B.EPS_ID][0])], agent_id=DEFAULT_AGENT_ID,
+            policy_id=DEFAULT_POLICY_ID, policies={DEFAULT_POLICY_ID: self.policy}, postprocessed_batch=batch,
+            original_batches={DEFAULT_AGENT_ID: (self.policy, original)})
         return batch
 
     def sample_with_count(self) -> tuple[SampleBatch, int]:

@@ -213,14 +213,7 @@ class ModelCatalog:
             model_class: The model class.
         """
         cls._custom_models[name] = model_class
-        # Also into Ray Tune's global registry, which every process of the cluster sees.
-        from ray.tune.registry import RLLIB_MODEL, _global_registry
-
-        try:
-            _global_registry.register(RLLIB_MODEL, name, model_class)
-        except Exception as exc:  # noqa: BLE001 - e.g. a class that cannot be pickled
-            logging.getLogger(__name__).warning(
-                "Custom model %r is registered in this process only (Tune trials will not find it): %s", name, exc)
+        _register_with_tune("model", name, model_class)
 
     @classmethod
     def register_custom_action_dist(cls, name: str, action_dist_class: type) -> None:
@@ -238,14 +231,7 @@ class ModelCatalog:
             action_dist_class: The distribution class.
         """
         cls._custom_action_dists[name] = action_dist_class
-        from ray.tune.registry import RLLIB_ACTION_DIST, _global_registry
-
-        try:
-            _global_registry.register(RLLIB_ACTION_DIST, name, action_dist_class)
-        except Exception as exc:  # noqa: BLE001 - e.g. a class that cannot be pickled
-            logging.getLogger(__name__).warning(
-                "Custom action dist %r is registered in this process only (Tune trials will not find it): %s",
-                name, exc)
+        _register_with_tune("action_dist", name, action_dist_class)
 
     @classmethod
     def get_custom_action_dist(cls, name: str | type) -> type:
@@ -315,14 +301,16 @@ class ModelCatalog:
                             default_model, **model_kwargs)
 
     @classmethod
-    def registered_models(cls) -> dict[str, type]:
-        """A copy of the custom models registered in this process."""
-        return dict(cls._custom_models)
+    def registered_models(cls) -> dict[str, dict[str, type]]:
+        """A copy of the custom models and action distributions registered in this
+        process, for remote workers (``{"models": ..., "action_dists": ...}``)."""
+        return {"models": dict(cls._custom_models), "action_dists": dict(cls._custom_action_dists)}
 
     @classmethod
-    def restore_models(cls, entries: dict[str, type]) -> None:
+    def restore_models(cls, entries: dict[str, dict[str, type]]) -> None:
         """Adds entries captured with :meth:`registered_models` (used by remote workers)."""
-        cls._custom_models.update(entries)
+        cls._custom_models.update(entries.get("models", {}))
+        cls._custom_action_dists.update(entries.get("action_dists", {}))
 
     @classmethod
     def get_custom_model(cls, name: str) -> type:
@@ -413,6 +401,19 @@ class ModelCatalog:
             value_out = LayerSpec("v_out", "dense", (size, 1), init_std=0.01)
         return QModelSpec(preprocessor.size, encoder, advantage_hiddens, advantage_out, value_hiddens, value_out,
                           num_actions, config)
+
+
+def _register_with_tune(kind: str, name: str, value: type) -> None:
+    # Also into Ray Tune's global registry, which every process of the cluster sees
+    # (Tune trials build their workers from it).
+    from ray.tune.registry import RLLIB_ACTION_DIST, RLLIB_MODEL, _global_registry
+
+    try:
+        _global_registry.register(RLLIB_MODEL if kind == "model" else RLLIB_ACTION_DIST, name, value)
+    except Exception as exc:  # noqa: BLE001 - e.g. a class that cannot be pickled
+        logging.getLogger(__name__).warning(
+            "Custom %s %r is registered in this process only (Tune trials will not find it): %s",
+            kind.replace("_", " "), name, exc)
 
 
 def _from_tune_registry(name: str, kind: str = "model") -> type | None:

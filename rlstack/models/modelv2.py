@@ -200,8 +200,9 @@ class ModelV2:
     def q_values(self, obs_flat: TensorType) -> TensorType:
         """``Q(s, .)`` as ``[B, num_actions]`` for flat observations: what Q-learning
         policies call. A custom model's outputs are its Q-values; the built-in Q-networks
-        override this with their direct path."""
-        return self.policy_and_value(obs_flat)[0]
+        override this with their direct path. No ``value_function()`` is needed (1.13's
+        Q-model examples define only ``forward``)."""
+        return self({"obs": obs_flat, "obs_flat": obs_flat}, self.get_initial_state(), None)[0]
 
     # ----- classic helpers ----------------------------------------------------------------------
 

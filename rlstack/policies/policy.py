@@ -210,10 +210,13 @@ class Policy(ABC):
         return model
 
     def model_metrics(self) -> dict[str, Any]:
-        """The model's ``metrics()`` as numbers, reported under the results'
-        ``info/learner/<policy>/model`` (classic RLlib's torch layout)."""
+        """The model's ``metrics()`` read out as numbers (scalars as floats, others as
+        arrays), reported in the results' ``info/learner/<policy>/model`` and
+        ``learner_stats["model"]``."""
         model = getattr(self, "model", None)
-        return dict(model.metrics()) if isinstance(model, ModelV2) else {}
+        if not isinstance(model, ModelV2):
+            return {}
+        return {key: _as_number(value) for key, value in model.metrics().items()}
 
     def adapt_shortcut_model(self, model: Any) -> ModelV2:
         """Wraps a shortcut custom model (flat observations in, ``(dist_inputs, values)``
@@ -384,3 +387,14 @@ class Policy(ABC):
         elif clip:
             actions = np.clip(actions, space.low, space.high)
         return actions.astype(space.dtype, copy=False)
+
+
+def _as_number(value: Any) -> Any:
+    # A framework tensor (or numpy value) as a float or an array: results travel to Tune's
+    # driver, which must not need torch or TensorFlow to read them.
+    if hasattr(value, "detach"):
+        value = value.detach().cpu()
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    array = np.asarray(value)
+    return float(array) if array.ndim == 0 and array.dtype.kind in "biuf" else value

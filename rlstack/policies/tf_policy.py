@@ -12,7 +12,6 @@ An algorithm adds ``loss()`` and, where needed, the hooks ``after_learn`` and
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from abc import abstractmethod
 from collections.abc import Callable
@@ -22,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import ConfigError, NonFiniteError
-from rlstack.models.catalog import ModelCatalog, ModelSpec, initial_weights
+from rlstack.models.catalog import initial_weights
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.tf.distributions import DISTRIBUTIONS, make_distribution
 from rlstack.models.tf.framework import tf
@@ -55,13 +54,6 @@ def size_thread_pools(intra: int | None, inter: int | None) -> None:
             tf.config.threading.set_inter_op_parallelism_threads(inter)
     except RuntimeError:
         logger.debug("TensorFlow already ran in this process; its thread pools stay as they are.")
-
-
-def custom_action_dist(model_config: dict) -> type | None:
-    """The class named by ``model_config["custom_action_dist"]`` (a class or a name
-    registered with ``ModelCatalog.register_custom_action_dist``), or None."""
-    name = (model_config or {}).get("custom_action_dist")
-    return ModelCatalog.get_custom_action_dist(name) if name else None
 
 
 def nest_model_stats(stats: dict[str, Any]) -> dict[str, Any]:
@@ -139,12 +131,9 @@ class TFPolicy(Policy):
     ) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         model_config = config.get("model", {})
-        # A custom action distribution (a class or a registered name) decides how many
-        # outputs the model has.
-        self.custom_dist_class = custom_action_dist(model_config)
-        if self.custom_dist_class is not None:
-            self.dist_spec = dataclasses.replace(self.dist_spec, num_outputs=int(
-                self.custom_dist_class.required_model_output_shape(action_space, model_config)))
+        # A custom action distribution (the catalog resolved it and sized the model's
+        # outputs by its required_model_output_shape).
+        self.custom_dist_class = self.dist_spec.custom_class
         spec = None if model_config.get("custom_model") else self.model_spec()  # built-in models
         # The driver's (learner's) pools, unless a rollout worker's pin came first. On
         # vector observations one intra-op thread is faster: a dense layer's matmul is too
@@ -189,15 +178,6 @@ class TFPolicy(Policy):
         self._value_fn = self.graph_function(self.model.value, [obs_spec])
         self._train_fn = None
         self._stat_keys: list[str] = []
-
-    def model_spec(self) -> Any:
-        spec = super().model_spec()
-        if self.custom_dist_class is not None and isinstance(spec, ModelSpec):
-            # The built-in network with as many outputs as the custom distribution reads.
-            predicted = self.dist_spec.num_outputs - (spec.action_dim if spec.free_log_std else 0)
-            logits = dataclasses.replace(spec.logits, kernel_shape=(spec.logits.kernel_shape[0], predicted))
-            spec = dataclasses.replace(spec, logits=logits)
-        return spec
 
     def adapt_shortcut_model(self, model: Any) -> ModelV2:
         """Wraps rlstack's shortcut custom model (called on flat observations, returns
@@ -289,8 +269,13 @@ class TFPolicy(Policy):
     def loss_with_model(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         """:meth:`loss`, changed by the model's ``custom_loss`` when it has one, with the
         model's ``metrics()`` added to the stats as ``"model/<name>"`` (see
-        :func:`nest_model_stats`)."""
-        loss, stats = self.loss(train_batch)
+        :func:`nest_model_stats`). The model sees ``input_dict["is_training"]`` True here
+        (a constant of the traced train graph; acting graphs see False)."""
+        self.model.training = True
+        try:
+            loss, stats = self.loss(train_batch)
+        finally:
+            self.model.training = False
         if type(self.model).custom_loss is not ModelV2.custom_loss:
             loss = self.model.custom_loss(loss, train_batch)
         for name, value in self.model.metrics().items():
@@ -412,6 +397,12 @@ class TFPolicy(Policy):
             self.model.set_canonical_weights(weights)
         else:
             set_model_weights(self.model, weights)
+
+    def model_metrics(self) -> dict[str, Any]:
+        """Empty: a TF model's ``metrics()`` are computed inside the train graph and come
+        back with the learner stats (``learner_stats["model"]``); read eagerly here they
+        could be graph tensors of the last trace."""
+        return {}
 
     def export_model(self, export_dir: str, onnx: int | None = None) -> str:
         from rlstack.models.tf.export import export_tf_model

@@ -71,13 +71,6 @@ def _single_loss(out: Any, model_name: str) -> torch.Tensor:
     return losses[0]
 
 
-def _to_number(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu()
-        return float(value) if value.numel() == 1 else value.numpy()
-    return value
-
-
 def _writable(array: np.ndarray) -> np.ndarray:
     # Arrays fetched from Ray's object store are read-only views; torch wants to own
     # writable memory.
@@ -196,11 +189,6 @@ class TorchPolicy(Policy):
             return dist.sample(self.sampling_generator)
         return dist.sample()
 
-    def model_metrics(self) -> dict[str, Any]:
-        """The model's ``metrics()`` as numbers (tensors read out), for the results'
-        ``info/learner/<policy>/model``."""
-        return {key: _to_number(value) for key, value in self.model.metrics().items()}
-
     def make_optimizer(self, params: list[torch.nn.Parameter], lr: float) -> Adam | RMSProp:
         """Adam with ``adam_epsilon`` (algorithms with ``opt_type`` override this)."""
         return Adam(params, lr=lr, eps=self.config.get("adam_epsilon", 1e-8))
@@ -284,30 +272,33 @@ class TorchPolicy(Policy):
         num_epochs = int(self.config.get("num_sgd_iter", 1))
         grad_clip = self.config.get("grad_clip")
         self.model.train()
-        grads = self.make_grad_fn(self._to_tensors(batch))
-        last_epoch_stats: list[dict[str, torch.Tensor]] = []
-        for epoch in range(num_epochs):
-            order = torch.from_numpy(self._rng.permutation(n) if self.shuffle_minibatches else np.arange(n))
-            order = order.to(self.device)
-            # Only the last epoch's statistics are reported.
-            last_epoch = epoch == num_epochs - 1
-            for start in range(0, n, minibatch_size):
-                index = order[start : start + minibatch_size]
-                loss, stats = grads(index, with_stats=last_epoch)
-                grad_norm = clip_grad_norm(self.optimizer.params, grad_clip) if grad_clip is not None else None
-                try:
-                    # Checks the loss (and the gradient norm) first: one device sync per step.
-                    self.optimizer.step(loss, grad_norm)
-                except NonFiniteError:
-                    self.model.eval()
-                    # Nothing was updated: the same minibatch gives the statistics to name.
-                    stats = stats or grads(index)[1]
-                    raise self._non_finite_error(stats, epoch, start // minibatch_size) from None
-                if last_epoch:
-                    if grad_norm is not None:
-                        stats["grad_gnorm"] = grad_norm
-                    last_epoch_stats.append({key: value.detach() for key, value in stats.items()})
-        self.model.eval()
+        try:
+            grads = self.make_grad_fn(self._to_tensors(batch))
+            last_epoch_stats: list[dict[str, torch.Tensor]] = []
+            for epoch in range(num_epochs):
+                order = torch.from_numpy(self._rng.permutation(n) if self.shuffle_minibatches else np.arange(n))
+                order = order.to(self.device)
+                # Only the last epoch's statistics are reported.
+                last_epoch = epoch == num_epochs - 1
+                for start in range(0, n, minibatch_size):
+                    index = order[start : start + minibatch_size]
+                    loss, stats = grads(index, with_stats=last_epoch)
+                    grad_norm = clip_grad_norm(self.optimizer.params, grad_clip) if grad_clip is not None else None
+                    try:
+                        # Checks the loss (and the gradient norm) first: one device sync per step.
+                        self.optimizer.step(loss, grad_norm)
+                    except NonFiniteError:
+                        # Nothing was updated: the same minibatch gives the statistics to name.
+                        stats = stats or grads(index)[1]
+                        raise self._non_finite_error(stats, epoch, start // minibatch_size) from None
+                    if last_epoch:
+                        if grad_norm is not None:
+                            stats["grad_gnorm"] = grad_norm
+                        last_epoch_stats.append({key: value.detach() for key, value in stats.items()})
+        finally:
+            # Also after an error (a user's custom_loss raising): acting must not stay in
+            # train mode (dropout, batch-norm updates).
+            self.model.eval()
         mean_stats = {key: float(torch.stack([s[key] for s in last_epoch_stats]).float().mean())
                       for key in last_epoch_stats[0]}
         mean_stats["cur_lr"] = self.optimizer.lr

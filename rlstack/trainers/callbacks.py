@@ -383,7 +383,8 @@ def restorable_callbacks(config: dict[str, Any]) -> list[str]:
     stored only as a repr (see :func:`with_callbacks_specs`); returns those reprs."""
     dropped = []
     for section in (config, config.get("evaluation_config")):
-        if isinstance(section, dict) and not isinstance(section.get("callbacks", ""), str):
-            stored = section.pop("callbacks")
-            dropped.append(str(stored.get("__repr__", stored) if isinstance(stored, dict) else stored))
+        stored = section.get("callbacks") if isinstance(section, dict) else None
+        if isinstance(stored, dict) and "__repr__" in stored:
+            section.pop("callbacks")
+            dropped.append(str(stored["__repr__"]))
     return dropped

@@ -263,10 +263,6 @@ class Trainer(ActingMixin, tune.Trainable):
                 f"{metadata.get('algorithm')}'s trainer, not {cls._name}'s."
             )
         config = {k: v for k, v in metadata["config"].items() if k in cls._default_config}
-        dropped = restorable_callbacks(config)
-        if dropped:  # callbacks that could not be stored as an import path
-            logger.warning("The checkpoint's callbacks (%s) were not importable and are not restored; pass them "
-                           "with config_overrides={'callbacks': ...}.", ", ".join(dropped))
         if env is not None:
             config["env"] = env
         elif isinstance(config.get("env"), dict):
@@ -275,6 +271,11 @@ class Trainer(ActingMixin, tune.Trainable):
                 f"{cls.__name__}.from_checkpoint(path, env=...)."
             )
         config.update(config_overrides or {})
+        # After the overrides: they may carry the stored config back (rlstack evaluate does).
+        dropped = restorable_callbacks(config)
+        if dropped:  # callbacks that could not be stored as an import path
+            logger.warning("The checkpoint's callbacks (%s) were not importable and are not restored; pass them "
+                           "with config_overrides={'callbacks': ...}.", ", ".join(dropped))
         trainer = cls(config)
         trainer.restore(checkpoint)
         return trainer
@@ -341,10 +342,15 @@ class Trainer(ActingMixin, tune.Trainable):
         if isinstance(policy_stats, dict):
             # What on_learn_on_batch reported, beside learner_stats (classic RLlib's place).
             policy_stats["custom_metrics"] = dict(self.learner_policy.learn_custom_metrics)
-        # The model's metrics() beside each policy's learner_stats (classic RLlib's torch layout).
+        # The model's metrics(), as numbers, in both of classic RLlib's places: inside
+        # learner_stats (its TF layout, which its Keras example reads) and beside it (its
+        # torch layout). TF policies compute them in the train graph (learner_stats["model"]).
         for info in learner_stats.values():
-            if isinstance(info, dict) and "learner_stats" in info:
-                info.setdefault("model", self.learner_policy.model_metrics())
+            if isinstance(info, dict) and isinstance(info.get("learner_stats"), dict):
+                metrics = info["learner_stats"].get("model") or self.learner_policy.model_metrics()
+                if metrics:
+                    info["learner_stats"]["model"] = metrics
+                info.setdefault("model", metrics)
         episodes = self.workers.collect_episodes()
         self._counters["num_env_restarts"] += self.workers.collect_env_restarts()
         self._episode_window.extend(episodes)
@@ -526,4 +532,4 @@ class Trainer(ActingMixin, tune.Trainable):
 
 # Model keys that decide the network's layers and shapes.
 _MODEL_SHAPE_KEYS = ("fcnet_hiddens", "conv_filters", "post_fcnet_hiddens", "vf_share_layers", "free_log_std",
-                     "custom_model")
+                     "custom_model", "custom_action_dist")

@@ -10,12 +10,9 @@ from typing import Any
 
 import numpy as np
 
-# The smallest and largest float32 values: adding FLOAT_MIN to a logit (RLlib's action
-# masking does ``tf.maximum(tf.math.log(mask), FLOAT_MIN)``) makes its action's
-# probability exactly zero while keeping every number finite, where -inf would turn a
-# softmax into NaN once every logit of a row were masked.
-FLOAT_MIN: float = float(np.finfo(np.float32).min)
-FLOAT_MAX: float = float(np.finfo(np.float32).max)
+# One pair of constants for both frameworks (classic RLlib's -3.4e38 / 3.4e38, defined
+# with the torch helpers; that module imports no framework either).
+from rlstack.utils.torch_utils import FLOAT_MAX, FLOAT_MIN
 
 __all__ = ["FLOAT_MAX", "FLOAT_MIN", "explained_variance", "huber_loss"]
 

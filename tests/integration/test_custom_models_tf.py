@@ -38,6 +38,10 @@ def test_keras_model_trains_reports_metrics_and_restores(tmp_path):
         result = trainer.train()
     stats = result["info"]["learner"]["default_policy"]["learner_stats"]
     assert stats["model"] == {"foo": 42.0}
+    # 1.13's torch place too, as a plain float: results reach Tune's driver, which must not
+    # need TensorFlow to read them.
+    assert result["info"]["learner"]["default_policy"]["model"] == {"foo": 42.0}
+    assert type(result["info"]["learner"]["default_policy"]["model"]["foo"]) is float
     assert np.isfinite(stats["total_loss"])
     after = trainer.get_weights()["default_policy"]
     assert all(not np.array_equal(before[k], after[k]) for k in before)

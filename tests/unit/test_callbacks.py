@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -328,6 +330,12 @@ def test_checkpoint_restores_an_importable_callbacks_class(tmp_path, caplog):
     restored.stop()
     restored = PPOTrainer.from_checkpoint(path, config_overrides={"callbacks": LocalCallbacks})
     assert restored.config["callbacks"] is LocalCallbacks
+    restored.stop()
+    # `rlstack evaluate` passes the stored config back as overrides: its repr entries go too.
+    stored = json.loads((Path(path) / "rlstack_checkpoint.json").read_text())["config"]
+    restored = PPOTrainer.from_checkpoint(path, config_overrides={"evaluation_config": stored["evaluation_config"],
+                                                                  "callbacks": stored["callbacks"]})
+    assert restored.config["callbacks"] is DefaultCallbacks
     restored.stop()
 
 

@@ -218,6 +218,19 @@ def test_custom_action_dist_is_used_for_acting_and_learning(monkeypatch, custom_
         _policy({"custom_action_dist": "always_lats"})
 
 
+def test_custom_dist_subclassing_a_builtin_one_keeps_its_output_size(monkeypatch):
+    """1.13 users subclass Categorical to change sampling; the size comes from the parent."""
+    from rlstack.models.tf.tf_action_dist import Categorical
+
+    class Hot(Categorical):
+        pass
+
+    policy = _policy({"custom_action_dist": Hot})
+    assert policy.dist_class is Hot and policy.model.num_outputs == 3
+    actions, _ = policy.compute_actions(np.zeros((5, 4), np.float32), explore=True)
+    assert set(actions.tolist()) <= {0, 1, 2}
+
+
 def test_custom_loss_changes_the_update():
     class L2Model(KerasMetricsModel):
         def custom_loss(self, policy_loss, loss_inputs):

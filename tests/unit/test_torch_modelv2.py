@@ -200,6 +200,29 @@ def test_custom_q_model_drives_dqn_and_its_target_network():
     np.testing.assert_allclose(restored.q_values(obs), policy.q_values(obs), rtol=1e-6)
 
 
+def test_custom_q_model_needs_no_value_function():
+    """1.13's Q-model examples define only forward(): their outputs are the Q-values."""
+    from torch import nn
+
+    from rlstack.models.torch.torch_modelv2 import TorchModelV2
+
+    class QOnly(TorchModelV2, nn.Module):
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+            TorchModelV2.__init__(self, obs_space, action_space, num_outputs, model_config, name)
+            nn.Module.__init__(self)
+            self.q = nn.Linear(int(obs_space.shape[0]), int(action_space.n))
+
+        def forward(self, input_dict, state, seq_lens):
+            return self.q(input_dict["obs"]), state
+
+    config = merge_config(DQN_DEFAULTS, {"seed": 0, "model": {"custom_model": QOnly}}, "DQN")
+    policy = DQNTorchPolicy(OBS, ACT, config)
+    obs = _obs(8)
+    with torch.no_grad():
+        expected = policy.model.q(torch.from_numpy(obs)).numpy()
+    np.testing.assert_allclose(policy.q_values(obs), expected, rtol=1e-6)
+
+
 def test_torch_model_v2_super_init_style_and_variables():
     model = models.CustomLossModel(OBS, ACT, 3, {}, "m", coeff=2.0)
     assert isinstance(model, torch.nn.Module) and model.num_outputs == 3 and model.name == "m"

@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlstack.models.catalog import ActionDistSpec, action_dist_spec
+from rlstack.models.catalog import ActionDistSpec
 from rlstack.models.tf.framework import tf
 
 
@@ -37,8 +37,11 @@ class TFActionDistribution:
 
     @staticmethod
     def required_model_output_shape(action_space: gym.Space, model_config: dict) -> int:
-        """How many model outputs the distribution reads for ``action_space``."""
-        return action_dist_spec(action_space, model_config).num_outputs
+        """How many model outputs the distribution reads for ``action_space`` (each
+        distribution defines it, as in classic RLlib)."""
+        raise NotImplementedError(
+            f"A custom action distribution must define required_model_output_shape(action_space, model_config) "
+            f"(the model output size it reads for {action_space}).")
 
     def sample(self, rng: tf.random.Generator | None = None) -> tf.Tensor:
         """Draws one action per row (rlstack's policies pass their generator as ``rng``)."""
@@ -78,6 +81,10 @@ class Categorical(TFActionDistribution):
         super().__init__(inputs, model)
         self.logits = inputs if temperature == 1.0 else inputs / temperature
         self.log_probs = tf.nn.log_softmax(self.logits, axis=-1)
+
+    @staticmethod
+    def required_model_output_shape(action_space: gym.Space, model_config: dict) -> int:
+        return int(action_space.n)
 
     def sample(self, rng: tf.random.Generator | None = None) -> tf.Tensor:
         """Draws one action per row (from ``rng``, or TF's global generator)."""

@@ -46,13 +46,15 @@ class A3CTorchPolicy(TorchPolicy):
         self.optimizer.zero_grad()
         totals: dict[str, float] = {}
         self.model.train()
-        for start in range(0, n, step):
-            loss, stats = self.model_loss({key: value[start : start + step] for key, value in tensors.items()})
-            loss.backward()
-            for key, value in stats.items():
-                totals[key] = totals.get(key, 0.0) + float(value.detach()) * (1.0 if key != "entropy" else
-                                                                             min(step, n - start) / n)
-        self.model.eval()
+        try:
+            for start in range(0, n, step):
+                loss, stats = self.model_loss({key: value[start : start + step] for key, value in tensors.items()})
+                loss.backward()
+                for key, value in stats.items():
+                    totals[key] = totals.get(key, 0.0) + float(value.detach()) * (1.0 if key != "entropy" else
+                                                                                 min(step, n - start) / n)
+        finally:
+            self.model.eval()  # also after an error: acting must not stay in train mode
         grad_clip = self.config.get("grad_clip")
         if grad_clip is not None:
             totals["grad_gnorm"] = float(clip_grad_norm(self.optimizer.params, grad_clip))

@@ -20,10 +20,8 @@ from rlstack.trainers.dqn.q_learning import act_on_q_values, make_exploration, p
 
 
 def q_values_of(model: ModelV2, obs: tf.Tensor) -> tf.Tensor:
-    """``Q(s, .)`` ``[B, num_actions]`` of a model: its ``q_values(obs_flat)`` (the
-    built-in Q-network, or a custom model that defines it), else its outputs."""
-    q_values = getattr(model, "q_values", None)
-    return q_values(obs) if q_values is not None else model.policy_and_value(obs)[0]
+    """``Q(s, .)`` ``[B, num_actions]`` of a model (every ModelV2 has ``q_values``)."""
+    return model.q_values(obs)
 
 
 class DQNTFPolicy(TFPolicy):
