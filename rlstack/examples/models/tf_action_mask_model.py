@@ -17,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from rlstack.examples.models.action_mask_model import _check_space
 from rlstack.models.tf.fcnet import FullyConnectedNetwork
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.tf_modelv2 import TFModelV2
@@ -43,12 +44,7 @@ class ActionMaskModel(TFModelV2):
 
     def __init__(self, obs_space: gym.Space, action_space: gym.Space, num_outputs: int, model_config: dict,
                  name: str, **kwargs: Any) -> None:
-        orig_space = getattr(obs_space, "original_space", obs_space)
-        if not (isinstance(orig_space, gym.spaces.Dict) and "action_mask" in orig_space.spaces
-                and "observations" in orig_space.spaces):
-            raise ValueError(
-                f"ActionMaskModel needs a Dict observation space with 'action_mask' and 'observations' keys; got "
-                f"{orig_space}. Use it with envs such as rlstack.examples.env.action_mask_env.ActionMaskEnv.")
+        orig_space = _check_space(obs_space, "ActionMaskModel")
         super().__init__(obs_space, action_space, num_outputs, model_config, name)
         self.internal_model = FullyConnectedNetwork(orig_space["observations"], action_space, num_outputs,
                                                     model_config, name + "_internal")
