@@ -92,6 +92,8 @@ class RolloutWorker(WorkerAccessMixin):
             act with a :class:`NumpyPolicy`.
         numpy_policy_class: The algorithm's numpy acting policy (or its import path);
             None: :class:`NumpyPolicy`.
+        learns: This remote worker computes gradients (A3C): it keeps the framework
+            policy even when it acts in numpy.
     """
 
     def __init__(
@@ -107,6 +109,7 @@ class RolloutWorker(WorkerAccessMixin):
         num_gpus: float = 0,
         postprocess_fn: PostprocessFn | None = None,
         numpy_policy_class: type[Policy] | str | None = None,
+        learns: bool = False,
     ) -> None:
         if env_registry:
             restore_registry(env_registry)
@@ -147,7 +150,7 @@ class RolloutWorker(WorkerAccessMixin):
         numpy_acting = postprocess_fn is not None and numpy_inference_applies(
             self.observation_space, self.action_space, config, num_gpus)
         numpy_class = resolve_class(numpy_policy_class) if numpy_policy_class is not None else NumpyPolicy
-        if worker_index > 0 and numpy_acting:
+        if worker_index > 0 and numpy_acting and not learns:
             # A remote worker that acts in numpy never imports torch or TensorFlow.
             self.policy: Policy = numpy_class(self.observation_space, self.action_space, config,
                                               sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
@@ -158,10 +161,12 @@ class RolloutWorker(WorkerAccessMixin):
                 policy_class.pin_threads(config)
             self.policy = policy_class(self.observation_space, self.action_space, config, num_gpus=num_gpus,
                                        sampling_seed=sampling_seed)
-        # The policy that acts while sampling: the driver's worker keeps the framework
-        # policy for learning but can act through a numpy copy of it.
+        # The policy that acts while sampling: the driver's worker, and a remote worker
+        # that computes gradients (A3C), keep the framework policy for learning but act
+        # through a numpy copy of it (one framework call per step costs more than the step).
         self.sampling_policy: Policy = self.policy
-        if worker_index == 0 and numpy_acting and self.env is not None and getattr(self.policy, "builtin_model", False):
+        if ((worker_index == 0 or learns) and numpy_acting and self.env is not None
+                and getattr(self.policy, "builtin_model", False)):
             self.sampling_policy = numpy_class(self.observation_space, self.action_space, config,
                                                sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
             self.sampling_policy.set_weights(self.policy.get_weights())

@@ -42,6 +42,8 @@ class WorkerSet:
             workers that act in numpy.
         numpy_policy_class: Import path of the algorithm's numpy acting policy (None:
             ``NumpyPolicy``).
+        remote_workers_learn: The remote workers compute gradients (A3C): they keep the
+            framework policy, and act through a numpy copy of it where numpy acting applies.
     """
 
     def __init__(
@@ -54,6 +56,7 @@ class WorkerSet:
         name: str = "rollout",
         postprocess_fn: Any = None,
         numpy_policy_class: str | None = None,
+        remote_workers_learn: bool = False,
     ) -> None:
         self.config = config
         self.name = name
@@ -82,6 +85,7 @@ class WorkerSet:
                     env_spec, policy_path, config, worker_index=position + 1, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
                     postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
+                    learns=remote_workers_learn,
                 )
 
             self._make_remote = make_remote

@@ -80,6 +80,8 @@ class Trainer(ActingMixin, tune.Trainable):
     postprocess_fn: Any = None
     # Import path of the algorithm's numpy acting policy (None: NumpyPolicy).
     numpy_policy_class: str | None = None
+    # The remote rollout workers compute gradients (A3C), so they keep the framework policy.
+    remote_workers_learn: bool = False
 
     def __init__(
         self,
@@ -193,7 +195,8 @@ class Trainer(ActingMixin, tune.Trainable):
         try:
             self.workers = WorkerSet(self.config["env"], policy_class_path, self.config, self.config["num_workers"],
                                      postprocess_fn=type(self).postprocess_fn,
-                                     numpy_policy_class=type(self).numpy_policy_class)
+                                     numpy_policy_class=type(self).numpy_policy_class,
+                                     remote_workers_learn=type(self).remote_workers_learn)
         except ray.exceptions.RayActorError as exc:
             error = worker_start_error(exc)
             if error is None:

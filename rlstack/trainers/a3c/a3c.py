@@ -13,6 +13,7 @@ import ray
 from ray import tune
 
 from rlstack.errors import ConfigError
+from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
 
@@ -42,7 +43,9 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "grad_clip": 40.0,
         "lr": 0.0001,
         # A3C's workers compute gradients, so they act with the framework policy.
-        "rollout_inference": "framework",
+        # Workers act in numpy (built-in dense models) and compute gradients with the
+        # torch/TF policy: see A3CTrainer.remote_workers_learn.
+        "rollout_inference": "auto",
     },
     "A3C",
 ))
@@ -80,6 +83,10 @@ class A3CTrainer(Trainer):
 
     _name = "A3C"
     _default_config = DEFAULT_CONFIG
+    # GAE on the workers, in numpy, for workers that act through a numpy copy of the policy.
+    postprocess_fn = staticmethod(postprocess_advantages)
+    # Workers compute the gradients: they keep the framework policy beside the numpy copy.
+    remote_workers_learn = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:
@@ -87,9 +94,6 @@ class A3CTrainer(Trainer):
         if config["num_workers"] < 1:
             raise ConfigError("A3C learns from gradients computed on remote rollout workers: set num_workers >= 1 "
                               "(or use A2C, which can sample in the driver with num_workers=0).")
-        if config["rollout_inference"] == "numpy":
-            raise ConfigError("rollout_inference='numpy' cannot work for A3C: its workers compute gradients with "
-                              "the torch/TF policy. Use rollout_inference='framework'.")
 
     def get_policy_class_path(self, config: dict[str, Any]) -> str:
         return actor_critic_policy_path(config)
