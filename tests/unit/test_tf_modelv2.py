@@ -168,7 +168,11 @@ def test_normc_initializer_works_as_a_keras_initializer():
     layer = tf.keras.layers.Dense(5, kernel_initializer=normc_initializer(0.5))
     layer.build((None, 7))
     np.testing.assert_allclose(np.linalg.norm(layer.kernel.numpy(), axis=0), 0.5, rtol=1e-5)
-    assert FLOAT_MIN == float(np.finfo(np.float32).min) and FLOAT_MAX == -FLOAT_MIN
+    # One pair for both frameworks (classic RLlib's values): finite in float32.
+    from rlstack.utils import torch_utils
+
+    assert (FLOAT_MIN, FLOAT_MAX) == (torch_utils.FLOAT_MIN, torch_utils.FLOAT_MAX) == (-3.4e38, 3.4e38)
+    assert np.isfinite(np.float32(FLOAT_MIN)) and np.isfinite(np.float32(FLOAT_MAX))
 
 
 def test_tf_action_dists_match_the_formulas():
