@@ -1,7 +1,7 @@
 """Sampling throughput: env steps/s of one RolloutWorker with the policy in the loop,
 against raw gymnasium stepping random actions (the ceiling for a Python env).
 
-    python bench/sampling.py [--repeats 5] [--steps 20000] [--callbacks]
+    python bench/sampling.py [--repeats 5] [--steps 20000] [--callbacks] [--only TEXT]
 
 Prints one JSON line. rlstack is measured with PPO's default model (256x256 tanh, separate
 value network) for num_envs_per_worker 1, 8, 32, acting in numpy (the default) and in
@@ -100,6 +100,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--callbacks", action="store_true",
                         help="add rows with a per-step on_episode_step callback")
+    parser.add_argument("--only", help="run only the cases whose name contains this text (e.g. 'numpy acting'; "
+                                       "bench/ab.py compares two builds on a few cases this way)")
     args = parser.parse_args()
     cases = {
         "gymnasium CartPole-v1, 1 env, random actions": lambda: raw_single(args.steps),
@@ -112,15 +114,18 @@ def main() -> None:
         if args.callbacks:
             cases[f"rlstack RolloutWorker {n} envs, numpy acting, on_episode_step callback"] = (
                 lambda n=n: rlstack_worker(n, args.steps, "numpy", callbacks=True))
+    if args.only:
+        cases = {name: case for name, case in cases.items() if args.only in name}
     results: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(args.repeats):  # interleaved, so noise hits every case alike
         for name, case in cases.items():
             results[name].append(case())
     summary = {name: summarise(values) for name, values in results.items()}
-    ratio = [a / b for a, b in zip(results["rlstack RolloutWorker 32 envs, numpy acting"],
-                                   results["gymnasium SyncVectorEnv 32 envs, random actions"])]
-    line = {"benchmark": "sampling", "unit": "env steps/s", "summary": summary,
-            "rlstack_32_over_sync_vector_32": summarise(ratio)}
+    line = {"benchmark": "sampling", "unit": "env steps/s", "summary": summary}
+    if {"rlstack RolloutWorker 32 envs, numpy acting", "gymnasium SyncVectorEnv 32 envs, random actions"} <= set(results):
+        ratio = [a / b for a, b in zip(results["rlstack RolloutWorker 32 envs, numpy acting"],
+                                       results["gymnasium SyncVectorEnv 32 envs, random actions"])]
+        line["rlstack_32_over_sync_vector_32"] = summarise(ratio)
     if args.callbacks:
         # Throughput with the step callback over throughput without, per env count.
         line["callbacks_over_none"] = {
