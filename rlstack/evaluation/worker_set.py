@@ -75,7 +75,7 @@ class WorkerSet:
             options = {"num_cpus": resources.pop("CPU"), "num_gpus": resources.pop("GPU"),
                        "resources": resources or None, "max_concurrency": 1}
             remote_cls = ray.remote(RolloutWorker)
-            registry, models = registered_envs(), ModelCatalog.registered_models()
+            registry, models = registered_envs(), ModelCatalog.registered_models(config.get("model") or {})
             placements = self._placements(config, num_workers)
             policy_path = policy_class if isinstance(policy_class, str) else class_path(policy_class)
 

@@ -301,10 +301,20 @@ class ModelCatalog:
                             default_model, **model_kwargs)
 
     @classmethod
-    def registered_models(cls) -> dict[str, dict[str, type]]:
+    def registered_models(cls, model_config: dict | None = None) -> dict[str, dict[str, type]]:
         """A copy of the custom models and action distributions registered in this
-        process, for remote workers (``{"models": ..., "action_dists": ...}``)."""
-        return {"models": dict(cls._custom_models), "action_dists": dict(cls._custom_action_dists)}
+        process, for remote workers (``{"models": ..., "action_dists": ...}``).
+
+        With ``model_config``, only the entries it names: a worker unpickles every class
+        it is sent, which imports that class's framework, and a worker acting in numpy
+        must import neither torch nor TensorFlow.
+        """
+        models, dists = dict(cls._custom_models), dict(cls._custom_action_dists)
+        if model_config is not None:
+            names = {model_config.get("custom_model"), model_config.get("custom_action_dist")}
+            models = {name: value for name, value in models.items() if name in names}
+            dists = {name: value for name, value in dists.items() if name in names}
+        return {"models": models, "action_dists": dists}
 
     @classmethod
     def restore_models(cls, entries: dict[str, dict[str, type]]) -> None:

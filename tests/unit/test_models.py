@@ -357,3 +357,14 @@ def test_set_canonical_weights_rejects_wrong_shape(frameworks):
         TorchModel(spec).set_canonical_weights(bad)
     with pytest.raises(ValueError, match="fc_0"):
         TFModel(spec).set_canonical_weights(bad)
+
+
+def test_workers_are_sent_only_the_custom_classes_their_config_names(monkeypatch):
+    """A worker unpickles every class it is sent (importing that class's framework): a
+    numpy-acting worker must get none, whatever else the driver registered."""
+    monkeypatch.setattr(ModelCatalog, "_custom_models", {"mine": int, "other": float})
+    monkeypatch.setattr(ModelCatalog, "_custom_action_dists", {"my_dist": str, "other_dist": bytes})
+    assert ModelCatalog.registered_models({}) == {"models": {}, "action_dists": {}}
+    assert ModelCatalog.registered_models({"custom_model": "mine", "custom_action_dist": "my_dist"}) == {
+        "models": {"mine": int}, "action_dists": {"my_dist": str}}
+    assert ModelCatalog.registered_models()["models"] == {"mine": int, "other": float}
