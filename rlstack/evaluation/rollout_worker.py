@@ -30,6 +30,7 @@ from rlstack.env.registry import make_env, restore_registry
 from rlstack.env.vector_env import VectorEnv, env_name
 from rlstack.errors import EnvError, EnvFailureError, NonFiniteError
 from rlstack.evaluation.episode import DEFAULT_AGENT_ID, EPISODE_HOOKS, EpisodeTracker, zero_action
+from rlstack.evaluation.evaluation_episodes import run_episodes
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.worker_access import WorkerAccessMixin
 from rlstack.models.catalog import ModelCatalog
@@ -603,56 +604,9 @@ class RolloutWorker(WorkerAccessMixin):
         return SampleBatch({key: value[start:end, env_index] for key, value in buf.items()})
 
     def run_episodes(self, num_episodes: int | None = None, num_steps: int | None = None) -> list[EpisodeStats]:
-        """Plays whole episodes without recording a batch (for evaluation).
-
-        Stops after ``num_episodes`` episodes or, with ``num_steps``, once that many
-        steps were taken (finishing no partial episode). The filter is not updated.
-        """
-        env = self._require_env()
-        raw_first = env.reset()
-        obs = self._process_obs(raw_first, update=False)
-        returns = np.zeros(env.num_envs)
-        lengths = np.zeros(env.num_envs, dtype=np.int64)
-        episodes: list[EpisodeStats] = []
-        steps = 0
-        tracker = self._make_tracker()
-        if tracker is not None:
-            # Evaluation episodes get ids of their own, apart from the sampling ones.
-            next_id = iter(range(self.worker_index * 10**9 + 5 * 10**8, (self.worker_index + 1) * 10**9))
-            tracker.start_all([next(next_id) for _ in range(env.num_envs)], raw_first, obs)
-
-            def finish(i: int, episode: Any) -> int:
-                if episode is not None:
-                    episodes.append(EpisodeStats(float(returns[i]), int(lengths[i]), episode.custom_metrics,
-                                                 episode.hist_data))
-                    returns[i], lengths[i] = 0.0, 0
-                return next(next_id)
-        while True:
-            if num_episodes is not None and len(episodes) >= num_episodes:
-                return episodes[:num_episodes]
-            if num_steps is not None and steps >= num_steps:
-                return episodes
-            actions, _ = self.sampling_policy.compute_actions(obs)
-            raw_obs, rewards, _, _, final_obs, infos = env.step(self.sampling_policy.unsquash_actions(actions))
-            if not np.isfinite(rewards).all():
-                self._raise_non_finite("reward", rewards, lambda i: f"at step {lengths[i] + 1} of an evaluation "
-                                                                    "episode", None)
-            next_obs = self._obs_array(raw_obs, lambda i: (
-                "in its first observation after a reset" if i in final_obs or i in env.broken
-                else f"at step {lengths[i] + 1} of an evaluation episode"))
-            returns += rewards
-            lengths += 1
-            steps += env.num_envs
-            if tracker is None:
-                for i in final_obs:
-                    episodes.append(EpisodeStats(float(returns[i]), int(lengths[i])))
-                    returns[i], lengths[i] = 0.0, 0
-            for i in env.broken:
-                # A sub-env restarted mid-episode: that episode is not reported.
-                returns[i], lengths[i] = 0.0, 0
-            obs = self.filter(next_obs, update=False)
-            if tracker is not None:
-                tracker.after_step(actions, rewards, raw_obs, obs, infos, final_obs, env.broken, finish)
+        """Plays whole episodes without recording a batch (for evaluation); see
+        :func:`rlstack.evaluation.evaluation_episodes.run_episodes`."""
+        return run_episodes(self, num_episodes, num_steps)
 
     def stop(self) -> None:
         """Closes the envs."""
