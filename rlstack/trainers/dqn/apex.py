@@ -26,7 +26,8 @@ from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import DefaultConfig, merge_config
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG as DQN_DEFAULT_CONFIG
-from rlstack.trainers.dqn.dqn import DQNTrainer, beta_schedule, dqn_policy_class_path, validate_dqn_config
+from rlstack.trainers.dqn.dqn import DQNTrainer, dqn_policy_class_path, validate_dqn_config
+from rlstack.trainers.off_policy import beta_schedule
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
 from rlstack.utils.exploration import per_worker_epsilon
 
