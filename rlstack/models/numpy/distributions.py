@@ -86,3 +86,30 @@ class DiagGaussian:
 
 
 DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian}
+
+
+class SquashedGaussian:
+    """``tanh`` of a diagonal Gaussian (SAC's actor), acting in [-1, 1]; inputs are
+    ``[means, log_stds]``, log stds clipped to [-20, 2]. The twin of
+    ``models/torch/torch_action_dist.TorchSquashedGaussian`` (see there for the formulas)."""
+
+    def __init__(self, inputs: np.ndarray, spec: ActionDistSpec | None = None) -> None:
+        self.mean, log_std = np.split(inputs, 2, axis=-1)
+        self.log_std = np.clip(log_std, -20.0, 2.0)
+        self.std = np.exp(self.log_std)
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """Draws one action per row."""
+        return np.tanh(self.mean + self.std * rng.standard_normal(self.mean.shape)).astype(np.float32)
+
+    def deterministic_sample(self) -> np.ndarray:
+        """``tanh(mean)`` per row."""
+        return np.tanh(self.mean).astype(np.float32)
+
+    def logp(self, actions: np.ndarray) -> np.ndarray:
+        """Log-density of ``actions`` in [-1, 1] per row."""
+        u = np.arctanh(np.clip(np.asarray(actions, np.float64).reshape(self.mean.shape), -1 + 1e-6, 1 - 1e-6))
+        gaussian = (-0.5 * ((u - self.mean) / self.std) ** 2 - self.log_std - 0.5 * math.log(2.0 * math.pi)).sum(-1)
+        # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)); softplus(x) = logaddexp(0, x).
+        log_det = (2.0 * (math.log(2.0) - u - np.logaddexp(0.0, -2.0 * u))).sum(-1)
+        return (gaussian - log_det).astype(np.float32)

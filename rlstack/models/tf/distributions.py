@@ -200,6 +200,95 @@ class DiagGaussian(TFActionDistribution):
         )
 
 
+# Bounds of the squashed Gaussian's log std (1.13's MIN/MAX_LOG_NN_OUTPUT as SAC used them).
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+# Keeps atanh finite for actions on the bounds.
+_ATANH_LIMIT = 1.0 - 1e-6
+
+
+class SquashedGaussian(TFActionDistribution):
+    """``tanh`` of a diagonal Gaussian, mapped linearly from [-1, 1] onto [low, high]; the
+    twin of :class:`rlstack.models.torch.torch_action_dist.TorchSquashedGaussian` (see
+    there for the formulas).
+
+    Args:
+        inputs: ``[B, 2 * action_dim]``: means and log stds (clipped to [-20, 2]).
+        model: The model; unused.
+        low: Lower bound(s) of the actions.
+        high: Upper bound(s) of the actions.
+    """
+
+    def __init__(self, inputs: tf.Tensor, model: Any = None, low: Any = -1.0, high: Any = 1.0) -> None:
+        super().__init__(inputs, model)
+        mean, log_std = tf.split(inputs, 2, axis=-1)
+        self.mean = mean
+        self.log_std = tf.clip_by_value(log_std, LOG_STD_MIN, LOG_STD_MAX)
+        self.std = tf.exp(self.log_std)
+        self.low, self.high = low, high
+        self._unit = bool(np.all(np.asarray(low) == -1.0) and np.all(np.asarray(high) == 1.0))
+        self._last_logp: tf.Tensor | None = None
+
+    @staticmethod
+    def required_model_output_shape(action_space: gym.Space, model_config: dict) -> int:
+        return 2 * int(np.prod(action_space.shape))
+
+    def _squash(self, u: tf.Tensor) -> tf.Tensor:
+        a = tf.tanh(u)
+        if self._unit:
+            return a
+        low, high = tf.constant(self.low, tf.float32), tf.constant(self.high, tf.float32)
+        return low + (a + 1.0) * 0.5 * (high - low)
+
+    def _logp_of_u(self, u: tf.Tensor) -> tf.Tensor:
+        gaussian = tf.reduce_sum(-0.5 * tf.square((u - self.mean) / self.std) - self.log_std
+                                 - 0.5 * math.log(2.0 * math.pi), axis=-1)
+        # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), finite for any u.
+        log_det = tf.reduce_sum(2.0 * (math.log(2.0) - u - tf.nn.softplus(-2.0 * u)), axis=-1)
+        return gaussian - log_det
+
+    def sample_with_logp(self, rng: tf.random.Generator | None = None,
+                         noise: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+        """A reparameterised draw and its log-density: ``u = mean + std * noise`` (noise
+        from ``rng`` unless given), ``(squash(u), log p)``."""
+        if noise is None:
+            rng = rng if rng is not None else tf.random.get_global_generator()
+            noise = rng.normal(tf.shape(self.mean))
+        u = self.mean + self.std * noise
+        self._last_sample, self._last_logp = self._squash(u), self._logp_of_u(u)
+        return self._last_sample, self._last_logp
+
+    def sample(self, rng: tf.random.Generator | None = None) -> tf.Tensor:
+        """Draws one action per row (from ``rng``, or TF's global generator)."""
+        return self.sample_with_logp(rng)[0]
+
+    def deterministic_sample(self) -> tf.Tensor:
+        """``squash(mean)``: the action SAC takes without exploration."""
+        self._last_sample, self._last_logp = self._squash(self.mean), self._logp_of_u(self.mean)
+        return self._last_sample
+
+    def sampled_action_logp(self) -> tf.Tensor:
+        """Log-density of the last sample, from its pre-tanh value (drawing one if none yet)."""
+        if self._last_logp is None:
+            self.sample()
+        return self._last_logp
+
+    def logp(self, actions: tf.Tensor) -> tf.Tensor:
+        """Log-density of ``actions`` (in [low, high]) per row."""
+        actions = tf.reshape(tf.cast(actions, tf.float32), tf.shape(self.mean))
+        if not self._unit:
+            low, high = tf.constant(self.low, tf.float32), tf.constant(self.high, tf.float32)
+            actions = 2.0 * (actions - low) / (high - low) - 1.0
+        return self._logp_of_u(tf.atanh(tf.clip_by_value(actions, -_ATANH_LIMIT, _ATANH_LIMIT)))
+
+    def entropy(self) -> tf.Tensor:
+        """Not defined in closed form (SAC estimates it from samples: ``-log p``)."""
+        raise ValueError("A squashed Gaussian has no closed-form entropy; use -logp of samples.")
+
+    def kl(self, other: "SquashedGaussian") -> tf.Tensor:
+        """Not defined in closed form."""
+        raise ValueError("A squashed Gaussian has no closed-form KL divergence.")
+
+
 DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian}
 
 

@@ -42,6 +42,41 @@ def _flat(obs: tf.Tensor) -> tf.Tensor:
     return obs if len(obs.shape) == 2 else tf.reshape(obs, [tf.shape(obs)[0], -1])
 
 
+def run_layer(weights: dict[str, tf.Variable], layer: LayerSpec, x: tf.Tensor) -> tf.Tensor:
+    """Applies one layer (its ``"<name>/kernel"`` and ``"<name>/bias"`` from ``weights``)
+    and its activation to ``x``."""
+    kernel = weights[f"{layer.name}/kernel"]
+    bias = weights[f"{layer.name}/bias"]
+    if layer.kind == "dense":
+        x = tf.matmul(x, kernel) + bias
+    else:
+        x = tf.nn.conv2d(x, kernel, strides=layer.stride, padding=layer.padding.upper()) + bias
+    activation = _ACTIVATIONS[layer.activation]
+    return activation(x) if activation is not None else x
+
+
+def encode(weights: dict[str, tf.Variable], encoder: EncoderSpec, obs: tf.Tensor) -> tf.Tensor:
+    """The features of flat observations ``obs [B, size]`` through ``encoder``'s layers:
+    each image component through its CNN (NHWC), the vector columns through the dense
+    layers, then the concatenation through ``post_fc``."""
+    parts = []
+    if encoder.vector_columns:
+        x = vector_part(obs, encoder)
+        for layer in encoder.fc:
+            x = run_layer(weights, layer, x)
+        parts.append(x)
+    for branch in encoder.images:
+        comp = branch.component
+        x = tf.reshape(obs[:, comp.start : comp.start + comp.size], [-1, *comp.shape])
+        for layer in branch.convs:
+            x = run_layer(weights, layer, x)
+        parts.append(tf.reshape(x, [-1, branch.out_size]))
+    x = parts[0] if len(parts) == 1 else tf.concat(parts, axis=1)
+    for layer in encoder.post_fc:
+        x = run_layer(weights, layer, x)
+    return x
+
+
 class TFModel(TFModelV2):
     """The built-in policy-and-value network.
 
@@ -96,32 +131,10 @@ class TFModel(TFModelV2):
         return named if as_dict else list(named.values())
 
     def _run(self, layer: LayerSpec, x: tf.Tensor) -> tf.Tensor:
-        kernel = self.weight_vars[f"{layer.name}/kernel"]
-        bias = self.weight_vars[f"{layer.name}/bias"]
-        if layer.kind == "dense":
-            x = tf.matmul(x, kernel) + bias
-        else:
-            x = tf.nn.conv2d(x, kernel, strides=layer.stride, padding=layer.padding.upper()) + bias
-        activation = _ACTIVATIONS[layer.activation]
-        return activation(x) if activation is not None else x
+        return run_layer(self.weight_vars, layer, x)
 
     def _encode(self, encoder: EncoderSpec, obs: tf.Tensor) -> tf.Tensor:
-        parts = []
-        if encoder.vector_columns:
-            x = vector_part(obs, encoder)
-            for layer in encoder.fc:
-                x = self._run(layer, x)
-            parts.append(x)
-        for branch in encoder.images:
-            comp = branch.component
-            x = tf.reshape(obs[:, comp.start : comp.start + comp.size], [-1, *comp.shape])
-            for layer in branch.convs:
-                x = self._run(layer, x)
-            parts.append(tf.reshape(x, [-1, branch.out_size]))
-        x = parts[0] if len(parts) == 1 else tf.concat(parts, axis=1)
-        for layer in encoder.post_fc:
-            x = self._run(layer, x)
-        return x
+        return encode(self.weight_vars, encoder, obs)
 
     def policy_and_value(self, obs_flat: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """Returns ``(dist_inputs [B, num_outputs], values [B])`` for flat observations."""

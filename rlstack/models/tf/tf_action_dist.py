@@ -7,6 +7,12 @@ rlstack's TF policies use; this module is their 1.13 name. Subclass
 
 from __future__ import annotations
 
-from rlstack.models.tf.distributions import Categorical, DiagGaussian, MultiCategorical, TFActionDistribution
+from rlstack.models.tf.distributions import (
+    Categorical,
+    DiagGaussian,
+    MultiCategorical,
+    SquashedGaussian,
+    TFActionDistribution,
+)
 
-__all__ = ["Categorical", "DiagGaussian", "MultiCategorical", "TFActionDistribution"]
+__all__ = ["Categorical", "DiagGaussian", "MultiCategorical", "SquashedGaussian", "TFActionDistribution"]

@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
-from rlstack.models.torch.torch_action_dist import TorchCategorical, TorchDiagGaussian, TorchMultiCategorical
+from rlstack.models.torch.torch_action_dist import (
+    TorchCategorical,
+    TorchDiagGaussian,
+    TorchMultiCategorical,
+    TorchSquashedGaussian,
+)
 
 # The names the policies and tests have used.
 Categorical = TorchCategorical
 MultiCategorical = TorchMultiCategorical
 DiagGaussian = TorchDiagGaussian
+SquashedGaussian = TorchSquashedGaussian
 
 DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian}

@@ -35,6 +35,81 @@ _ACTIVATIONS = {
 }
 
 
+def layer_module(spec: LayerSpec) -> nn.Module:
+    """The torch module of one layer spec (``nn.Linear`` or ``nn.Conv2d``, unpadded:
+    :func:`run_layer` pads "same" convs as TF does)."""
+    if spec.kind == "dense":
+        return nn.Linear(*spec.kernel_shape)
+    kh, kw, cin, cout = spec.kernel_shape
+    return nn.Conv2d(cin, cout, (kh, kw), stride=spec.stride)
+
+
+def run_layer(layers: nn.ModuleDict, layer: LayerSpec, x: torch.Tensor) -> torch.Tensor:
+    """Applies ``layers[layer.name]`` and the layer's activation to ``x``."""
+    if layer.kind == "conv" and layer.padding == "same":
+        kh, kw = layer.kernel_shape[:2]
+        top, bottom = same_padding_1d(x.shape[2], kh, layer.stride)
+        left, right = same_padding_1d(x.shape[3], kw, layer.stride)
+        x = F.pad(x, (left, right, top, bottom))
+    x = layers[layer.name](x)
+    activation = _ACTIVATIONS[layer.activation]
+    return activation(x) if activation is not None else x
+
+
+def encode(layers: nn.ModuleDict, encoder: EncoderSpec, obs: torch.Tensor) -> torch.Tensor:
+    """The features of flat observations ``obs [B, size]`` through ``encoder``'s layers
+    (held in ``layers`` by name): each image component through its CNN (in NHWC order
+    once flattened, as the TF model), the vector columns through the dense layers, then
+    the concatenation through ``post_fc``."""
+    parts = []
+    if encoder.vector_columns:
+        x = obs[:, encoder.column_index]
+        for layer in encoder.fc:
+            x = run_layer(layers, layer, x)
+        parts.append(x)
+    for branch in encoder.images:
+        comp = branch.component
+        x = obs[:, comp.start : comp.start + comp.size].reshape(-1, *comp.shape).permute(0, 3, 1, 2)
+        for layer in branch.convs:
+            x = run_layer(layers, layer, x)
+        parts.append(x.permute(0, 2, 3, 1).reshape(x.shape[0], -1))
+    x = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+    for layer in encoder.post_fc:
+        x = run_layer(layers, layer, x)
+    return x
+
+
+def get_layer_weights(layers: nn.ModuleDict, specs: dict[str, LayerSpec]) -> dict[str, np.ndarray]:
+    """The weights of ``layers`` in the canonical (TF) layout, as numpy copies."""
+    weights = {}
+    for name, module in layers.items():
+        kernel = module.weight.detach().cpu().numpy()
+        kernel = kernel.T if specs[name].kind == "dense" else kernel.transpose(2, 3, 1, 0)
+        weights[f"{name}/kernel"] = np.array(kernel, order="C", copy=True)  # never a view of the parameter
+        weights[f"{name}/bias"] = module.bias.detach().cpu().numpy().copy()
+    return weights
+
+
+@torch.no_grad()
+def set_layer_weights(layers: nn.ModuleDict, specs: dict[str, LayerSpec], weights: dict[str, np.ndarray]) -> None:
+    """Loads canonical-layout weights into ``layers``.
+
+    Raises:
+        ValueError: If a weight has the wrong shape.
+    """
+    for name, module in layers.items():
+        kernel = np.asarray(weights[f"{name}/kernel"])
+        kernel = kernel.T if specs[name].kind == "dense" else kernel.transpose(3, 2, 0, 1)
+        if tuple(kernel.shape) != tuple(module.weight.shape):
+            raise ValueError(
+                f"Weight {name}/kernel has shape {weights[f'{name}/kernel'].shape}, which does "
+                "not fit this model; was it saved with another model config?"
+            )
+        # np.array copies: arrays from Ray's object store are read-only.
+        module.weight.copy_(torch.from_numpy(np.array(kernel, dtype=np.float32)))
+        module.bias.copy_(torch.from_numpy(np.array(weights[f"{name}/bias"], dtype=np.float32)))
+
+
 class TorchModel(TorchModelV2, nn.Module):
     """The built-in policy-and-value network.
 
@@ -58,40 +133,14 @@ class TorchModel(TorchModelV2, nn.Module):
         self.layer_specs: dict[str, LayerSpec] = {layer.name: layer for layer in spec.layers}
         self.layers = nn.ModuleDict()
         for layer in spec.layers:
-            if layer.kind == "dense":
-                self.layers[layer.name] = nn.Linear(*layer.kernel_shape)
-            else:
-                kh, kw, cin, cout = layer.kernel_shape
-                self.layers[layer.name] = nn.Conv2d(cin, cout, (kh, kw), stride=layer.stride)
+            self.layers[layer.name] = layer_module(layer)
         self.log_std = nn.Parameter(torch.zeros(spec.action_dim)) if spec.free_log_std else None
 
     def _run(self, layer: LayerSpec, x: torch.Tensor) -> torch.Tensor:
-        if layer.kind == "conv" and layer.padding == "same":
-            kh, kw = layer.kernel_shape[:2]
-            top, bottom = same_padding_1d(x.shape[2], kh, layer.stride)
-            left, right = same_padding_1d(x.shape[3], kw, layer.stride)
-            x = F.pad(x, (left, right, top, bottom))
-        x = self.layers[layer.name](x)
-        activation = _ACTIVATIONS[layer.activation]
-        return activation(x) if activation is not None else x
+        return run_layer(self.layers, layer, x)
 
     def _encode(self, encoder: EncoderSpec, obs: torch.Tensor) -> torch.Tensor:
-        parts = []
-        if encoder.vector_columns:
-            x = obs[:, encoder.column_index]
-            for layer in encoder.fc:
-                x = self._run(layer, x)
-            parts.append(x)
-        for branch in encoder.images:
-            comp = branch.component
-            x = obs[:, comp.start : comp.start + comp.size].reshape(-1, *comp.shape).permute(0, 3, 1, 2)
-            for layer in branch.convs:
-                x = self._run(layer, x)
-            parts.append(x.permute(0, 2, 3, 1).reshape(x.shape[0], -1))
-        x = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
-        for layer in encoder.post_fc:
-            x = self._run(layer, x)
-        return x
+        return encode(self.layers, encoder, obs)
 
     def policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns ``(dist_inputs [B, num_outputs], values [B])`` for flat observations."""
@@ -128,15 +177,7 @@ class TorchModel(TorchModelV2, nn.Module):
 
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """Weights in the catalog's canonical (TF) layout, as numpy arrays."""
-        weights = {}
-        for name, module in self.layers.items():
-            kernel = module.weight.detach().cpu().numpy()
-            if self.layer_specs[name].kind == "dense":
-                kernel = kernel.T
-            else:
-                kernel = kernel.transpose(2, 3, 1, 0)
-            weights[f"{name}/kernel"] = np.array(kernel, order="C", copy=True)  # never a view of the parameter
-            weights[f"{name}/bias"] = module.bias.detach().cpu().numpy().copy()
+        weights = get_layer_weights(self.layers, self.layer_specs)
         if self.log_std is not None:
             weights["log_std"] = self.log_std.detach().cpu().numpy().copy()
         return weights
@@ -148,20 +189,7 @@ class TorchModel(TorchModelV2, nn.Module):
         Raises:
             ValueError: If a weight is missing or has the wrong shape.
         """
-        for name, module in self.layers.items():
-            kernel = np.asarray(weights[f"{name}/kernel"])
-            if self.layer_specs[name].kind == "dense":
-                kernel = kernel.T
-            else:
-                kernel = kernel.transpose(3, 2, 0, 1)
-            if tuple(kernel.shape) != tuple(module.weight.shape):
-                raise ValueError(
-                    f"Weight {name}/kernel has shape {weights[f'{name}/kernel'].shape}, which does "
-                    "not fit this model; was it saved with another model config?"
-                )
-            # np.array copies: arrays from Ray's object store are read-only.
-            module.weight.copy_(torch.from_numpy(np.array(kernel, dtype=np.float32)))
-            module.bias.copy_(torch.from_numpy(np.array(weights[f"{name}/bias"], dtype=np.float32)))
+        set_layer_weights(self.layers, self.layer_specs, weights)
         if self.log_std is not None:
             self.log_std.copy_(torch.from_numpy(np.array(weights["log_std"], dtype=np.float32)))
 

@@ -197,3 +197,99 @@ class TorchDiagGaussian(TorchDistributionWrapper):
     @staticmethod
     def required_model_output_shape(action_space: gym.Space, model_config: dict | None) -> int:
         return 2 * int(np.prod(action_space.shape))
+
+
+# Bounds of the squashed Gaussian's log std (1.13's MIN/MAX_LOG_NN_OUTPUT as SAC used them).
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+# Keeps atanh finite for actions on the bounds.
+_ATANH_LIMIT = 1.0 - 1e-6
+
+
+class TorchSquashedGaussian(TorchDistributionWrapper):
+    """``tanh`` of a diagonal Gaussian, mapped linearly from [-1, 1] onto [low, high]
+    (SAC's policy; Haarnoja et al. 2018, appendix C).
+
+    Inputs are ``[means, log_stds]`` (log stds clipped to [-20, 2]). For ``u ~ N(mean, std)``
+    and ``a = tanh(u)``, ``log p(a) = log N(u) - sum log(1 - tanh(u)^2)``, with the
+    correction computed stably as ``2 * (log 2 - u - softplus(-2 u))``. As in 1.13, the
+    density is that of the action rescaled to [-1, 1] (the linear map onto the bounds
+    adds no term), so target entropies mean the same whatever the bounds.
+
+    Args:
+        inputs: ``[B, 2 * action_dim]``.
+        model: The model (or an ActionDistSpec); unused.
+        low: Lower bound(s) of the actions.
+        high: Upper bound(s) of the actions.
+    """
+
+    def __init__(self, inputs: torch.Tensor, model: Any = None, low: Any = -1.0, high: Any = 1.0) -> None:
+        super().__init__(inputs, model)
+        mean, log_std = torch.chunk(inputs, 2, dim=-1)
+        self.mean = mean
+        self.log_std = torch.clamp(log_std, LOG_STD_MIN, LOG_STD_MAX)
+        self.std = self.log_std.exp()
+        self.low, self.high = low, high
+        self._unit = np.all(np.asarray(low) == -1.0) and np.all(np.asarray(high) == 1.0)
+        self._last_logp: torch.Tensor | None = None
+
+    def _squash(self, u: torch.Tensor) -> torch.Tensor:
+        a = torch.tanh(u)
+        if self._unit:
+            return a
+        low = torch.as_tensor(self.low, dtype=a.dtype, device=a.device)
+        high = torch.as_tensor(self.high, dtype=a.dtype, device=a.device)
+        return low + (a + 1.0) * 0.5 * (high - low)
+
+    def _logp_of_u(self, u: torch.Tensor) -> torch.Tensor:
+        gaussian = (-0.5 * ((u - self.mean) / self.std) ** 2 - self.log_std - 0.5 * math.log(2.0 * math.pi)).sum(-1)
+        # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), finite for any u.
+        log_det = (2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))).sum(-1)
+        return gaussian - log_det
+
+    def sample_with_logp(self, generator: torch.Generator | None = None,
+                         noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterised draw and its log-density: ``u = mean + std * noise`` (noise
+        from ``generator`` unless given), ``(squash(u), log p)``; gradients flow to the
+        inputs through both (SAC's actor loss)."""
+        if noise is None:
+            noise = torch.randn(self.mean.shape, generator=generator, device=self.mean.device, dtype=self.mean.dtype)
+        u = self.mean + self.std * noise
+        self.last_sample, self._last_logp = self._squash(u), self._logp_of_u(u)
+        return self.last_sample, self._last_logp
+
+    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Draws one action per row (from ``generator``, or torch's global one)."""
+        return self.sample_with_logp(generator)[0]
+
+    def deterministic_sample(self) -> torch.Tensor:
+        """``squash(mean)``: the action SAC takes without exploration."""
+        self.last_sample, self._last_logp = self._squash(self.mean), self._logp_of_u(self.mean)
+        return self.last_sample
+
+    def sampled_action_logp(self) -> torch.Tensor:
+        """Log-density of the last sample, computed from its pre-tanh value (exact even
+        where ``atanh`` of the action would overflow)."""
+        if self._last_logp is None:
+            raise ValueError("sampled_action_logp() needs a sample() or deterministic_sample() first.")
+        return self._last_logp
+
+    def logp(self, actions: torch.Tensor) -> torch.Tensor:
+        """Log-density of ``actions`` (in [low, high]) per row."""
+        actions = actions.reshape(self.mean.shape)
+        if not self._unit:
+            low = torch.as_tensor(self.low, dtype=actions.dtype, device=actions.device)
+            high = torch.as_tensor(self.high, dtype=actions.dtype, device=actions.device)
+            actions = 2.0 * (actions - low) / (high - low) - 1.0
+        return self._logp_of_u(torch.atanh(torch.clamp(actions, -_ATANH_LIMIT, _ATANH_LIMIT)))
+
+    def entropy(self) -> torch.Tensor:
+        """Not defined in closed form (SAC estimates it from samples: ``-log p``)."""
+        raise ValueError("A squashed Gaussian has no closed-form entropy; use -logp of samples.")
+
+    def kl(self, other: "TorchSquashedGaussian") -> torch.Tensor:
+        """Not defined in closed form."""
+        raise ValueError("A squashed Gaussian has no closed-form KL divergence.")
+
+    @staticmethod
+    def required_model_output_shape(action_space: gym.Space, model_config: dict | None) -> int:
+        return 2 * int(np.prod(action_space.shape))

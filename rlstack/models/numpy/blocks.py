@@ -1,0 +1,87 @@
+"""The actor-critic blocks of ``models/blocks.py`` in numpy, for rollout workers.
+
+Workers of SAC, TD3 and DDPG only act: the actor's forward pass in numpy is faster than a
+framework's at batch 1-32 and keeps torch and TensorFlow out of the worker. The critics'
+forward pass is here too (for ``compute_values`` and for tests). Dense networks only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rlstack.models.blocks import ActorCriticSpec
+from rlstack.models.numpy.model import _ACTIVATIONS
+from rlstack.models.specs import EncoderSpec, LayerSpec
+
+
+def supports_blocks(spec: ActorCriticSpec) -> bool:
+    """True when the actor and the critics have no conv layers."""
+    return not spec.actor.encoder.images and not any(critic.encoder.images for critic in spec.critics)
+
+
+class NumpyActorCritic:
+    """The actor and critics of a dense :class:`~rlstack.models.blocks.ActorCriticSpec`.
+
+    Args:
+        spec: The actor-critic spec.
+
+    Raises:
+        ValueError: If the spec has conv layers.
+    """
+
+    def __init__(self, spec: ActorCriticSpec) -> None:
+        if not supports_blocks(spec):
+            raise ValueError("NumpyActorCritic covers dense networks only; this one has conv layers.")
+        self.spec = spec
+        self.weights: dict[str, np.ndarray] = {}
+        self._layers: dict[str, tuple[np.ndarray, np.ndarray, Any]] = {}
+
+    def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads canonical-layout weights. Float32 arrays are kept as given, not copied:
+        the learner's ``get_weights()`` hands out fresh copies, and weights arrive after
+        every sampling round.
+
+        Raises:
+            ValueError: If a weight is missing or has the wrong shape.
+        """
+        loaded = {}
+        for layer in self.spec.layers:
+            for part, shape in (("kernel", layer.kernel_shape), ("bias", (layer.kernel_shape[-1],))):
+                name = f"{layer.name}/{part}"
+                if name not in weights:
+                    raise ValueError(f"Weight {name} is missing; was it saved with another model config?")
+                value = np.asarray(weights[name], dtype=np.float32)
+                if value.shape != tuple(shape):
+                    raise ValueError(f"Weight {name} has shape {value.shape}; the model expects {tuple(shape)}.")
+                loaded[name] = value
+        self.weights = loaded
+        self._layers = {layer.name: (loaded[f"{layer.name}/kernel"], loaded[f"{layer.name}/bias"],
+                                     _ACTIVATIONS[layer.activation]) for layer in self.spec.layers}
+
+    def get_canonical_weights(self) -> dict[str, np.ndarray]:
+        """The weights in the canonical layout (copies)."""
+        return {name: value.copy() for name, value in self.weights.items()}
+
+    def _run(self, layer: LayerSpec, x: np.ndarray) -> np.ndarray:
+        kernel, bias, activation = self._layers[layer.name]
+        x = x @ kernel + bias
+        return activation(x) if activation is not None else x
+
+    def _encode(self, encoder: EncoderSpec, x: np.ndarray) -> np.ndarray:
+        x = x[:, encoder.column_index]
+        for layer in (*encoder.fc, *encoder.post_fc):
+            x = self._run(layer, x)
+        return x
+
+    def actor_outputs(self, obs: np.ndarray) -> np.ndarray:
+        """The actor's outputs ``[B, num_outputs]`` for flat observations."""
+        actor = self.spec.actor
+        return self._run(actor.out, self._encode(actor.encoder, obs))
+
+    def critic_values(self, obs: np.ndarray, actions: np.ndarray | None = None) -> np.ndarray:
+        """Every critic's Q-values: ``[C, B]`` for Q(s, a), ``[C, B, num_actions]`` for Q(s, .)."""
+        x = obs if actions is None else np.concatenate([obs, np.asarray(actions, np.float32)], axis=1)
+        q = np.stack([self._run(critic.out, self._encode(critic.encoder, x)) for critic in self.spec.critics])
+        return q if self.spec.discrete else q[..., 0]
