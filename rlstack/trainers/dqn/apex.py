@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import ray
-from ray import tune
 
 from rlstack.errors import ConfigError
 from rlstack.execution.learner_thread import LearnerThread
@@ -290,9 +289,6 @@ class ApeXTrainer(Trainer):
                 pass
         super().cleanup()
 
-
-# `tune.Tuner("APEX")` and YAML files with `run: APEX` find this trainer.
-tune.register_trainable("APEX", ApeXTrainer)
 
 # RLlib 1.13's spelling (`from ray.rllib.agents.dqn import ApexTrainer`).
 ApexTrainer = ApeXTrainer

@@ -15,7 +15,6 @@ import numbers
 from typing import Any
 
 import numpy as np
-from ray import tune
 
 from rlstack.errors import ConfigError
 from rlstack.execution.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer, make_replay_buffer
@@ -260,7 +259,3 @@ class DQNTrainer(Trainer):
     def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
         if "replay_buffer" in arrays:
             self.replay_buffer.set_state(arrays["replay_buffer"])
-
-
-# `tune.Tuner("DQN")` and YAML files with `run: DQN` find this trainer.
-tune.register_trainable("DQN", DQNTrainer)
