@@ -24,7 +24,6 @@ import pytest
 import ray
 from ray import tune
 
-import rlstack.trainers.dqn  # noqa: F401 - registers "DQN" and "APEX" with Tune
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.trainers.checkpoint import read_checkpoint
 from rlstack.trainers.dqn import ApeXTrainer, DQNTrainer
