@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from rlstack.evaluation.worker_set import synchronous_parallel_sample
 from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.trainers.a3c.a3c import DEFAULT_CONFIG as A3C_DEFAULT_CONFIG

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from rlstack.errors import ConfigError
 from rlstack.evaluation.worker_set import synchronous_parallel_sample
 from rlstack.policies.postprocessing import postprocess_advantages, standardize
