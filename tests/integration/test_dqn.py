@@ -291,7 +291,7 @@ def test_apex_trains_checkpoints_and_stops(ray_local, framework, tmp_path):
     assert 0 < sum(s["num_entries"] for s in shards) <= result["timesteps_total"]
     assert result["learner_queue"]["capacity"] == 16 and result["learner_queue"]["size_mean"] >= 0
     assert result["num_weight_syncs"] > 0
-    assert result["sampled_env_steps_per_s"] > 0
+    assert result["sample_throughput"] > 0
     assert np.isfinite(_learner_stats(result)["mean_q"])
     n = 3
     epsilons = [0.4 ** (1 + 7 * i / (n - 1)) for i in range(n)]

@@ -19,10 +19,6 @@ from rlstack.utils.exploration import EpsilonGreedy
 
 QValuesFn = Callable[[np.ndarray], np.ndarray]
 
-# Columns a replay buffer keeps (the priorities column is consumed on insertion).
-REPLAY_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS, SampleBatch.NEXT_OBS,
-                  SampleBatch.TERMINATEDS, SampleBatch.DISCOUNTS, SampleBatch.PRIORITIES)
-
 
 def q_model_spec(policy: Policy) -> QModelSpec:
     """The Q-network for a DQN-family policy (``hiddens`` and ``dueling`` from its config)."""
