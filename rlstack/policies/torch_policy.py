@@ -551,7 +551,8 @@ class TorchPolicy(Policy):
             for start in range(0, n, size):
                 loss, stats = self.model_loss({key: value[start : start + size] for key, value in tensors.items()})
                 self.backward(loss, every, zero_grad=False)  # gradients add up over microbatches
-                parts.append((min(size, n - start), {key: value.detach().cpu().numpy() for key, value in stats.items()}))
+                stats = {key: value.detach().cpu().numpy() for key, value in stats.items()}
+                parts.append((min(size, n - start), stats))
         finally:
             self.model.eval()  # also after an error: acting must not stay in train mode
         stats = combine_microbatch_stats(parts, self.row_mean_stats, self.per_row_stats)
