@@ -23,10 +23,6 @@ QValuesFn = Callable[[np.ndarray], np.ndarray]
 # network, computed once for all the gradient steps of one learn_on_batch.
 Q_TP1_BEST = "q_tp1_best"
 
-# Columns a replay buffer keeps (the priorities column is consumed on insertion).
-REPLAY_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS, SampleBatch.NEXT_OBS,
-                  SampleBatch.TERMINATEDS, SampleBatch.DISCOUNTS, SampleBatch.PRIORITIES)
-
 
 def q_model_spec(policy: Policy) -> QModelSpec:
     """The Q-network for a DQN-family policy (``hiddens`` and ``dueling`` from its config)."""

@@ -1,4 +1,5 @@
-"""Classic RLlib 1.13's ``replay_buffer_config`` for DQN and ApeX, mapped onto rlstack's keys.
+"""Classic RLlib 1.13's ``replay_buffer_config`` for the replay-based trainers (DQN, ApeX, SAC, TD3,
+DDPG), mapped onto rlstack's keys.
 
 1.13 moved the replay settings of the DQN family into one sub-dict (its tuned examples
 write ``replay_buffer_config: {type: MultiAgentPrioritizedReplayBuffer, capacity: 50000,
@@ -36,7 +37,8 @@ RENAMED = {
 
 def _no_op_values(algorithm: str) -> dict[str, tuple[tuple[Any, ...], str]]:
     # Sub-key -> (values meaning what rlstack does anyway, why); others are errors.
-    apex = algorithm == "APEX"
+    # ApeX's distributed replay (APEX, APEX_DDPG) keeps rows in replay shard actors.
+    apex = algorithm.startswith("APEX")
     return {
         # Rows are single steps: no stored sequences (rlstack has no recurrent models).
         "replay_sequence_length": ((1,), "rlstack replays single steps (no recurrent models)"),
@@ -44,10 +46,13 @@ def _no_op_values(algorithm: str) -> dict[str, tuple[tuple[Any, ...], str]]:
         "_enable_replay_buffer_api": ((True, False), "rlstack has one replay implementation"),
         # Multi-agent buffers' mode; rlstack trains one policy.
         "replay_mode": (("independent",), "rlstack trains one policy"),
-        # ApeX keeps its rows in the replay shards, never in the driver; DQN always in the driver.
+        # ApeX keeps its rows in the replay shards, never in the driver; the others always
+        # in the driver.
         "no_local_replay_buffer": (((True,) if apex else (False,)),
-                                   "APEX keeps rows in its replay shards only" if apex
-                                   else "DQN keeps its replay buffer in the driver"),
+                                   f"{algorithm} keeps rows in its replay shards only" if apex
+                                   else f"{algorithm} keeps its replay buffer in the driver"),
+        # 1.13's SAC/DDPG files say what one stored unit is; rlstack stores single steps.
+        "storage_unit": (("timesteps",), "rlstack's buffers store single timesteps"),
         # Where Ray places ApeX's shards: rlstack leaves it to Ray's scheduler (on one
         # machine both values mean the same).
         "replay_buffer_shards_colocated_with_driver": ((True, False), "rlstack leaves shard placement to Ray"),
@@ -58,8 +63,8 @@ def apply_replay_buffer_config(config: dict[str, Any], algorithm: str) -> None:
     """Copies ``config["replay_buffer_config"]`` onto rlstack's replay keys, then empties it.
 
     Args:
-        config: A merged DQN or APEX config (changed in place).
-        algorithm: "DQN" or "APEX", for messages.
+        config: A merged config of a replay-based trainer (changed in place).
+        algorithm: The trainer's name ("DQN", "APEX", "SAC", ...), for messages.
 
     Raises:
         ConfigError: For a sub-key or buffer type rlstack does not have, naming the fix.

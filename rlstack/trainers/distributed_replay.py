@@ -1,0 +1,267 @@
+"""DistributedReplayTrainer: Ape-X's distributed prioritized experience replay (Horgan et
+al. 2018), shared by ApeX-DQN (``run: APEX``) and ApeX-DDPG (``run: APEX_DDPG``).
+
+Many rollout workers sample without pause and compute their rows' initial priorities
+themselves. Their batches go straight from the worker into one of
+``num_replay_buffer_shards`` prioritized replay actors (only an object reference passes
+through the driver). A learner thread on the driver learns on batches replayed from the
+shards and the driver sends the new priorities back. Workers get fresh weights after
+every ``max_weight_sync_delay`` steps they sample. The driver only ever waits with
+``ray.wait`` for whichever request finishes first; there is no barrier across workers.
+
+The algorithm's folder supplies the policy (a loss whose stats carry a per-row
+``"td_error"``, and ``update_target()``), its defaults on top of
+:data:`DISTRIBUTED_REPLAY_CONFIG` and the replay keys of ``off_policy.py``, and its checks
+(calling :func:`validate_distributed_replay_config`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import ray
+
+from rlstack.errors import ConfigError
+from rlstack.execution.learner_thread import LearnerThread
+from rlstack.execution.replay_actor import ReplayActor
+from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.off_policy import beta_schedule
+from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+
+__all__ = ["DISTRIBUTED_REPLAY_CONFIG", "DistributedReplayTrainer", "validate_distributed_replay_config"]
+
+# Keys of the distributed replay, with classic RLlib 1.x ApeX's defaults.
+DISTRIBUTED_REPLAY_CONFIG: dict[str, Any] = {
+    # Number of prioritized replay actors the buffer is split over.
+    "num_replay_buffer_shards": 4,
+    # A worker gets fresh weights after at most this many of its sampled steps.
+    "max_weight_sync_delay": 400,
+    # Replayed batches waiting for the learner thread, at most.
+    "learner_queue_size": 16,
+    # sample() calls kept in flight per rollout worker.
+    "max_sample_requests_in_flight_per_worker": 2,
+}
+
+
+def validate_distributed_replay_config(config: dict[str, Any], algorithm: str) -> None:
+    """Checks the :data:`DISTRIBUTED_REPLAY_CONFIG` keys and what the distributed replay
+    needs from the rest of the config.
+
+    Raises:
+        ConfigError: Naming the key, the value and the fix.
+    """
+    if config["num_workers"] < 1:
+        raise ConfigError(f"{algorithm} samples on remote rollout workers only: set num_workers >= 1 (or use its "
+                          "single-process variant, which samples in the driver with num_workers=0).")
+    for key in DISTRIBUTED_REPLAY_CONFIG:
+        value = config[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{key} must be an integer >= 1, got {value!r}.")
+    if config["observation_filter"] != "NoFilter":
+        raise ConfigError(f"observation_filter={config['observation_filter']!r}: {algorithm} workers sample "
+                          "asynchronously and their filters are not synchronised; use 'NoFilter'.")
+    if config["buffer_size"] < config["num_replay_buffer_shards"]:
+        raise ConfigError(f"buffer_size ({config['buffer_size']}) must be at least num_replay_buffer_shards "
+                          f"({config['num_replay_buffer_shards']}): the buffer is split over the shards.")
+
+
+class DistributedReplayTrainer(Trainer):
+    """The role base of Ape-X trainers (see the module docstring; needs ``num_workers >= 1``).
+
+    ``training_intensity`` (trained rows per sampled step), when set, caps how fast the
+    learner may replay relative to sampling; without it the learner replays as fast as
+    it can, as in the paper. Learning goes on between ``train()`` calls (the learner
+    thread works through its queue), so a checkpoint holds the weights of the moment it
+    is written and the counters of the last reported result. The target network is
+    refreshed every ``target_network_update_freq`` TRAINED steps.
+    """
+
+    # ----- set-up -----------------------------------------------------------------------
+
+    def setup(self, config: dict[str, Any]) -> None:
+        super().setup(config)
+        cfg = self.config
+        num_shards = cfg["num_replay_buffer_shards"]
+        shard_class = ray.remote(num_cpus=0)(ReplayActor)
+        seed = cfg["seed"]
+        self.replay_shards = [
+            shard_class.remote(cfg, cfg["buffer_size"] // num_shards,
+                               seed=None if seed is None else seed + 7919 * (i + 1))
+            for i in range(num_shards)
+        ]
+        self._beta = beta_schedule(cfg)
+        self._rng = np.random.default_rng(seed)
+        self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"])
+        self.learner.start()
+        # A recreated worker starts from the learner's consistent copy of the weights.
+        self.workers.restore_weights = self.learner.weights_ref
+        self._counters.update(num_target_updates=0, last_target_update_ts=0, num_weight_syncs=0)
+        self._replays_in_flight: dict[Any, int] = {}
+        self._samples_in_flight: dict[Any, tuple[int, Any]] = {}
+        self._steps_since_sync = [0] * self.workers.num_remote_workers
+        self._queue_sizes: list[int] = []
+        self._rate_mark = (time.time(), 0, 0)
+        for index in range(self.workers.num_remote_workers):
+            for _ in range(cfg["max_sample_requests_in_flight_per_worker"]):
+                self._request_sample(index)
+
+    def _request_sample(self, index: int) -> None:
+        worker = self.workers.remote_workers()[index]
+        batch_ref, count_ref = worker.sample_with_count.options(num_returns=2).remote()
+        self._samples_in_flight[count_ref] = (index, batch_ref)
+
+    # ----- one polling round ------------------------------------------------------------
+
+    def training_step(self) -> dict[str, Any]:
+        cfg = self.config
+        self.learner.check()
+        pending = [*self._samples_in_flight, *self._replays_in_flight]
+        with self._timers["sample"]:
+            ready, _ = ray.wait(pending, num_returns=1, timeout=1.0)
+            if ready:
+                ready, _ = ray.wait(pending, num_returns=len(pending), timeout=0)
+        ready_set = set(ready)
+        for ref in [r for r in self._samples_in_flight if r in ready_set]:
+            if ref in self._samples_in_flight:  # else voided by its worker's failure just now
+                self._on_sample_done(ref)
+        for ref in [r for r in self._replays_in_flight if r in ready_set]:
+            shard_index = self._replays_in_flight.pop(ref)
+            batch = ray.get(ref)
+            if batch is not None:
+                self.learner.inqueue.put_nowait((shard_index, batch))
+        self._request_replays()
+        self._apply_learner_results()
+        self._queue_sizes.append(self.learner.inqueue.qsize())
+        with self.learner.lock:
+            self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])
+        return {DEFAULT_POLICY_ID: {"learner_stats": self._last_learner_stats}}
+
+    def _on_sample_done(self, count_ref: Any) -> None:
+        index, batch_ref = self._samples_in_flight.pop(count_ref)
+        ok, count = self.workers.fetch(count_ref, index)
+        if not ok:
+            # Its other requests died with it; a recreated worker gets a full set again.
+            self._steps_since_sync[index] = 0
+            self.workers.replace_requests(self._samples_in_flight, index, self._request_sample,
+                                          self.config["max_sample_requests_in_flight_per_worker"])
+            return
+        # The rows go from the worker's object store straight to a random shard.
+        shard = self.replay_shards[int(self._rng.integers(len(self.replay_shards)))]
+        shard.add.remote(batch_ref)
+        self._counters["num_env_steps_sampled"] += count
+        self._steps_since_sync[index] += count
+        if self._steps_since_sync[index] >= self.config["max_weight_sync_delay"]:
+            with self._timers["synch_weights"]:
+                worker = self.workers.remote_workers()[index]
+                worker.set_weights.remote(self.learner.weights_ref(), self._counters["num_env_steps_sampled"])
+            self._steps_since_sync[index] = 0
+            self._counters["num_weight_syncs"] += 1
+        self._request_sample(index)
+
+    def _request_replays(self) -> None:
+        cfg = self.config
+        sampled = self._counters["num_env_steps_sampled"]
+        if sampled < cfg["learning_starts"]:
+            return
+        batch_size = cfg["train_batch_size"]
+        # Never more requests than the learner queue can take, so put_nowait cannot fail.
+        room = cfg["learner_queue_size"] - self.learner.inqueue.qsize() - len(self._replays_in_flight)
+        if cfg["training_intensity"] is not None:
+            queued = self.learner.inqueue.qsize() + len(self._replays_in_flight)
+            allowed = sampled * cfg["training_intensity"] - self._counters["num_env_steps_trained"]
+            room = min(room, int(allowed // batch_size) - queued)
+        beta = self._beta.value(sampled)
+        min_size = max(1, cfg["learning_starts"] // (2 * len(self.replay_shards)))
+        per_shard = {i: 0 for i in range(len(self.replay_shards))}
+        for shard_index in self._replays_in_flight.values():
+            per_shard[shard_index] += 1
+        while room > 0:
+            shard_index = min(per_shard, key=per_shard.get)
+            if per_shard[shard_index] >= 2:
+                break
+            ref = self.replay_shards[shard_index].replay.remote(batch_size, beta, min_size)
+            self._replays_in_flight[ref] = shard_index
+            per_shard[shard_index] += 1
+            room -= 1
+
+    def _apply_learner_results(self) -> None:
+        cfg = self.config
+        times, self.learner.learn_times = self.learner.learn_times, []
+        for seconds in times:
+            self._timers["learn"].push(seconds)
+        while not self.learner.outqueue.empty():
+            shard_index, batch, stats = self.learner.outqueue.get_nowait()
+            td_error = stats.pop("td_error", None)
+            if td_error is not None:
+                self.replay_shards[shard_index].update_priorities.remote(batch[SampleBatch.BATCH_INDEXES], td_error)
+            self._counters["num_env_steps_trained"] += batch.count
+            self._last_learner_stats = stats
+        trained = self._counters["num_env_steps_trained"]
+        if trained - self._counters["last_target_update_ts"] >= cfg["target_network_update_freq"]:
+            with self.learner.lock:
+                self.learner_policy.update_target()
+            self._counters["last_target_update_ts"] = trained
+            self._counters["num_target_updates"] += 1
+
+    # ----- results, checkpoints, shutdown -------------------------------------------------
+
+    def extra_results(self) -> dict[str, Any]:
+        cfg = self.config
+        now = time.time()
+        last_time, last_sampled, last_trained = self._rate_mark
+        sampled, trained = self._counters["num_env_steps_sampled"], self._counters["num_env_steps_trained"]
+        elapsed = max(1e-9, now - last_time)
+        self._rate_mark = (now, sampled, trained)
+        sizes, self._queue_sizes = self._queue_sizes, []
+        return {
+            "sample_throughput": (sampled - last_sampled) / elapsed,
+            "learner_throughput": (trained - last_trained) / elapsed,
+            "learner_queue": {"size_mean": float(np.mean(sizes)) if sizes else 0.0,
+                              "size_max": int(max(sizes, default=0)), "capacity": cfg["learner_queue_size"]},
+            "learner_steps": self.learner.num_steps,
+            "replay_shards": ray.get([shard.stats.remote() for shard in self.replay_shards]),
+            "num_weight_syncs": self._counters["num_weight_syncs"],
+            "num_target_updates": self._counters["num_target_updates"],
+        }
+
+    def save_checkpoint(self, checkpoint_dir: str) -> None:
+        with self.learner.lock:
+            super().save_checkpoint(checkpoint_dir)
+
+    def load_checkpoint(self, checkpoint: Any) -> None:
+        with self.learner.lock:
+            super().load_checkpoint(checkpoint)
+        self.learner.invalidate_weights()
+
+    def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        if not self.config["store_buffer_in_checkpoints"]:
+            return {}
+        states = ray.get([shard.get_state.remote() for shard in self.replay_shards])
+        return {f"replay_shard_{i}": state for i, state in enumerate(states)}
+
+    def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
+        refs = [shard.set_state.remote(arrays[f"replay_shard_{i}"])
+                for i, shard in enumerate(self.replay_shards) if f"replay_shard_{i}" in arrays]
+        ray.get(refs)
+
+    def evaluate(self) -> dict[str, Any]:
+        with self.learner.lock:
+            return super().evaluate()
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        # Replay actors and the learner thread hold the old trial's state: let Tune
+        # build a new trainer rather than patch them.
+        return False
+
+    def cleanup(self) -> None:
+        learner = getattr(self, "learner", None)
+        if learner is not None:
+            learner.stop()
+        for shard in getattr(self, "replay_shards", []):
+            try:
+                ray.kill(shard)
+            except Exception:  # noqa: BLE001 - the actor may already be gone
+                pass
+        super().cleanup()
