@@ -416,6 +416,8 @@ class TFPolicy(Policy):
         return as_losses(loss, len(self.optimizers), type(self).__name__), stats, [grads]
 
     def _step_mask(self) -> list[Any]:
+        if type(self).optimizer_step_mask is TFPolicy.optimizer_step_mask:
+            return [True] * len(self.optimizers)  # the default: no read of the step count in the graph
         mask = list(self.optimizer_step_mask(self.num_grad_steps.read_value()))
         if len(mask) != len(self.optimizers):
             raise TypeError(f"{type(self).__name__}.optimizer_step_mask() returned {len(mask)} flags for "
@@ -447,14 +449,20 @@ class TFPolicy(Policy):
         # A NaN or inf loss (or gradient norm) skips the update; learn_on_batch then raises.
         # The loss and the norm are one scalar each: far cheaper than a pass over every
         # gradient, which the optimizer does for callers that bring no loss.
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(loss)) for loss in losses])
+        finite = tf.reduce_all(tf.math.is_finite(losses[0]))
+        for loss in losses[1:]:
+            finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(loss)))
         if grad_clip is not None:
             for i, on in enumerate(mask):
                 # Each optimizer's gradients clipped on their own (1.13's multi-optimizer
                 # policies); a skipped optimizer's norm is NaN here, left out of the mean.
                 grads[i], norm = clip_by_global_norm(grads[i], float(grad_clip))
-                stats[grad_norm_key(i)] = tf.where(tf.convert_to_tensor(on), norm, float("nan"))
-                finite = tf.logical_and(finite, tf.logical_or(tf.logical_not(on), tf.math.is_finite(norm)))
+                if on is True:
+                    stats[grad_norm_key(i)] = norm
+                    finite = tf.logical_and(finite, tf.math.is_finite(norm))
+                else:
+                    stats[grad_norm_key(i)] = tf.where(tf.convert_to_tensor(on), norm, float("nan"))
+                    finite = tf.logical_and(finite, tf.logical_or(tf.logical_not(on), tf.math.is_finite(norm)))
         tf.cond(tf.logical_and(finite, enabled), lambda: self._apply_step(grads, mask), lambda: tf.constant(False))
         return stats, per_row, finite
 
