@@ -59,6 +59,17 @@ NOISE_DEFAULTS: dict[str, dict[str, Any]] = {
         "final_scale": 0.02,
         "scale_timesteps": 10000,
     },
+    # ApeX-DDPG's (Horgan et al. 2018): GaussianNoise whose scale is a constant per rollout
+    # worker, ApeX's per-worker epsilon 0.4 ** (1 + 7 (i - 1) / (N - 1)) for worker i of N
+    # (0 for the driver's copy); initial_scale/final_scale/scale_timesteps are unused.
+    "PerWorkerGaussianNoise": {
+        "type": "PerWorkerGaussianNoise",
+        "random_timesteps": 1000,
+        "stddev": 0.1,
+        "initial_scale": 1.0,
+        "final_scale": 0.02,
+        "scale_timesteps": 10000,
+    },
     "OrnsteinUhlenbeckNoise": {
         "type": "OrnsteinUhlenbeckNoise",
         "random_timesteps": 1000,
@@ -305,7 +316,37 @@ class OrnsteinUhlenbeckNoise(GaussianNoise):
         self.ou_state = np.asarray(state["ou_state"], dtype=np.float64)
 
 
-def make_action_noise(exploration_config: dict[str, Any], action_dim: int, seed: int | None = None) -> GaussianNoise:
-    """The noise object for a (validated) action-noise ``exploration_config``."""
+class PerWorkerGaussianNoise(GaussianNoise):
+    """GaussianNoise with a constant scale per rollout worker (Ape-X, Horgan et al. 2018):
+    worker i of N adds ``per_worker_epsilon(i, N) * stddev * N(0, 1)``, i.e. scale
+    ``0.4 ** (1 + 7 (i - 1) / (N - 1))`` (the paper's per-actor exponent, as ApeX-DQN's
+    epsilons), so a few workers explore widely and most stay near the actor's actions; the
+    driver's copy (worker 0) adds none. The random phase (``random_timesteps``) is
+    GaussianNoise's.
+
+    Args:
+        exploration_config: A PerWorkerGaussianNoise ``exploration_config``.
+        action_dim: Size of one (flattened) action.
+        seed: Seed of this copy's generator.
+        worker_index: 0 for the driver's copy, 1..N for rollout workers.
+        num_workers: Number of rollout workers.
+    """
+
+    def __init__(self, exploration_config: dict[str, Any], action_dim: int, seed: int | None = None,
+                 worker_index: int = 0, num_workers: int = 0) -> None:
+        super().__init__(exploration_config, action_dim, seed)
+        self.constant_scale = per_worker_epsilon(worker_index, num_workers) if worker_index > 0 else 0.0
+
+    def scale(self, timestep: int) -> float:
+        return self.constant_scale
+
+
+def make_action_noise(exploration_config: dict[str, Any], action_dim: int, seed: int | None = None,
+                      worker_index: int = 0, num_workers: int = 0) -> GaussianNoise:
+    """The noise object for a (validated) action-noise ``exploration_config`` of the policy
+    copy on rollout worker ``worker_index`` of ``num_workers`` (0: the driver's)."""
+    kind = exploration_config["type"]
+    if kind == "PerWorkerGaussianNoise":
+        return PerWorkerGaussianNoise(exploration_config, action_dim, seed, worker_index, num_workers)
     kinds = {"GaussianNoise": GaussianNoise, "OrnsteinUhlenbeckNoise": OrnsteinUhlenbeckNoise}
-    return kinds[exploration_config["type"]](exploration_config, action_dim, seed)
+    return kinds[kind](exploration_config, action_dim, seed)

@@ -177,3 +177,18 @@ def test_changing_the_exploration_type_drops_the_default_type_keys():
     assert merged["exploration_config"] == {"type": "GaussianNoise", "stddev": 0.3}
     same_type = merge_config(defaults, {"exploration_config": {"ou_sigma": 0.3}}, "DDPG")
     assert same_type["exploration_config"] == {**NOISE_DEFAULTS["OrnsteinUhlenbeckNoise"], "ou_sigma": 0.3}
+
+
+def test_per_worker_gaussian_noise_scales_are_apex_epsilons():
+    config = {**NOISE_DEFAULTS["PerWorkerGaussianNoise"], "random_timesteps": 0, "stddev": 0.5}
+    validate_noise_config(config, "APEX_DDPG")
+    n = 4
+    scales = [make_action_noise(config, 2, seed=i, worker_index=i, num_workers=n).scale(10**6) for i in range(n + 1)]
+    # The driver's copy adds nothing; worker i of N: 0.4 ** (1 + 7 (i - 1) / (N - 1)).
+    assert scales == pytest.approx([0.0] + [0.4 ** (1 + 7 * (i - 1) / (n - 1)) for i in range(1, n + 1)])
+    worker = make_action_noise(config, 2, seed=0, worker_index=1, num_workers=n)
+    draws = np.stack([worker.noise(1, 5000)[0] for _ in range(20000)])
+    assert draws.std(axis=0) == pytest.approx([0.4 * 0.5] * 2, rel=0.03)
+    driver = make_action_noise(config, 2, seed=0, worker_index=0, num_workers=n)
+    actions = np.full((3, 2), 0.25, np.float32)
+    np.testing.assert_array_equal(driver.apply(actions, 5000, explore=True), actions)

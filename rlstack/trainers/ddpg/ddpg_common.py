@@ -87,10 +87,11 @@ def ddpg_model_spec(policy: Policy) -> ActorCriticSpec:
 
 
 def make_exploration(policy: Policy) -> GaussianNoise:
-    """The ``exploration_config`` noise of ``policy``, seeded with its per-worker
-    sampling seed."""
+    """The ``exploration_config`` noise of ``policy`` as placed (worker index, worker
+    count), seeded with its per-worker sampling seed."""
     action_dim = int(np.prod(policy.action_space.shape))
-    return make_action_noise(policy.config["exploration_config"], action_dim, seed=policy.sampling_seed)
+    return make_action_noise(policy.config["exploration_config"], action_dim, seed=policy.sampling_seed,
+                             worker_index=policy.worker_index, num_workers=policy.num_workers)
 
 
 def act_with_noise(policy: Policy, mu: np.ndarray,
@@ -150,6 +151,11 @@ class DDPGNumpyPolicy(NumpyPolicy):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None, postprocess_fn: PostprocessFn | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed, postprocess_fn)
+        self.exploration = make_exploration(self)
+
+    def bind_worker(self, worker_index: int, num_workers: int) -> None:
+        super().bind_worker(worker_index, num_workers)
+        # PerWorkerGaussianNoise (ApeX-DDPG) scales its noise by the worker's index.
         self.exploration = make_exploration(self)
 
     def model_spec(self) -> ActorCriticSpec:

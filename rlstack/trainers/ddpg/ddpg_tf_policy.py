@@ -70,6 +70,11 @@ class DDPGTFPolicy(TFPolicy):
         self._polyak_fn = self.graph_function(self._polyak, [tf.TensorSpec([], tf.float32)])
         self.update_target(tau=1.0)
 
+    def bind_worker(self, worker_index: int, num_workers: int) -> None:
+        super().bind_worker(worker_index, num_workers)
+        # PerWorkerGaussianNoise (ApeX-DDPG) scales its noise by the worker's index.
+        self.exploration = make_exploration(self)
+
     def model_spec(self) -> ActorCriticSpec:
         return ddpg_model_spec(self)
 

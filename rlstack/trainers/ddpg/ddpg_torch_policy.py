@@ -69,6 +69,11 @@ class DDPGTorchPolicy(TorchPolicy):
         else:
             self.target_noise_generator.manual_seed(int(seed) + 17)
 
+    def bind_worker(self, worker_index: int, num_workers: int) -> None:
+        super().bind_worker(worker_index, num_workers)
+        # PerWorkerGaussianNoise (ApeX-DDPG) scales its noise by the worker's index.
+        self.exploration = make_exploration(self)
+
     def model_spec(self) -> ActorCriticSpec:
         return ddpg_model_spec(self)
 

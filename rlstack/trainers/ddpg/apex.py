@@ -1,0 +1,73 @@
+"""ApexDDPGTrainer: Ape-X DDPG (Horgan et al. 2018), DDPG's actor and critics on the
+distributed prioritized replay of ``trainers/distributed_replay.py``.
+
+Many rollout workers act with the deterministic actor plus Gaussian noise of a constant,
+per-worker scale (``PerWorkerGaussianNoise``) and compute their rows' initial priorities
+(``worker_side_prioritization``); replay shards hold the rows and a learner thread on the
+driver trains DDPG's losses on replayed batches. Classic RLlib 1.13 kept it beside DDPG
+(``ray.rllib.agents.ddpg.apex``), and so does rlstack.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rlstack.policies.postprocessing import postprocess_n_step
+from rlstack.trainers.config import DefaultConfig, merge_config
+from rlstack.trainers.ddpg.ddpg import (DEFAULT_CONFIG as DDPG_DEFAULT_CONFIG, ddpg_policy_class_path,
+                                        exploration_arrays, restore_exploration, validate_ddpg_config)
+from rlstack.trainers.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, DistributedReplayTrainer,
+                                                 validate_distributed_replay_config)
+
+# Classic RLlib 1.13's ApeX-DDPG defaults, on top of DDPG's.
+APEX_DDPG_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
+    {
+        **DDPG_DEFAULT_CONFIG,
+        # The distributed replay's keys (trainers/distributed_replay.py, 1.x ApeX's defaults).
+        **DISTRIBUTED_REPLAY_CONFIG,
+    },
+    {
+        # Worker i of N adds noise of scale 0.4 ** (1 + 7 i / (N - 1)) (utils/exploration.py).
+        "exploration_config": {"type": "PerWorkerGaussianNoise"},
+        "n_step": 3,
+        "num_workers": 32,
+        "buffer_size": 2000000,
+        "learning_starts": 50000,
+        "train_batch_size": 512,
+        "rollout_fragment_length": 50,
+        # Counted in trained steps for Ape-X; with tau 0.002 a polyak step every 500k.
+        "target_network_update_freq": 500000,
+        "min_sample_timesteps_per_reporting": 25000,
+        "min_time_s_per_reporting": 30,
+        "worker_side_prioritization": True,
+        "prioritized_replay": True,
+    },
+    "APEX_DDPG",
+))
+
+
+class ApexDDPGTrainer(DistributedReplayTrainer):
+    """Ape-X DDPG with the classic RLlib API (needs ``num_workers >= 1``; see
+    :class:`~rlstack.trainers.distributed_replay.DistributedReplayTrainer`)."""
+
+    _name = "APEX_DDPG"
+    _default_config = APEX_DDPG_DEFAULT_CONFIG
+    postprocess_fn = staticmethod(postprocess_n_step)
+    numpy_policy_class = "rlstack.trainers.ddpg.ddpg_common:DDPGNumpyPolicy"
+
+    @classmethod
+    def validate_config(cls, config: dict[str, Any]) -> None:
+        validate_ddpg_config(config, cls._name)
+        validate_distributed_replay_config(config, cls._name)
+
+    def get_policy_class_path(self, config: dict[str, Any]) -> str:
+        return ddpg_policy_class_path(config)
+
+    def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        return {**super().extra_checkpoint_arrays(), **exploration_arrays(self.workers)}
+
+    def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
+        super().restore_extra_arrays(arrays)
+        restore_exploration(self.workers, arrays)
