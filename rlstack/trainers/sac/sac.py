@@ -127,8 +127,8 @@ def _merge_sub_configs(config: dict[str, Any]) -> None:
         _require(isinstance(value, dict), f"{key} must be a dict of sub-keys, got {type(value).__name__} ({value!r}).")
         if key == "optimization":
             for sub_key in value:
-                _require(sub_key in defaults, f"Unknown key {sub_key!r} in SAC's optimization"
-                                              f"{did_you_mean(sub_key, defaults)} Valid: {', '.join(defaults)}.")
+                _require(sub_key in defaults, f"Unknown key optimization.{sub_key}{did_you_mean(sub_key, defaults)} "
+                                              f"SAC's optimization sub-dict takes {', '.join(defaults)}.")
         config[key] = {**copy.deepcopy(defaults), **value}
 
 

@@ -13,7 +13,7 @@ from rlstack.errors import ConfigError
 from rlstack.models.blocks import ActorCriticSpec, actor_critic_spec
 from rlstack.models.numpy.blocks import NumpyActorCritic
 from rlstack.models.numpy.distributions import Categorical, SquashedGaussian
-from rlstack.policies.numpy_policy import NumpyPolicy
+from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn
 from rlstack.policies.policy import Policy
 from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.sample_batch import SampleBatch
@@ -105,6 +105,11 @@ class SACNumpyPolicy(NumpyPolicy):
     model_class = NumpyActorCritic
     needs_next_obs = True
     needs_bootstrap_value = False
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
+                 sampling_seed: int | None = None, postprocess_fn: PostprocessFn | None = None) -> None:
+        check_action_space(action_space)  # SAC's message before the generic one
+        super().__init__(observation_space, action_space, config, num_gpus, sampling_seed, postprocess_fn)
 
     def model_spec(self) -> ActorCriticSpec:
         return sac_model_spec(self)

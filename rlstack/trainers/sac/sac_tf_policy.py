@@ -14,8 +14,8 @@ from rlstack.models.tf.distributions import Categorical, SquashedGaussian
 from rlstack.models.tf.framework import tf
 from rlstack.policies.tf_policy import Adam, TFPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.sac.sac_common import (LOSS_COLUMNS, postprocess_sac, sac_model_spec, target_entropy,
-                                             unsquash_sac_actions)
+from rlstack.trainers.sac.sac_common import (LOSS_COLUMNS, check_action_space, postprocess_sac, sac_model_spec,
+                                             target_entropy, unsquash_sac_actions)
 from rlstack.utils.schedules import make_schedule
 
 B = SampleBatch
@@ -41,6 +41,7 @@ class SACTFPolicy(TFPolicy):
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
+        check_action_space(action_space)  # SAC's message before the generic one
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         self.dist_class = Categorical if self.discrete else SquashedGaussian

@@ -25,8 +25,8 @@ from rlstack.models.torch.blocks import TorchActorCritic
 from rlstack.models.torch.torch_action_dist import TorchCategorical, TorchSquashedGaussian
 from rlstack.policies.torch_policy import Adam, TorchPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.sac.sac_common import (LOSS_COLUMNS, postprocess_sac, sac_model_spec, target_entropy,
-                                             unsquash_sac_actions)
+from rlstack.trainers.sac.sac_common import (LOSS_COLUMNS, check_action_space, postprocess_sac, sac_model_spec,
+                                             target_entropy, unsquash_sac_actions)
 from rlstack.utils.schedules import make_schedule
 
 B = SampleBatch
@@ -46,6 +46,7 @@ class SACTorchPolicy(TorchPolicy):
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
+        check_action_space(action_space)  # SAC's message before the generic one
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         self.dist_class = TorchCategorical if self.discrete else TorchSquashedGaussian
