@@ -130,24 +130,27 @@ class SACTFPolicy(TFPolicy):
     def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tuple[tf.Tensor, ...], dict[str, tf.Tensor]]:
         """``((actor_loss, critic_loss, alpha_loss), stats)`` on a replayed minibatch."""
         obs, next_obs = train_batch[B.OBS], train_batch[B.NEXT_OBS]
-        n = tf.shape(obs)[0]
         alpha = tf.exp(self.log_alpha)
         not_done = 1.0 - tf.cast(train_batch[B.TERMINATEDS], tf.float32)
-        # The actor on s_t and s_{t+1} in one pass.
-        dist_inputs = self.model.actor_outputs(tf.concat([obs, next_obs], axis=0))
+        # The actor on s_t (differentiated) and on s_{t+1} (only the target reads it).
+        dist_inputs_t = self.model.actor_outputs(obs)
+        dist_inputs_tp1 = tf.stop_gradient(self.model.actor_outputs(next_obs))
         if self.discrete:
-            return self._discrete_loss(train_batch, dist_inputs, alpha, not_done)
-        dist = SquashedGaussian(dist_inputs)
+            return self._discrete_loss(train_batch, dist_inputs_t, dist_inputs_tp1, alpha, not_done)
+        dist_t, dist_tp1 = SquashedGaussian(dist_inputs_t), SquashedGaussian(dist_inputs_tp1)
         if self.config["_deterministic_loss"]:
-            pi, log_pi = dist.deterministic_sample(), dist.sampled_action_logp()
+            policy_t, log_pis_t = dist_t.deterministic_sample(), dist_t.sampled_action_logp()
+            policy_tp1, log_pis_tp1 = dist_tp1.deterministic_sample(), dist_tp1.sampled_action_logp()
         else:
-            pi, log_pi = dist.sample_with_logp(noise=self.loss_noise(tf.shape(dist.mean)))
-        policy_t, policy_tp1 = pi[:n], pi[n:]
-        log_pis_t, log_pis_tp1 = log_pi[:n], log_pi[n:]
-        # Q_j(s, a) of the replayed actions and Q_j(s, pi(s)), every critic, one pass: [C, 2n].
-        q = self.model.critic_values(tf.concat([obs, obs], axis=0),
-                                     tf.concat([tf.cast(train_batch[B.ACTIONS], tf.float32), policy_t], axis=0))
-        q_t, q_t_policy = q[:, :n], tf.reduce_min(q[:, n:], axis=0)
+            # Rows 0..n-1 of the noise for s_t, rows n..2n-1 for s_{t+1}.
+            n = tf.shape(obs)[0]
+            noise = self.loss_noise(tf.stack([2 * n, tf.shape(dist_t.mean)[1]]))
+            policy_t, log_pis_t = dist_t.sample_with_logp(noise=noise[:n])
+            policy_tp1, log_pis_tp1 = dist_tp1.sample_with_logp(noise=noise[n:])
+        # Q_j(s, a) of the replayed actions, and min_j Q_j(s, pi(s)): two passes, so that
+        # each loss's backward pass runs over its own rows only.
+        q_t = self.model.critic_values(obs, train_batch[B.ACTIONS])  # [C, n]
+        q_t_policy = tf.reduce_min(self.model.critic_values(obs, policy_t), axis=0)
         # y = r + gamma^k (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s')),  a' ~ pi(.|s')
         q_tp1 = tf.reduce_min(self.target_critics(next_obs, policy_tp1), axis=0) - alpha * log_pis_tp1
         target = tf.stop_gradient(train_batch[B.REWARDS] + train_batch[B.DISCOUNTS] * not_done * q_tp1)
@@ -157,12 +160,10 @@ class SACTFPolicy(TFPolicy):
         alpha_loss = -tf.reduce_mean(self.log_alpha * tf.stop_gradient(log_pis_t + self.target_entropy))
         return self._with_critic_loss(train_batch, q_t, target, actor_loss, alpha_loss, alpha, log_pis_t, policy_t)
 
-    def _discrete_loss(self, train_batch: dict[str, tf.Tensor], logits: tf.Tensor, alpha: tf.Tensor,
-                       not_done: tf.Tensor) -> tuple[tuple[tf.Tensor, ...], dict[str, tf.Tensor]]:
+    def _discrete_loss(self, train_batch: dict[str, tf.Tensor], logits_t: tf.Tensor, logits_tp1: tf.Tensor,
+                       alpha: tf.Tensor, not_done: tf.Tensor) -> tuple[tuple[tf.Tensor, ...], dict[str, tf.Tensor]]:
         # Discrete SAC: expectations over actions in closed form, no sampling.
-        n = tf.shape(train_batch[B.OBS])[0]
-        log_pi = tf.nn.log_softmax(logits, axis=-1)
-        log_pis_t, log_pis_tp1 = log_pi[:n], log_pi[n:]
+        log_pis_t, log_pis_tp1 = tf.nn.log_softmax(logits_t, axis=-1), tf.nn.log_softmax(logits_tp1, axis=-1)
         policy_t, policy_tp1 = tf.exp(log_pis_t), tf.exp(log_pis_tp1)
         q_all = self.model.critic_values(train_batch[B.OBS])  # [C, n, num_actions]
         actions = tf.cast(train_batch[B.ACTIONS], tf.int32)

@@ -117,23 +117,28 @@ class SACTorchPolicy(TorchPolicy):
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor]]:
         """``((actor_loss, critic_loss, alpha_loss), stats)`` on a replayed minibatch."""
         obs, next_obs = train_batch[B.OBS], train_batch[B.NEXT_OBS]
-        n = obs.shape[0]
         alpha = self.log_alpha.exp()
         not_done = 1.0 - train_batch[B.TERMINATEDS].float()
-        # The actor on s_t and s_{t+1} in one pass.
-        dist_inputs = self.model.actor_outputs(torch.cat([obs, next_obs]))
+        # The actor on s_t (differentiated) and on s_{t+1} (only the target reads it).
+        dist_inputs_t = self.model.actor_outputs(obs)
+        with torch.no_grad():
+            dist_inputs_tp1 = self.model.actor_outputs(next_obs)
         if self.discrete:
-            return self._discrete_loss(train_batch, dist_inputs, alpha, not_done)
-        dist = TorchSquashedGaussian(dist_inputs)
+            return self._discrete_loss(train_batch, dist_inputs_t, dist_inputs_tp1, alpha, not_done)
+        dist_t, dist_tp1 = TorchSquashedGaussian(dist_inputs_t), TorchSquashedGaussian(dist_inputs_tp1)
         if self.config["_deterministic_loss"]:
-            pi, log_pi = dist.deterministic_sample(), dist.sampled_action_logp()
+            policy_t, log_pis_t = dist_t.deterministic_sample(), dist_t.sampled_action_logp()
+            policy_tp1, log_pis_tp1 = dist_tp1.deterministic_sample(), dist_tp1.sampled_action_logp()
         else:
-            pi, log_pi = dist.sample_with_logp(noise=self.loss_noise(dist.mean.shape))
-        policy_t, policy_tp1 = pi[:n], pi[n:]
-        log_pis_t, log_pis_tp1 = log_pi[:n], log_pi[n:]
-        # Q_j(s, a) of the replayed actions and Q_j(s, pi(s)), every critic, one pass: [C, 2n].
-        q = self.model.critic_values(torch.cat([obs, obs]), torch.cat([train_batch[B.ACTIONS], policy_t]))
-        q_t, q_t_policy = q[:, :n], q[:, n:].min(dim=0).values
+            # Rows 0..n-1 of the noise for s_t, rows n..2n-1 for s_{t+1}.
+            n = obs.shape[0]
+            noise = self.loss_noise(torch.Size((2 * n, dist_t.mean.shape[1])))
+            policy_t, log_pis_t = dist_t.sample_with_logp(noise=noise[:n])
+            policy_tp1, log_pis_tp1 = dist_tp1.sample_with_logp(noise=noise[n:])
+        # Q_j(s, a) of the replayed actions, and min_j Q_j(s, pi(s)): two passes, so that
+        # each loss's backward pass runs over its own rows only.
+        q_t = self.model.critic_values(obs, train_batch[B.ACTIONS])  # [C, n]
+        q_t_policy = self.model.critic_values(obs, policy_t).min(dim=0).values
         with torch.no_grad():
             # y = r + gamma^k (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s')),  a' ~ pi(.|s')
             q_tp1 = self.target_critics(next_obs, policy_tp1).min(dim=0).values - alpha * log_pis_tp1
@@ -144,15 +149,15 @@ class SACTorchPolicy(TorchPolicy):
         alpha_loss = -(self.log_alpha * (log_pis_t + self.target_entropy).detach()).mean()
         return self._with_critic_loss(train_batch, q_t, target, actor_loss, alpha_loss, alpha, log_pis_t, policy_t)
 
-    def _discrete_loss(self, train_batch: dict[str, torch.Tensor], logits: torch.Tensor, alpha: torch.Tensor,
-                       not_done: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor]]:
+    def _discrete_loss(self, train_batch: dict[str, torch.Tensor], logits_t: torch.Tensor, logits_tp1: torch.Tensor,
+                       alpha: torch.Tensor, not_done: torch.Tensor,
+                       ) -> tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor]]:
         # Discrete SAC: expectations over actions in closed form, no sampling.
-        n = train_batch[B.OBS].shape[0]
-        log_pi = F.log_softmax(logits, dim=-1)
-        log_pis_t, log_pis_tp1 = log_pi[:n], log_pi[n:]
+        log_pis_t, log_pis_tp1 = F.log_softmax(logits_t, dim=-1), F.log_softmax(logits_tp1, dim=-1)
         policy_t, policy_tp1 = log_pis_t.exp(), log_pis_tp1.exp()
         q_all = self.model.critic_values(train_batch[B.OBS])  # [C, n, num_actions]
         actions = train_batch[B.ACTIONS].long()
+        n = actions.shape[0]
         q_t = q_all.gather(2, actions.view(1, n, 1).expand(q_all.shape[0], n, 1)).squeeze(2)
         with torch.no_grad():
             # V(s') = sum_a' pi(a'|s') (min_j Q'_j(s', a') - alpha log pi(a'|s'))
