@@ -122,6 +122,15 @@ class Policy(ABC):
     calls_learn_hook: bool = False
     # What on_learn_on_batch wrote on the last learn_on_batch (replaced, never mutated).
     learn_custom_metrics: dict[str, Any] = {}
+    # Shuffle rows before each SGD epoch; sequence losses (V-trace) and per-row
+    # statistics keep the batch order.
+    shuffle_minibatches: bool = True
+    # Loss statistics with one value per minibatch row (DQN's "td_error"): learn_on_batch
+    # returns each as one array over the whole batch, in its row order, not averaged.
+    per_row_stats: tuple[str, ...] = ()
+    # Statistics a summed loss reports as means over rows (A3C's entropy): weighted by
+    # rows, not added up, where compute_gradients sums a batch's microbatches.
+    row_mean_stats: tuple[str, ...] = ()
 
     @staticmethod
     def pin_threads(config: dict) -> None:
@@ -141,6 +150,11 @@ class Policy(ABC):
         self.dist_spec = action_dist_spec(action_space, config.get("model"))
         self.global_timestep = 0
         self.worker_index, self.num_workers = 0, 0
+        if self.per_row_stats and self.shuffle_minibatches:
+            raise TypeError(
+                f"{type(self).__name__} sets per_row_stats={self.per_row_stats!r} and shuffle_minibatches=True; "
+                "per-row statistics come back in the batch's row order, which needs unshuffled minibatches. Set "
+                "shuffle_minibatches = False on the class.")
 
     @property
     def device_name(self) -> str:
@@ -297,6 +311,17 @@ class Policy(ABC):
     @abstractmethod
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
         """Improves the policy on a train batch and returns learner statistics."""
+
+    def minibatch_plan(self, n: int) -> tuple[int, int]:
+        """How ``learn_on_batch`` cuts a train batch of ``n`` rows.
+
+        Returns:
+            ``(minibatch_size, num_epochs)``: ``sgd_minibatch_size`` (the whole batch when
+            unset) and ``num_sgd_iter`` (1 when unset). The minibatches of an epoch are
+            consecutive ``minibatch_size``-row slices of the (shuffled, see
+            :attr:`shuffle_minibatches`) batch; one gradient step each.
+        """
+        return min(int(self.config.get("sgd_minibatch_size") or n), n), int(self.config.get("num_sgd_iter", 1))
 
     @abstractmethod
     def get_weights(self) -> dict[str, np.ndarray]:

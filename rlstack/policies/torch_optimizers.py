@@ -27,7 +27,7 @@ def check_finite_update(optimizer: "Adam | RMSProp", loss: torch.Tensor | None =
     """
     if loss is None and grad_norm is None:
         grads = [p.grad for p in optimizer.params if p.grad is not None]
-        if bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all()):
+        if not grads or bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all()):
             return
         bad = [f"#{i} {list(g.shape)}" for i, g in enumerate(grads) if not bool(torch.isfinite(g).all())]
         what = f"gradients of parameters {', '.join(bad)}" if bad else "gradient norm (overflow)"
@@ -73,18 +73,22 @@ class Adam:
             p.grad = None
 
     @torch.no_grad()
-    def step(self, loss: torch.Tensor | None = None, grad_norm: torch.Tensor | None = None) -> None:
+    def step(self, loss: torch.Tensor | None = None, grad_norm: torch.Tensor | None = None,
+             check_finite: bool = True) -> None:
         """Applies one update from the parameters' ``.grad``.
 
         Args:
             loss: The loss the gradients come from; checked instead of the gradients.
             grad_norm: Their global norm, if clipping computed it; checked too.
+            check_finite: False where the caller has checked already (the learner loop
+                checks every optimizer's loss before it steps any).
 
         Raises:
             NonFiniteError: If what is checked (see :func:`check_finite_update`) is NaN
                 or inf; nothing is updated.
         """
-        check_finite_update(self, loss, grad_norm)
+        if check_finite:
+            check_finite_update(self, loss, grad_norm)
         params, exp_avgs, exp_avg_sqs, steps = self.params, self.exp_avgs, self.exp_avg_sqs, self.steps
         every_grad = all(p.grad is not None for p in params)
         if not every_grad:
@@ -150,16 +154,18 @@ class RMSProp:
             p.grad = None
 
     @torch.no_grad()
-    def step(self, loss: torch.Tensor | None = None, grad_norm: torch.Tensor | None = None) -> None:
-        """Applies one update from the parameters' ``.grad``; ``loss`` and ``grad_norm``
-        as in :meth:`Adam.step`.
+    def step(self, loss: torch.Tensor | None = None, grad_norm: torch.Tensor | None = None,
+             check_finite: bool = True) -> None:
+        """Applies one update from the parameters' ``.grad``; ``loss``, ``grad_norm`` and
+        ``check_finite`` as in :meth:`Adam.step`.
 
         Raises:
             NonFiniteError: See :meth:`Adam.step`; nothing is updated.
         """
         if any(p.grad is None for p in self.params):
             raise RuntimeError("Every parameter needs a gradient before RMSProp.step(); is one unused by the loss?")
-        check_finite_update(self, loss, grad_norm)
+        if check_finite:
+            check_finite_update(self, loss, grad_norm)
         for p, ms, mom in zip(self.params, self.mean_squares, self.moments):
             ms.mul_(self.decay).addcmul_(p.grad, p.grad, value=1.0 - self.decay)
             mom.mul_(self.momentum).add_(p.grad / torch.sqrt(ms + self.eps), alpha=self.lr)
@@ -185,6 +191,8 @@ def clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> torch.T
     """Scales gradients so their global norm is at most ``max_norm``; returns the norm
     before clipping (torch.nn.utils.clip_grad_norm_'s formula)."""
     grads = [p.grad for p in params if p.grad is not None]
+    if not grads:  # nothing in the loss (an optimizer whose loss this step skipped)
+        return torch.zeros((), device=params[0].device if params else None)
     norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))  # one call for all norms
     torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
     return norm

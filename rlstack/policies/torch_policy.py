@@ -1,8 +1,19 @@
 """TorchPolicy: the torch base of every algorithm's torch policy.
 
-It owns the model, the action distribution, the optimizer, device placement and the
-minibatch-SGD loop; an algorithm adds ``loss()`` (and, if it needs them, the hooks
-``after_learn`` and ``on_global_var_update``).
+It owns the model, the action distribution, the optimizers, device placement and the
+one learner loop of every torch algorithm (:meth:`TorchPolicy.learn_on_batch`, and its
+split into :meth:`~TorchPolicy.compute_gradients` / :meth:`~TorchPolicy.apply_gradients`
+for A3C). An algorithm adds ``loss()`` and, where it needs them, the loop's hooks:
+
+* :meth:`~TorchPolicy.make_optimizers`: several optimizers, one per loss that ``loss()``
+  returns (actor, critic, entropy coefficient);
+* :meth:`~TorchPolicy.optimizer_step_mask`: which optimizers step at a gradient step
+  (TD3's ``policy_delay``);
+* :meth:`~TorchPolicy.after_gradient_step`: after every step (soft target updates);
+* :meth:`~rlstack.policies.policy.Policy.minibatch_plan`, ``shuffle_minibatches`` and
+  ``per_row_stats``: how the batch is cut, and statistics returned per row (TD errors);
+* :meth:`~TorchPolicy.prepare_batch`: once per batch, before its steps;
+* ``after_learn`` and ``on_global_var_update``: once per batch, and on schedules.
 
 ``self.model`` is always a ModelV2 (``models/modelv2.py``): the built-in
 :class:`TorchModel`, a user's 1.13-style ``TorchModelV2``, or a shortcut module wrapped
@@ -31,6 +42,8 @@ from rlstack.models.torch.distributions import DISTRIBUTIONS
 from rlstack.models.torch.model import TorchModel
 from rlstack.models.torch.torch_action_dist import TorchDistributionWrapper
 from rlstack.models.torch.torch_modelv2 import ShortcutTorchModel
+from rlstack.policies.learner_loop import (as_losses, combine_microbatch_stats, grad_norm_key, load_optimizers_state,
+                                           optimizers_state)
 from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
 # Re-exported: the algorithm policies import the optimizers from here.
 from rlstack.policies.torch_optimizers import Adam, RMSProp, check_finite_update, clip_grad_norm  # noqa: F401
@@ -40,7 +53,11 @@ from rlstack.utils.schedules import make_schedule
 logger = logging.getLogger(__name__)
 
 # ``grads(index, with_stats=True) -> (loss, stats)``: see TorchPolicy.make_grad_fn.
-GradFn = Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]]
+GradFn = Callable[..., tuple[Any, dict[str, torch.Tensor]]]
+Optimizer = Adam | RMSProp
+# What one gradient step reports: the scalar statistics' names, their values as one
+# tensor, and the per-row statistics.
+StepRecord = tuple[tuple[str, ...], torch.Tensor, dict[str, torch.Tensor]]
 
 
 def model_weights(model: ModelV2) -> dict[str, np.ndarray]:
@@ -62,13 +79,12 @@ def load_model_weights(model: ModelV2, weights: dict[str, np.ndarray]) -> None:
     module.load_state_dict({name: torch.from_numpy(np.array(v)) for name, v in weights.items()})
 
 
-def _single_loss(out: Any, model_name: str) -> torch.Tensor:
-    losses = list(out) if isinstance(out, (list, tuple)) else [out]
-    if len(losses) != 1 or not isinstance(losses[0], torch.Tensor):
-        raise TypeError(
-            f"{model_name}.custom_loss must return the loss as a tensor or a one-element list of tensors (this "
-            f"policy has one optimizer); got {type(out).__name__} of {len(losses)}.")
-    return losses[0]
+def _stack_scalars(values: list[torch.Tensor]) -> torch.Tensor:
+    try:
+        return torch.stack(values).detach()
+    except RuntimeError:
+        # A statistic that is not a scalar (and not in per_row_stats): its mean.
+        return torch.stack([value.detach().float().mean() for value in values])
 
 
 def _writable(array: np.ndarray) -> np.ndarray:
@@ -112,8 +128,6 @@ class TorchPolicy(Policy):
 
     # The ModelV2 class built from model_spec() for built-in models.
     model_class: type[TorchModel] = TorchModel
-    # Shuffle rows before each SGD epoch; sequence losses (V-trace) keep the batch order.
-    shuffle_minibatches: bool = True
     # Actor-critic losses: an ``entropy_coeff`` (float) that follows ``entropy_coeff_schedule``.
     schedules_entropy_coeff: bool = False
 
@@ -155,7 +169,14 @@ class TorchPolicy(Policy):
             self.dist_class, self._dist_arg = DISTRIBUTIONS[self.dist_spec.kind], self.dist_spec
         self._has_custom_loss = type(self.model).custom_loss is not ModelV2.custom_loss
         self.lr_schedule = make_schedule(config["lr"], config.get("lr_schedule"), "lr_schedule")
-        self.optimizer = self.make_optimizer(list(self.model.parameters()), self.lr_schedule.value(0))
+        # Built on first use (see the optimizers property).
+        self._optimizers: list[Optimizer] | None = None
+        # Gradient steps taken over the policy's life (saved with its state); the step
+        # mask reads it.
+        self.num_grad_steps = 0
+        # Which optimizers the current gradient step updates (set by the loop for the
+        # gradient function; see optimizer_step_mask).
+        self._stepping: tuple[bool, ...] = ()
         if self.schedules_entropy_coeff:
             self.entropy_coeff_schedule = make_schedule(
                 config["entropy_coeff"], config.get("entropy_coeff_schedule"), "entropy_coeff_schedule")
@@ -189,9 +210,52 @@ class TorchPolicy(Policy):
             return dist.sample(self.sampling_generator)
         return dist.sample()
 
-    def make_optimizer(self, params: list[torch.nn.Parameter], lr: float) -> Adam | RMSProp:
+    def make_optimizer(self, params: list[torch.nn.Parameter], lr: float) -> Optimizer:
         """Adam with ``adam_epsilon`` (algorithms with ``opt_type`` override this)."""
         return Adam(params, lr=lr, eps=self.config.get("adam_epsilon", 1e-8))
+
+    def make_optimizers(self) -> list[Optimizer]:
+        """The policy's optimizers, one per loss that :meth:`loss` returns, in that order.
+
+        The default is one :meth:`make_optimizer` over all the model's parameters at the
+        policy's ``lr``. A policy with several losses returns one optimizer per
+        parameter group, e.g. ``[self.make_optimizer(self.model.policy_params(), actor_lr),
+        self.make_optimizer(self.model.q_params(), critic_lr)]``; each carries its own
+        ``lr``, and ``lr`` / ``lr_schedule`` move optimizer 0's only (override
+        :meth:`on_global_var_update` to move others). A parameter belongs to at most one
+        optimizer. Called once, on first use of :attr:`optimizers`, so a subclass's
+        ``__init__`` may create the parameters its optimizers take (a log-alpha) after
+        ``super().__init__()``.
+        """
+        return [self.make_optimizer(list(self.model.parameters()), self.lr_schedule.value(self.global_timestep))]
+
+    @property
+    def optimizers(self) -> list[Optimizer]:
+        """The optimizers from :meth:`make_optimizers`, built on first use.
+
+        Raises:
+            TypeError: If ``make_optimizers`` returns none, or a parameter twice.
+        """
+        if self._optimizers is None:
+            optimizers = list(self.make_optimizers())
+            if not optimizers:
+                raise TypeError(f"{type(self).__name__}.make_optimizers() returned no optimizer; return at least "
+                                "one (the default: one over all the model's parameters).")
+            owner: dict[int, int] = {}
+            for i, optimizer in enumerate(optimizers):
+                for param in optimizer.params:
+                    if owner.setdefault(id(param), i) != i:
+                        raise TypeError(
+                            f"{type(self).__name__}.make_optimizers(): a parameter of shape {list(param.shape)} is "
+                            f"in optimizers {owner[id(param)]} and {i}; give each parameter to one optimizer (it "
+                            "steps on the gradient of its own loss only).")
+            self._optimizers = optimizers
+        return self._optimizers
+
+    @property
+    def optimizer(self) -> Optimizer:
+        """The first optimizer (the only one of most policies); ``lr_schedule`` moves its ``lr``."""
+        return self.optimizers[0]
 
     # ----- acting -----------------------------------------------------------------
 
@@ -219,91 +283,310 @@ class TorchPolicy(Policy):
     # ----- learning ---------------------------------------------------------------
 
     @abstractmethod
-    def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Returns ``(loss, stats)`` on a minibatch of tensors keyed by column name."""
+    def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[Any, dict[str, torch.Tensor]]:
+        """Returns ``(loss, stats)`` on a minibatch of tensors keyed by column name.
 
-    def model_loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        ``loss`` is one scalar tensor, or with several :attr:`optimizers` a tuple (or
+        list) of scalar tensors, one per optimizer in their order: optimizer ``i`` steps
+        on d ``loss[i]`` / d (its own parameters) only. ``stats`` are scalar tensors,
+        averaged over the last epoch's minibatches, except :attr:`per_row_stats` (one
+        value per row).
+        """
+
+    def model_loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[Any, dict[str, torch.Tensor]]:
         """:meth:`loss`, changed by the model's ``custom_loss`` when it defines one (classic
-        RLlib's torch call: ``custom_loss([loss], train_batch)``; a list or a tensor back)."""
+        RLlib's torch call: ``custom_loss([loss, ...], train_batch)``; a list or a tensor back)."""
         loss, stats = self.loss(train_batch)
         if self._has_custom_loss:
             loss = self.model_custom_loss(loss, train_batch)
         return loss, stats
 
-    def model_custom_loss(self, loss: torch.Tensor, train_batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """``loss`` through the model's ``custom_loss`` (a list or a tensor back)."""
-        return _single_loss(self.model.custom_loss([loss], train_batch), type(self.model).__name__)
+    def model_custom_loss(self, loss: Any, train_batch: dict[str, torch.Tensor]) -> Any:
+        """``loss`` (one tensor, or one per optimizer) through the model's ``custom_loss``.
 
-    def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
+        Raises:
+            TypeError: If ``custom_loss`` does not return one tensor per loss.
+        """
+        losses = as_losses(loss, len(self.optimizers), type(self).__name__)
+        out = self.model.custom_loss(losses, train_batch)
+        changed = list(out) if isinstance(out, (list, tuple)) else [out]
+        if len(changed) != len(losses) or not all(isinstance(x, torch.Tensor) for x in changed):
+            raise TypeError(
+                f"{type(self.model).__name__}.custom_loss must return one loss tensor per optimizer (this policy has "
+                f"{len(losses)}), as a list or, for one, a tensor; got {type(out).__name__} of {len(changed)}.")
+        return changed if isinstance(loss, (list, tuple)) else changed[0]
+
+    def after_learn(self, stats: dict[str, Any]) -> dict[str, Any]:
         """Called once per ``learn_on_batch`` with the mean stats; returns extra stats."""
         return {}
+
+    def optimizer_step_mask(self, step: int) -> tuple[bool, ...]:
+        """Which optimizers apply their update at gradient step ``step``.
+
+        Args:
+            step: The step's number over the policy's life (:attr:`num_grad_steps`
+                before the step: 0 for the first), saved with the policy's state.
+
+        Returns:
+            One bool per optimizer; all True by default. TD3's ``policy_delay`` steps the
+            actor only every k-th critic step. An optimizer left out takes no gradient
+            at that step (its backward pass is skipped).
+        """
+        return (True,) * len(self.optimizers)
+
+    def after_gradient_step(self) -> None:
+        """Called after each gradient step, once the optimizers the mask chose have
+        stepped (soft target-network updates with ``tau``); no-op by default."""
+
+    def prepare_batch(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Called once per ``learn_on_batch`` / ``compute_gradients`` on the whole batch's
+        tensors, under ``torch.no_grad()``, before the first gradient step; returns the
+        tensors, with columns added that every step's :meth:`loss` would otherwise
+        compute again. Only what no gradient step changes may be computed here (DQN's
+        targets from its fixed target network). The default returns them as they are."""
+        return tensors
 
     def _to_tensors(self, batch: SampleBatch) -> dict[str, torch.Tensor]:
         columns = self.loss_columns or tuple(batch.keys())
         return {key: torch.from_numpy(_writable(batch[key])).to(self.device) for key in columns}
 
     def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
-        """Returns ``grads(index, with_stats=True) -> (loss, stats)``, which puts d loss / d
-        parameter of the minibatch ``tensors[...][index]`` into every parameter's ``.grad``.
+        """Returns ``grads(index, with_stats=True) -> (loss, stats)``, which puts, for
+        each optimizer ``i`` that steps this time (``self._stepping``, from
+        :meth:`optimizer_step_mask`), d loss_i / d (optimizer i's parameters) of the
+        minibatch ``tensors[...][index]`` into those parameters' ``.grad``.
 
-        The default runs :meth:`loss` and autograd; a policy whose loss gradient is
-        known in closed form may return a faster function with the same result, and may
-        leave the statistics out (``{}``) when ``with_stats`` is False.
+        ``index`` is a tensor of row positions, or a ``slice`` when minibatches are not
+        shuffled. The default runs :meth:`model_loss` and :meth:`backward`; a policy
+        whose loss gradient is known in closed form may return a faster function with the
+        same result (tested against autograd of :meth:`loss`), and may leave the
+        statistics out (``{}``) when ``with_stats`` is False.
         """
-        def grads(index: torch.Tensor, with_stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        def grads(index: torch.Tensor | slice, with_stats: bool = True) -> tuple[Any, dict[str, torch.Tensor]]:
             loss, stats = self.model_loss({key: value[index] for key, value in tensors.items()})
-            self.optimizer.zero_grad()
-            loss.backward()
+            self.backward(loss, self._stepping)
             return loss, stats
 
         return grads
 
-    def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
-        """Runs ``num_sgd_iter`` epochs of minibatch SGD (one full-batch step by default).
+    def backward(self, loss: Any, stepping: tuple[bool, ...] = (), zero_grad: bool = True) -> None:
+        """Puts d loss_i / d (optimizer i's parameters) into their ``.grad``.
+
+        Args:
+            loss: As :meth:`loss` returns it: one tensor, or one per optimizer.
+            stepping: Which optimizers to differentiate for (empty: all).
+            zero_grad: Drop the previous gradients first (False adds to them: gradient
+                accumulation over microbatches).
+        """
+        optimizers = self.optimizers
+        losses = as_losses(loss, len(optimizers), type(self).__name__)
+        stepping = stepping or (True,) * len(optimizers)
+        if len(optimizers) == 1:
+            if zero_grad:
+                optimizers[0].zero_grad()
+            if stepping[0]:
+                losses[0].backward()
+            return
+        last = max((i for i, on in enumerate(stepping) if on), default=-1)
+        for i, (optimizer, loss_i, on) in enumerate(zip(optimizers, losses, stepping)):
+            if zero_grad:
+                optimizer.zero_grad()
+            if on:
+                # inputs=: only this optimizer's parameters receive d loss_i, so a later
+                # loss does not add to an earlier optimizer's gradients; the graph is kept
+                # while later losses still need it.
+                loss_i.backward(inputs=optimizer.params, retain_graph=i < last)
+
+    def _step_mask(self) -> tuple[bool, ...]:
+        mask = tuple(bool(on) for on in self.optimizer_step_mask(self.num_grad_steps))
+        if len(mask) != len(self.optimizers):
+            raise TypeError(f"{type(self).__name__}.optimizer_step_mask() returned {len(mask)} flags for "
+                            f"{len(self.optimizers)} optimizers; return one bool per optimizer.")
+        return mask
+
+    def _clip(self, stepping: tuple[bool, ...]) -> list[torch.Tensor | None]:
+        # Each optimizer's gradients clipped on their own (1.13's multi-optimizer torch
+        # policies); the norms before clipping, None where not clipped.
+        grad_clip = self.config.get("grad_clip")
+        if grad_clip is None:
+            return [None] * len(stepping)
+        return [clip_grad_norm(optimizer.params, grad_clip) if on else None
+                for optimizer, on in zip(self.optimizers, stepping)]
+
+    def _step_optimizers(self, stepping: tuple[bool, ...]) -> None:
+        # After every backward pass, so that each loss saw the weights the others saw.
+        for optimizer, on in zip(self.optimizers, stepping):
+            if on:
+                optimizer.step(check_finite=False)
+        self.num_grad_steps += 1
+        self.after_gradient_step()
+
+    def _gradient_step(self, grads: GradFn, index: torch.Tensor | slice, with_stats: bool,
+                       epoch: int, minibatch: int) -> StepRecord | None:
+        stepping = self._stepping = self._step_mask()
+        loss, stats = grads(index, with_stats=with_stats)
+        losses = as_losses(loss, len(stepping), type(self).__name__)
+        norms = self._clip(stepping)
+        # Every loss (and norm) before any optimizer steps: one read of the device.
+        checked = [value.detach() for value in losses] + [norm for norm in norms if norm is not None]
+        total = checked[0]
+        for value in checked[1:]:
+            total = total + value
+        if not bool(torch.isfinite(total).all()):
+            # Nothing was updated: the same minibatch gives the statistics to name.
+            stats = stats or grads(index)[1]
+            raise self._non_finite_error(stats, epoch, minibatch)
+        self._step_optimizers(stepping)
+        if not with_stats:
+            return None
+        per_row = {key: stats.pop(key).detach() for key in self.per_row_stats if key in stats}
+        for i, norm in enumerate(norms):
+            if norm is not None:
+                stats[grad_norm_key(i)] = norm
+        # The scalars as one row: one op per step, not one per statistic.
+        return tuple(stats), _stack_scalars(list(stats.values())), per_row
+
+    def learn_on_batch(self, batch: SampleBatch) -> dict[str, Any]:
+        """The learner loop: ``num_epochs`` passes over ``batch`` in minibatches (see
+        :meth:`minibatch_plan`), one gradient step each.
+
+        A step differentiates each optimizer's loss w.r.t. that optimizer's parameters
+        (for the optimizers :meth:`optimizer_step_mask` chooses), clips each optimizer's
+        gradients to ``grad_clip`` on their own, checks every loss and norm for NaN/inf,
+        steps the optimizers, then calls :meth:`after_gradient_step`.
 
         Returns:
-            The loss statistics averaged over the last epoch's minibatches, plus the
-            current learning rate and whatever :meth:`after_learn` adds.
+            The statistics averaged over the last epoch's minibatches (``grad_gnorm``,
+            ``grad_gnorm_<i>`` over the steps their optimizer took), each of
+            :attr:`per_row_stats` as one numpy array over the batch in row order,
+            ``cur_lr`` (optimizer 0's), ``entropy_coeff`` where scheduled, and whatever
+            :meth:`after_learn` adds.
+
+        Raises:
+            NonFiniteError: Naming the loss terms, if a loss or gradient norm is NaN or
+                inf; no update is applied from that step on.
         """
         if self.calls_learn_hook:
             self.run_learn_on_batch_callback(batch)
         n = batch.count
-        minibatch_size = min(int(self.config.get("sgd_minibatch_size") or n), n)
-        num_epochs = int(self.config.get("num_sgd_iter", 1))
-        grad_clip = self.config.get("grad_clip")
+        minibatch_size, num_epochs = self.minibatch_plan(n)
+        minibatch_size = max(1, min(int(minibatch_size), n))
         self.model.train()
         try:
-            grads = self.make_grad_fn(self._to_tensors(batch))
-            last_epoch_stats: list[dict[str, torch.Tensor]] = []
+            with torch.no_grad():
+                tensors = self.prepare_batch(self._to_tensors(batch))
+            grads = self.make_grad_fn(tensors)
+            last_epoch_stats: list[StepRecord] = []
             for epoch in range(num_epochs):
-                order = torch.from_numpy(self._rng.permutation(n) if self.shuffle_minibatches else np.arange(n))
-                order = order.to(self.device)
+                order = None
+                if self.shuffle_minibatches:
+                    order = torch.from_numpy(self._rng.permutation(n)).to(self.device)
                 # Only the last epoch's statistics are reported.
                 last_epoch = epoch == num_epochs - 1
                 for start in range(0, n, minibatch_size):
-                    index = order[start : start + minibatch_size]
-                    loss, stats = grads(index, with_stats=last_epoch)
-                    grad_norm = clip_grad_norm(self.optimizer.params, grad_clip) if grad_clip is not None else None
-                    try:
-                        # Checks the loss (and the gradient norm) first: one device sync per step.
-                        self.optimizer.step(loss, grad_norm)
-                    except NonFiniteError:
-                        # Nothing was updated: the same minibatch gives the statistics to name.
-                        stats = stats or grads(index)[1]
-                        raise self._non_finite_error(stats, epoch, start // minibatch_size) from None
-                    if last_epoch:
-                        if grad_norm is not None:
-                            stats["grad_gnorm"] = grad_norm
-                        last_epoch_stats.append({key: value.detach() for key, value in stats.items()})
+                    # In order: a slice (a view, no gather).
+                    index = slice(start, start + minibatch_size) if order is None else \
+                        order[start : start + minibatch_size]
+                    record = self._gradient_step(grads, index, last_epoch, epoch, start // minibatch_size)
+                    if record is not None:
+                        last_epoch_stats.append(record)
         finally:
             # Also after an error (a user's custom_loss raising): acting must not stay in
             # train mode (dropout, batch-norm updates).
             self.model.eval()
-        mean_stats = {key: float(torch.stack([s[key] for s in last_epoch_stats]).float().mean())
-                      for key in last_epoch_stats[0]}
-        mean_stats["cur_lr"] = self.optimizer.lr
+        mean_stats = self._mean_stats(last_epoch_stats)
+        mean_stats.update(self._learner_info())
         mean_stats.update(self.after_learn(mean_stats))
         return mean_stats
+
+    def _mean_stats(self, steps: list[StepRecord]) -> dict[str, Any]:
+        mean_stats: dict[str, Any] = {}
+        if all(keys == steps[0][0] for keys, _, _ in steps):
+            # The usual case: one read of the device for every statistic.
+            means = torch.stack([row for _, row, _ in steps]).float().mean(0).tolist()
+            mean_stats.update(zip(steps[0][0], means))
+        else:
+            # A statistic some steps leave out (the norm of an optimizer the mask
+            # skipped) is averaged over the steps that have it.
+            for key in dict.fromkeys(key for keys, _, _ in steps for key in keys):
+                values = [row[keys.index(key)] for keys, row, _ in steps if key in keys]
+                mean_stats[key] = float(torch.stack(values).float().mean())
+        for key in self.per_row_stats:
+            if key in steps[0][2]:
+                mean_stats[key] = torch.cat([per_row[key].reshape(-1) for _, _, per_row in steps]).cpu().numpy()
+        return mean_stats
+
+    def _learner_info(self) -> dict[str, float]:
+        info = {"cur_lr": float(self.optimizer.lr)}
+        if self.schedules_entropy_coeff:
+            info["entropy_coeff"] = float(self.entropy_coeff)
+        return info
+
+    def compute_gradients(self, batch: SampleBatch) -> tuple[list[np.ndarray | None], dict[str, Any]]:
+        """The gradients of one step on the whole ``batch``, for :meth:`apply_gradients`
+        on another copy of the policy (A3C: workers compute, the driver applies).
+
+        Each optimizer's loss is differentiated w.r.t. its own parameters, summed over
+        ``microbatch_size`` rows at a time when the config sets it (bounded memory; equal
+        to the full-batch gradient for a loss that sums over rows, as A3C's), and clipped
+        to ``grad_clip`` per optimizer.
+
+        Returns:
+            ``(grads, stats)``: numpy arrays in optimizer, then parameter order (None for
+            a parameter outside the loss), and the statistics (added up over
+            microbatches like the loss, except ``row_mean_stats``, weighted by rows, and
+            ``per_row_stats``, concatenated) with the gradient norms and ``cur_lr``.
+        """
+        n = batch.count
+        size = int(self.config.get("microbatch_size") or n) or 1
+        optimizers = self.optimizers
+        every = (True,) * len(optimizers)
+        for optimizer in optimizers:
+            optimizer.zero_grad()
+        parts: list[tuple[int, dict[str, Any]]] = []
+        self.model.train()
+        try:
+            with torch.no_grad():
+                tensors = self.prepare_batch(self._to_tensors(batch))
+            for start in range(0, n, size):
+                loss, stats = self.model_loss({key: value[start : start + size] for key, value in tensors.items()})
+                self.backward(loss, every, zero_grad=False)  # gradients add up over microbatches
+                parts.append((min(size, n - start), {key: value.detach().cpu().numpy() for key, value in stats.items()}))
+        finally:
+            self.model.eval()  # also after an error: acting must not stay in train mode
+        stats = combine_microbatch_stats(parts, self.row_mean_stats, self.per_row_stats)
+        for i, norm in enumerate(self._clip(every)):
+            if norm is not None:
+                stats[grad_norm_key(i)] = float(norm)
+        grads = [None if param.grad is None else param.grad.detach().cpu().numpy().copy()
+                 for optimizer in optimizers for param in optimizer.params]
+        stats.update(self._learner_info())
+        return grads, stats
+
+    def apply_gradients(self, grads: list[np.ndarray | None]) -> None:
+        """One gradient step with gradients from :meth:`compute_gradients` (of this
+        policy or a copy of it): the optimizers :meth:`optimizer_step_mask` chooses step,
+        then :meth:`after_gradient_step` runs, as in :meth:`learn_on_batch`.
+
+        Raises:
+            ValueError: If ``grads`` does not hold one entry per parameter.
+            NonFiniteError: If a gradient is NaN or inf; nothing is updated.
+        """
+        optimizers = self.optimizers
+        params = [param for optimizer in optimizers for param in optimizer.params]
+        if len(grads) != len(params):
+            raise ValueError(f"apply_gradients got {len(grads)} gradients for {type(self).__name__}'s {len(params)} "
+                             "parameters; pass what compute_gradients of the same policy class and config returned.")
+        for param, grad in zip(params, grads):
+            param.grad = None if grad is None else torch.as_tensor(np.array(grad), dtype=param.dtype,
+                                                                   device=param.device)
+        stepping = self._step_mask()
+        # Gradients from elsewhere come without their loss: they are checked themselves,
+        # every optimizer's before any steps.
+        for optimizer, on in zip(optimizers, stepping):
+            if on:
+                check_finite_update(optimizer)
+        self._step_optimizers(stepping)
 
     def _non_finite_error(self, stats: dict[str, torch.Tensor], epoch: int, minibatch: int) -> NonFiniteError:
         # Only on the error path: which loss statistics are NaN or inf.
@@ -314,7 +597,7 @@ class TorchPolicy(Policy):
 
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)
-        self.optimizer.lr = float(self.lr_schedule.value(global_timestep))
+        self.optimizers[0].lr = float(self.lr_schedule.value(global_timestep))
         if self.schedules_entropy_coeff:
             self.entropy_coeff = self.entropy_coeff_schedule.value(global_timestep)
 
@@ -333,17 +616,17 @@ class TorchPolicy(Policy):
 
     def get_state(self) -> PolicyState:
         state = super().get_state()
-        state.update({f"optimizer/{key}": value for key, value in self.optimizer.get_state().items()})
+        state.update(optimizers_state(self.optimizers))
+        state["num_grad_steps"] = np.asarray(self.num_grad_steps, dtype=np.int64)
         state["minibatch_rng"] = encode_json(self._rng.bit_generator.state)
         state["sampling_rng"] = self.sampling_generator.get_state().numpy()
         return state
 
     def set_state(self, state: PolicyState) -> None:
         super().set_state(state)
-        prefix = "optimizer/"
-        optimizer_state = {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
-        if optimizer_state:
-            self.optimizer.set_state(optimizer_state)
+        load_optimizers_state(self.optimizers, state)
+        if "num_grad_steps" in state:
+            self.num_grad_steps = int(state["num_grad_steps"])
         if "minibatch_rng" in state:
             self._rng.bit_generator.state = decode_json(state["minibatch_rng"])
         if "sampling_rng" in state:

@@ -85,11 +85,12 @@ def test_impala_learns_from_rmsprop_too():
     trainer.stop()
 
 
-@pytest.mark.parametrize("num_workers", [0, 2])
-def test_a2c_one_step_per_batch(ray_local, framework, num_workers):
+@pytest.mark.parametrize(("num_workers", "microbatch_size"), [(0, None), (2, None), (0, 40)])
+def test_a2c_one_step_per_batch(ray_local, framework, num_workers, microbatch_size):
+    # With microbatch_size the step's gradient is summed over microbatches first.
     config = {"num_workers": num_workers, "num_cpus_per_worker": 0.5, "framework": framework, "seed": 0,
               "min_time_s_per_reporting": 0, "train_batch_size": 100, "rollout_fragment_length": 25,
-              "model": SMALL_MODEL}
+              "model": SMALL_MODEL, "microbatch_size": microbatch_size}
     trainer = A2CTrainer(config, "CartPole-v1")
     policy = trainer.get_policy()
     before = policy.get_weights()

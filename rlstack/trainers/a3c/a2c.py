@@ -61,7 +61,13 @@ class A2CTrainer(Trainer):
             batch = synchronous_parallel_sample(self.workers, max_env_steps=cfg["train_batch_size"])
         self._counters["num_env_steps_sampled"] += batch.count
         with self._timers["learn"]:
-            stats = self.learner_policy.learn_on_batch(batch)
+            if cfg["microbatch_size"]:
+                # Classic A2C's microbatches: gradients summed over microbatch_size rows
+                # at a time (bounded memory), then one step, as A3C's driver applies them.
+                grads, stats = self.learner_policy.compute_gradients(batch)
+                self.learner_policy.apply_gradients(grads)
+            else:
+                stats = self.learner_policy.learn_on_batch(batch)
         self._counters["num_env_steps_trained"] += batch.count
         with self._timers["synch_weights"]:
             self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])

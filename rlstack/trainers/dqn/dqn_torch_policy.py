@@ -15,15 +15,23 @@ import torch.nn.functional as F
 
 from rlstack.models.catalog import QModelSpec
 from rlstack.models.torch.model import TorchQModel
-from rlstack.policies.torch_policy import TorchPolicy, clip_grad_norm, load_model_weights, model_weights
+from rlstack.policies.torch_policy import TorchPolicy, load_model_weights, model_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.dqn.q_learning import act_on_q_values, make_exploration, postprocess_q_learning, q_model_spec
+from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, make_exploration, postprocess_q_learning,
+                                            q_model_spec)
 
 
 class DQNTorchPolicy(TorchPolicy):
-    """DQN in torch; the loss equals :class:`DQNTFPolicy`'s to float32 rounding."""
+    """DQN in torch; the loss equals :class:`DQNTFPolicy`'s to float32 rounding.
+
+    ``learn_on_batch`` takes one Adam step per ``train_batch_size`` rows, in order, and
+    returns ``td_error`` (one per row, from the step that used the row) for the replay
+    priorities.
+    """
 
     model_class = TorchQModel
+    shuffle_minibatches = False
+    per_row_stats = ("td_error",)
     needs_next_obs = True
     needs_bootstrap_value = False
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS, SampleBatch.NEXT_OBS,
@@ -63,27 +71,22 @@ class DQNTorchPolicy(TorchPolicy):
 
     # ----- learning ---------------------------------------------------------------
 
-    def _td(self, train_batch: dict[str, torch.Tensor],
-            q_tp1_best: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(loss, Q(s, a), td_error)``; ``q_tp1_best`` may come precomputed (see
-        :meth:`learn_on_batch`)."""
-        q_t = self.model.q_values(train_batch[SampleBatch.OBS])
-        actions = train_batch[SampleBatch.ACTIONS].long()
-        q_t_selected = q_t.gather(1, actions[:, None]).squeeze(1)
-        with torch.no_grad():
-            if q_tp1_best is None:
-                q_tp1_best = self._q_tp1_best(train_batch[SampleBatch.NEXT_OBS])
-            # y = R^(n) + gamma^k * (1 - terminated) * Q'(s_{t+k}, a*)
-            not_done = 1.0 - train_batch[SampleBatch.TERMINATEDS].float()
-            target = train_batch[SampleBatch.REWARDS] + train_batch[SampleBatch.DISCOUNTS] * not_done * q_tp1_best
-        td_error = q_t_selected - target
-        loss = (train_batch[SampleBatch.WEIGHTS] * F.huber_loss(q_t_selected, target, reduction="none", delta=1.0)).mean()
-        if self._has_custom_loss:
-            loss = self.model_custom_loss(loss, train_batch)
-        return loss, q_t_selected, td_error
+    def minibatch_plan(self, n: int) -> tuple[int, int]:
+        # The trainer hands over k * train_batch_size replayed rows for k gradient steps
+        # at once (training_intensity): one Adam step per train_batch_size rows, in order.
+        return min(int(self.config["train_batch_size"]), n), 1
+
+    def prepare_batch(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        # The target network stays fixed within learn_on_batch, so without double Q
+        # (which needs each step's online network) the targets of all k steps come from
+        # one forward pass.
+        if not self.config["double_q"]:
+            tensors = {**tensors, Q_TP1_BEST: self._q_tp1_best(tensors[SampleBatch.NEXT_OBS])}
+        return tensors
 
     @torch.no_grad()
     def _q_tp1_best(self, next_obs: torch.Tensor) -> torch.Tensor:
+        """``Q'(s', a*)``: the target network's value of the best next action."""
         q_tp1_target = self.target_model.q_values(next_obs)
         if self.config["double_q"]:
             # Double Q: the online network picks a*, the target network rates it.
@@ -93,7 +96,18 @@ class DQNTorchPolicy(TorchPolicy):
         return q_tp1_target.gather(1, best_actions[:, None]).squeeze(1)
 
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        loss, q_t_selected, td_error = self._td(train_batch)
+        q_t = self.model.q_values(train_batch[SampleBatch.OBS])
+        actions = train_batch[SampleBatch.ACTIONS].long()
+        q_t_selected = q_t.gather(1, actions[:, None]).squeeze(1)
+        with torch.no_grad():
+            q_tp1_best = train_batch.get(Q_TP1_BEST)  # from prepare_batch, when it could
+            if q_tp1_best is None:
+                q_tp1_best = self._q_tp1_best(train_batch[SampleBatch.NEXT_OBS])
+            # y = R^(n) + gamma^k * (1 - terminated) * Q'(s_{t+k}, a*)
+            not_done = 1.0 - train_batch[SampleBatch.TERMINATEDS].float()
+            target = train_batch[SampleBatch.REWARDS] + train_batch[SampleBatch.DISCOUNTS] * not_done * q_tp1_best
+        td_error = q_t_selected - target
+        loss = (train_batch[SampleBatch.WEIGHTS] * F.huber_loss(q_t_selected, target, reduction="none", delta=1.0)).mean()
         stats = {
             "loss": loss,
             "mean_q": q_t_selected.mean(),
@@ -103,51 +117,6 @@ class DQNTorchPolicy(TorchPolicy):
             "td_error": td_error.detach(),
         }
         return loss, stats
-
-    def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
-        """One Adam step per ``train_batch_size`` rows of ``batch``, in order.
-
-        The trainer hands over ``k * train_batch_size`` replayed rows for ``k`` gradient
-        steps at once (``training_intensity``); the target network stays fixed in between,
-        so without double Q the targets of all k steps come from one forward pass.
-
-        Returns:
-            Mean loss statistics over the steps, ``cur_lr``, and ``td_error`` (one per row,
-            from the step that used the row) for the priority update.
-        """
-        if self.calls_learn_hook:
-            self.run_learn_on_batch_callback(batch)
-        tensors = self._to_tensors(batch)
-        n = batch.count
-        step_size = min(int(self.config["train_batch_size"]), n)
-        grad_clip = self.config.get("grad_clip")
-        # Double Q needs the online network of each step; plain DQN only the fixed target.
-        q_tp1_best = None if self.config["double_q"] else self._q_tp1_best(tensors[SampleBatch.NEXT_OBS])
-        losses, q_selected, td_errors, norms = [], [], [], []
-        self.model.train()
-        for start in range(0, n, step_size):
-            minibatch = {key: value[start : start + step_size] for key, value in tensors.items()}
-            loss, q_t_selected, td_error = self._td(
-                minibatch, None if q_tp1_best is None else q_tp1_best[start : start + step_size])
-            self.optimizer.zero_grad()
-            loss.backward()
-            if grad_clip is not None:
-                norms.append(clip_grad_norm(self.optimizer.params, grad_clip))
-            # Checks the loss (and the clipped norm) for NaN/inf before any update.
-            self.optimizer.step(loss.detach(), norms[-1] if grad_clip is not None else None)
-            losses.append(loss.detach())
-            q_selected.append(q_t_selected.detach())
-            td_errors.append(td_error.detach())
-        self.model.eval()
-        # Statistics once for all steps: per-step reductions would double the op count.
-        q_all, td_all = torch.cat(q_selected), torch.cat(td_errors)
-        mean_stats = {"loss": float(torch.stack(losses).mean()), "mean_q": float(q_all.mean()),
-                      "min_q": float(q_all.min()), "max_q": float(q_all.max()), "mean_td_error": float(td_all.mean())}
-        if norms:
-            mean_stats["grad_gnorm"] = float(torch.stack(norms).mean())
-        mean_stats["cur_lr"] = self.optimizer.lr
-        mean_stats["td_error"] = td_all.cpu().numpy()
-        return mean_stats
 
     def update_target(self) -> None:
         """Copies the online network's weights into the target network."""

@@ -19,6 +19,10 @@ from rlstack.utils.exploration import EpsilonGreedy
 
 QValuesFn = Callable[[np.ndarray], np.ndarray]
 
+# The column prepare_batch adds for plain (not double) Q: Q'(s', a*) of the fixed target
+# network, computed once for all the gradient steps of one learn_on_batch.
+Q_TP1_BEST = "q_tp1_best"
+
 
 def q_model_spec(policy: Policy) -> QModelSpec:
     """The Q-network for a DQN-family policy (``hiddens`` and ``dueling`` from its config)."""
