@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from rlstack.models.blocks import ActorCriticSpec
 from rlstack.models.torch.blocks import TorchActorCritic
 from rlstack.models.torch.torch_action_dist import TorchCategorical, TorchSquashedGaussian
-from rlstack.policies.torch_policy import Adam, TorchPolicy
+from rlstack.policies.torch_policy import Optimizer, TorchPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.sac.sac_common import (LOSS_COLUMNS, check_action_space, postprocess_sac, sac_model_spec,
                                              target_entropy, unsquash_sac_actions)
@@ -65,7 +65,7 @@ class SACTorchPolicy(TorchPolicy):
     def model_spec(self) -> ActorCriticSpec:
         return sac_model_spec(self)
 
-    def make_optimizers(self) -> list[Adam]:
+    def make_optimizers(self) -> list[Optimizer]:
         """Adam for the actor, the critics and log(alpha), in the order of :meth:`loss`'s losses."""
         rates = self.config["optimization"]
         return [self.make_optimizer(self.model.actor_parameters(), rates["actor_learning_rate"]),
