@@ -188,8 +188,11 @@ class SACTrainer(OffPolicyTrainer):
     ...               min_time_s_per_reporting=0, seed=0)
     >>> trainer = SACTrainer(config, "Pendulum-v1")
     >>> result = trainer.train()
-    >>> result["timesteps_total"], result["info"]["learner"]["default_policy"]["learner_stats"]["alpha_value"] < 1.0
-    (100, True)
+    >>> stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+    >>> result["timesteps_total"], result["replay_buffer"]["num_entries"], sorted(stats)[:3]
+    (100, 100, ['actor_loss', 'alpha_loss', 'alpha_value'])
+    >>> -2.0 <= float(trainer.compute_single_action([1.0, 0.0, 0.0], explore=False)[0]) <= 2.0
+    True
     >>> trainer.stop()
     """
 
