@@ -1,7 +1,9 @@
 """rlstack: classic RLlib-style reinforcement-learning trainers on Ray.
 
-Importing ``rlstack`` imports neither torch nor TensorFlow; the framework a config names
-is imported when a policy is built.
+Importing ``rlstack`` imports neither torch nor TensorFlow nor Ray; the framework a config
+names is imported when a policy is built. The trainer classes (``rlstack.PPOTrainer`` and
+every other one an algorithm package declares, see ``rlstack/trainers/registry.py``) are
+imported on first use.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from rlstack.env import EnvContext, register_env
 from rlstack.errors import CheckpointError, ConfigError, EnvError, FrameworkNotInstalledError, RLStackError
 from rlstack.models.catalog import ModelCatalog
 from rlstack.sample_batch import SampleBatch, concat_samples
+from rlstack.trainers import registry as _registry
 from rlstack.trainers.registry import get_trainer_class
 from rlstack import _missing_modules
 
@@ -21,43 +24,29 @@ from rlstack import _missing_modules
 # saying what rlstack offers instead (issue 16).
 _missing_modules.install()
 
-__all__ = [
-    "A2CTrainer",
-    "A3CTrainer",
-    "ApeXTrainer",
+# The trainer classes come from the algorithm packages' declarations (issue 17: adding an
+# algorithm edits nothing outside its folder).
+__all__ = sorted([
     "CheckpointError",
     "ConfigError",
-    "DQNTrainer",
     "EnvContext",
     "EnvError",
     "FrameworkNotInstalledError",
-    "IMPALATrainer",
     "ModelCatalog",
-    "PPOTrainer",
     "RLStackError",
     "SampleBatch",
     "concat_samples",
     "get_trainer_class",
     "register_env",
-]
+    *_registry.trainer_class_names(),
+])
 
 
 def __getattr__(name: str) -> Any:
     # Trainers import Ray Tune; load them on first use so `import rlstack` stays light.
-    if name == "PPOTrainer":
-        from rlstack.trainers.ppo import PPOTrainer
-
-        return PPOTrainer
-    if name in ("DQNTrainer", "ApeXTrainer"):
-        from rlstack.trainers import dqn
-
-        return getattr(dqn, name)
-    if name in ("A2CTrainer", "A3CTrainer"):
-        from rlstack.trainers import a3c
-
-        return getattr(a3c, name)
-    if name == "IMPALATrainer":
-        from rlstack.trainers.impala import IMPALATrainer
-
-        return IMPALATrainer
-    raise AttributeError(f"module 'rlstack' has no attribute {name!r}")
+    target = _registry.trainer_class_names().get(name)
+    if target is None:
+        raise AttributeError(f"module 'rlstack' has no attribute {name!r}")
+    value = _registry.load(target)
+    globals()[name] = value  # later lookups skip this function
+    return value

@@ -12,6 +12,12 @@ Known limit: ``from rlstack.trainers import sac`` (a missing module named in a
 ``from package import ...`` list) gets Python's own "cannot import name" message, since
 Python drops a ModuleNotFoundError raised for a name in that list; ``import
 rlstack.trainers.sac`` and ``from rlstack.trainers.sac import SACTrainer`` get this one.
+
+An algorithm package that exists wins over its entry here, with no edit to this file:
+Python's own finders find the folder before this finder is asked, and a missing module
+inside a declared algorithm package (``rlstack.trainers.sac.nope`` once ``sac/`` exists)
+skips that package's entry. The list of algorithms the messages give comes from the
+registry (``rlstack/trainers/registry.py``) when a message is built.
 """
 
 from __future__ import annotations
@@ -21,14 +27,33 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlstack.errors import RLStackError
+from rlstack.trainers.registry import declarations
 
-_ALGORITHMS = "rlstack has PPO, DQN, APEX, IMPALA, A2C and A3C (rlstack.trainers.{ppo,dqn,impala,a3c})"
-_OFF_POLICY_CONTINUOUS = f"{_ALGORITHMS}; SAC, TD3 and DDPG are issue 17"
+# Stands for "rlstack has A2C, ..., PPO (rlstack.trainers.{...})" in an entry; replaced by
+# the registry's list when a message is built, so a new algorithm folder shows up in it.
+_ALGORITHMS = "<rlstack's algorithms>"
 
 
-def _not_yet(name: str, issue: int | None = None) -> str:
+def _not_yet(name: str, issue: int | None = None, verb: str = "is") -> str:
     when = f"issue {issue}" if issue else "not planned yet"
-    return f"{_ALGORITHMS}; {name} is {when}"
+    return f"{_ALGORITHMS}; {name} {verb} {when}"
+
+
+def algorithms_summary() -> str:
+    """``"rlstack has A2C, ..., PPO (rlstack.trainers.{a3c,...,ppo})"``, from the registry."""
+    found = declarations()
+    if not found:  # asked while the registry scans (an algorithm package failed to import)
+        return "rlstack's algorithms are listed by rlstack.trainers.ALGORITHMS"
+    names = list(found)
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    folders = sorted({declaration.folder for declaration in found.values()})
+    return f"rlstack has {listed} (rlstack.trainers.{{{','.join(folders)}}})"
+
+
+def describe(entry: str) -> str:
+    """An entry of :data:`MISSING` as the message shows it (the algorithm list filled in)."""
+    return entry.replace(_ALGORITHMS, algorithms_summary())
+
 
 _MIGRATING = "README, 'Migrating from RLlib 1.x'"
 
@@ -46,9 +71,10 @@ MISSING: dict[str, str] = {
     "rlstack.trainers.trainer_config": "rlstack configures trainers with plain dicts, as 1.x's DEFAULT_CONFIG: "
                                        "config = DEFAULT_CONFIG.copy(); config['lr'] = ...",
     # --- algorithms --------------------------------------------------------------------
-    "rlstack.trainers.sac": _OFF_POLICY_CONTINUOUS,
-    "rlstack.trainers.ddpg": _OFF_POLICY_CONTINUOUS,
-    "rlstack.trainers.td3": _OFF_POLICY_CONTINUOUS,
+    # Once a folder of this name exists its entry is never used (see the module docstring).
+    "rlstack.trainers.sac": _not_yet("SAC", 17),
+    "rlstack.trainers.ddpg": _not_yet("DDPG, TD3 and APEX_DDPG", 17, verb="are"),
+    "rlstack.trainers.td3": _not_yet("TD3", 17),
     "rlstack.trainers.ppo.appo": _not_yet("APPO", 21) + " (IMPALA is the asynchronous actor-critic)",
     "rlstack.trainers.appo": _not_yet("APPO", 21) + " (IMPALA is the asynchronous actor-critic)",
     "rlstack.trainers.ppo.ddppo": _not_yet("DD-PPO"),
@@ -193,12 +219,15 @@ def _rllib_name(name: str) -> str:
 
 
 def _guidance(fullname: str) -> str:
+    # An algorithm package that exists is not "missing", though a module inside it may be.
+    existing = {declaration.package for declaration in declarations().values()}
     parts = fullname.split(".")
     for end in range(len(parts), 1, -1):  # the longest listed prefix
         prefix = ".".join(parts[:end])
-        if prefix in MISSING:
+        if prefix in MISSING and prefix not in existing:
             original = _rllib_name(fullname)
-            return f"No module named {fullname!r} (RLlib's {original}): {MISSING[prefix]}. See {_MIGRATING}."
+            return (f"No module named {fullname!r} (RLlib's {original}): {describe(MISSING[prefix])}. "
+                    f"See {_MIGRATING}.")
     return (f"No module named {fullname!r}: rlstack has no such module. After renaming ray.rllib.agents -> "
             f"rlstack.trainers, ray.rllib.policy -> rlstack.policies and ray.rllib -> rlstack, see {_MIGRATING} "
             "for what rlstack offers instead.")

@@ -3,7 +3,7 @@
 Each ``step`` returns the next observation of every sub-env; a sub-env whose episode
 just ended is reset at once, and the observation that ended the episode is returned
 separately in ``final_obs`` so that a truncated episode can bootstrap from it.
-``terminated`` and ``truncated`` stay apart (DESIGN.md, "Episodes").
+``terminated`` and ``truncated`` stay apart (ARCHITECTURE.md, "Episodes").
 
 A sub-env whose ``step`` or ``reset`` raises either stops the run with an
 :class:`~rlstack.errors.EnvFailureError` naming it, or, with ``restart_failed``

@@ -4,7 +4,7 @@ A trajectory piece is consecutive steps of one episode from one sub-env. Its las
 either ended the episode by termination (the future is worth 0), or did not: the episode
 was truncated by a time limit or the piece was cut at ``rollout_fragment_length``. Then
 the future is worth V(s_last), which the worker stored in the ``bootstrap_value`` column
-of the last row. Only termination zeroes the bootstrap (DESIGN.md, "Episodes").
+of the last row. Only termination zeroes the bootstrap (ARCHITECTURE.md, "Episodes").
 """
 
 from __future__ import annotations

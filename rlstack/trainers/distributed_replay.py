@@ -216,8 +216,8 @@ class DistributedReplayTrainer(Trainer):
         self._rate_mark = (now, sampled, trained)
         sizes, self._queue_sizes = self._queue_sizes, []
         return {
-            "sampled_env_steps_per_s": (sampled - last_sampled) / elapsed,
-            "trained_env_steps_per_s": (trained - last_trained) / elapsed,
+            "sample_throughput": (sampled - last_sampled) / elapsed,
+            "learner_throughput": (trained - last_trained) / elapsed,
             "learner_queue": {"size_mean": float(np.mean(sizes)) if sizes else 0.0,
                               "size_max": int(max(sizes, default=0)), "capacity": cfg["learner_queue_size"]},
             "learner_steps": self.learner.num_steps,

@@ -1,17 +1,35 @@
-"""Algorithm names ("PPO") mapped to trainer classes, imported only when asked for, and
-the same names for Ray Tune: ``tune.run("PPO")`` / ``tune.Tuner("PPO")`` run rlstack's
-trainer once ``rlstack`` is imported, even when Ray's own RLlib is installed.
+"""The algorithms rlstack has, found by the declaration each algorithm package makes in
+its own ``__init__.py``, and the same names for Ray Tune.
 
-Tune resolves a name through ``ray.tune.registry._has_trainable``, and for a name it does
-not know it imports ``ray.rllib`` and registers every RLlib algorithm under the same
-names (``ray.rllib._register_all``), overwriting any earlier registration. So rather
-than registering once, rlstack wraps that lookup: each time Tune looks up one of
-:data:`ALGORITHMS` it (re-)registers rlstack's class first, and RLlib is never imported
-for these names. The wrap is installed when ``ray.tune.registry`` is first imported (or at
-once if it already is), so ``import rlstack`` imports neither Ray nor a trainer. The
-registry Tune writes to is Ray's job-wide key-value store, so trial processes see the
-same classes. A trainable registered by the user under one of these names is replaced
-by rlstack's at lookup.
+**The declaration.** A folder ``rlstack/trainers/<algo>/`` is an algorithm package when
+its ``__init__.py`` holds, at module level::
+
+    TRAINERS = {"PPO": "rlstack.trainers.ppo.ppo:PPOTrainer"}      # `run:` name -> "module:Class"
+    PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.ppo.ppo:DEFAULT_CONFIG"}  # optional extra names
+    __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)
+
+``TRAINERS`` maps each name a YAML file's ``run:`` key (classic RLlib 1.13's names) uses to
+its trainer class; a folder may declare several (``dqn`` declares DQN and APEX).
+``PUBLIC`` names whatever else ``from rlstack.trainers.<algo> import ...`` offers (the
+``DEFAULT_CONFIG``, 1.13's spellings such as ``ApexTrainer``). :func:`lazy_exports` makes
+the package hand those names out on first use, so importing the package imports neither
+Ray nor Tune nor a framework. Nothing outside the folder names the algorithm:
+:data:`ALGORITHMS`, ``rlstack.<Class>``, ``rlstack.__all__``, ``rlstack ls`` and Tune's
+names all come from :func:`declarations`, which scans the packages under
+``rlstack/trainers/`` once, on first use.
+
+**Tune.** ``tune.run("PPO")`` / ``tune.Tuner("PPO")`` run rlstack's trainer once
+``rlstack`` is imported, even when Ray's own RLlib is installed. Tune resolves a name
+through ``ray.tune.registry._has_trainable``, and for a name it does not know it imports
+``ray.rllib`` and registers every RLlib algorithm under the same names
+(``ray.rllib._register_all``), overwriting any earlier registration in the job-wide
+key-value store, from any process of the job. A registration made once could therefore be
+lost later, so this module is the one place rlstack registers its trainers: it wraps that
+lookup, and each time Tune looks up one of :data:`ALGORITHMS` it (re-)registers rlstack's
+class first (trainer modules register nothing themselves); RLlib is never imported for
+these names. The wrap is installed when ``ray.tune.registry`` is first imported (or at once
+if it already is), so ``import rlstack`` imports neither Ray nor a trainer. A trainable
+registered by the user under one of these names is replaced by rlstack's at lookup.
 """
 
 from __future__ import annotations
@@ -19,25 +37,171 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import pkgutil
 import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from rlstack.errors import ConfigError, did_you_mean
+from rlstack.errors import ConfigError, RLStackError, did_you_mean
 
-__all__ = ["ALGORITHMS", "get_trainer_class", "install_tune_names"]
+__all__ = [
+    "ALGORITHMS",
+    "Declaration",
+    "declarations",
+    "get_trainer_class",
+    "install_tune_names",
+    "lazy_exports",
+    "load",
+    "scan",
+    "trainer_class_names",
+]
 
-# name -> "module:Class"; importing a trainer imports no deep-learning framework.
-ALGORITHMS: dict[str, str] = {
-    "A2C": "rlstack.trainers.a3c:A2CTrainer",
-    "A3C": "rlstack.trainers.a3c:A3CTrainer",
-    "APEX": "rlstack.trainers.dqn:ApeXTrainer",
-    "DQN": "rlstack.trainers.dqn:DQNTrainer",
-    "IMPALA": "rlstack.trainers.impala:IMPALATrainer",
-    "PPO": "rlstack.trainers.ppo:PPOTrainer",
-}
-
+_TRAINERS_PACKAGE = "rlstack.trainers"
 _TUNE_REGISTRY = "ray.tune.registry"
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One trainer an algorithm package declares.
+
+    Attributes:
+        name: The ``run:`` name, e.g. ``"APEX"``.
+        package: The declaring package, e.g. ``"rlstack.trainers.dqn"``.
+        target: ``"module:Class"``, e.g. ``"rlstack.trainers.dqn.apex:ApeXTrainer"``.
+    """
+
+    name: str
+    package: str
+    target: str
+
+    @property
+    def class_name(self) -> str:
+        """The trainer class's name, e.g. ``"ApeXTrainer"``."""
+        return self.target.partition(":")[2]
+
+    @property
+    def folder(self) -> str:
+        """The package's last name part, e.g. ``"dqn"``."""
+        return self.package.rpartition(".")[2]
+
+
+def load(target: str) -> Any:
+    """Imports ``"module:attribute"`` and returns the attribute.
+
+    Raises:
+        ImportError: If the module cannot be imported.
+        AttributeError: If the module has no such attribute (a wrong declaration).
+    """
+    module_name, _, attribute = target.partition(":")
+    module = importlib.import_module(module_name)
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise AttributeError(f"{target!r}: module {module_name!r} has no attribute {attribute!r}; fix the "
+                             "declaration (TRAINERS or PUBLIC) that names it.") from None
+
+
+def _check_target(package: str, key: str, target: Any, table: str) -> None:
+    module_name, colon, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
+    if not (colon and attribute.isidentifier() and (module_name == package or module_name.startswith(package + "."))):
+        raise RLStackError(
+            f"{package}.{table}[{key!r}] = {target!r}: expected 'module:Name' with the module inside {package} "
+            f"(e.g. '{package}.{package.rpartition('.')[2]}:{attribute or 'SomeTrainer'}')."
+        )
+
+
+def _declared_in(module: ModuleType) -> list[Declaration]:
+    trainers = vars(module).get("TRAINERS")
+    if trainers is None:
+        return []
+    if not isinstance(trainers, Mapping) or not trainers:
+        raise RLStackError(f"{module.__name__}.TRAINERS must be a non-empty dict of run name -> 'module:Class', "
+                           f"got {trainers!r}.")
+    found = []
+    for name, target in trainers.items():
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise RLStackError(f"{module.__name__}.TRAINERS key {name!r}: a run name is a string such as 'PPO' "
+                               "or 'APEX_DDPG' (classic RLlib's names).")
+        _check_target(module.__name__, name, target, "TRAINERS")
+        found.append(Declaration(name, module.__name__, target))
+    return found
+
+
+def scan(package_name: str = _TRAINERS_PACKAGE) -> dict[str, Declaration]:
+    """Imports each subpackage of ``package_name`` and collects the ``TRAINERS`` they declare.
+
+    Subpackages without ``TRAINERS`` are skipped; modules (``trainer.py``) are not imported.
+
+    Args:
+        package_name: The package whose folders hold the algorithms.
+
+    Returns:
+        The declarations by run name, sorted by name.
+
+    Raises:
+        RLStackError: For a malformed declaration, or two packages declaring one name.
+    """
+    package = importlib.import_module(package_name)
+    found: dict[str, Declaration] = {}
+    for info in pkgutil.iter_modules(package.__path__, package_name + "."):
+        if not info.ispkg:
+            continue
+        for declaration in _declared_in(importlib.import_module(info.name)):
+            earlier = found.get(declaration.name)
+            if earlier is not None:
+                raise RLStackError(f"Trainer name {declaration.name!r} is declared twice: in {earlier.package} "
+                                   f"and in {declaration.package}; one of them must use another name.")
+            found[declaration.name] = declaration
+    return dict(sorted(found.items()))
+
+
+_declarations: dict[str, Declaration] | None = None
+_scanning = False
+
+
+def declarations() -> dict[str, Declaration]:
+    """Every trainer the packages under ``rlstack/trainers/`` declare, by run name.
+
+    Scanned once per process, on first use. A call made while that scan runs (an
+    algorithm package's import failing and asking again) gets an empty dict.
+    """
+    global _declarations, _scanning
+    if _declarations is None:
+        if _scanning:
+            return {}
+        _scanning = True
+        try:
+            _declarations = scan()
+        finally:
+            _scanning = False
+    return _declarations
+
+
+class _Algorithms(Mapping[str, str]):
+    """Run name -> ``"module:Class"``, read-only, filled from :func:`declarations`."""
+
+    def __getitem__(self, name: str) -> str:
+        return declarations()[name].target
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(declarations())
+
+    def __len__(self) -> int:
+        return len(declarations())
+
+    def __repr__(self) -> str:
+        return f"ALGORITHMS({dict(self)!r})"
+
+
+# Run name -> "module:Class" (e.g. "PPO" -> "rlstack.trainers.ppo.ppo:PPOTrainer").
+ALGORITHMS: Mapping[str, str] = _Algorithms()
+
+
+def trainer_class_names() -> dict[str, str]:
+    """Each declared trainer class's name -> ``"module:Class"``, for ``rlstack.<Class>``."""
+    return {declaration.class_name: declaration.target for declaration in declarations().values()}
 
 
 def get_trainer_class(name: str, return_config: bool = False) -> Any:
@@ -56,13 +220,50 @@ def get_trainer_class(name: str, return_config: bool = False) -> Any:
     """
     if name not in ALGORITHMS:
         raise ConfigError(
-            f"Unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS)} Available: {', '.join(sorted(ALGORITHMS))}."
+            f"Unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS)} Available: {', '.join(ALGORITHMS)}."
         )
-    module_name, class_name = ALGORITHMS[name].split(":")
-    trainer_class = getattr(importlib.import_module(module_name), class_name)
+    trainer_class = load(ALGORITHMS[name])
     if return_config:
         return trainer_class, trainer_class.get_default_config()
     return trainer_class
+
+
+def lazy_exports(
+    package: str, trainers: Mapping[str, str], public: Mapping[str, str] | None = None
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """The module ``__getattr__``, ``__dir__`` and ``__all__`` of an algorithm package,
+    which hand out the declared names on first use (PEP 562).
+
+    Args:
+        package: The package's ``__name__``.
+        trainers: Its ``TRAINERS`` (each trainer class becomes a public name).
+        public: Its ``PUBLIC``: further name -> ``"module:attribute"``.
+
+    Returns:
+        ``(__getattr__, __dir__, __all__)`` to assign at the package's module level.
+
+    Raises:
+        RLStackError: For a target outside the package or not of the form ``module:Name``.
+    """
+    names: dict[str, str] = {}
+    for table, entries in (("TRAINERS", trainers), ("PUBLIC", public or {})):
+        for key, target in entries.items():
+            _check_target(package, key, target, table)
+            names[target.partition(":")[2] if table == "TRAINERS" else key] = target
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            # An AttributeError (not an ImportError) lets `from package import submodule` go on
+            # to import the submodule, as Python does for any package.
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = load(names[name])
+        setattr(sys.modules[package], name, value)  # later lookups skip this function
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(names))
+
+    return __getattr__, __dir__, sorted(names)
 
 
 def install_tune_names() -> None:

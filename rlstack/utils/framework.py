@@ -1,7 +1,7 @@
 """Lazy, checked imports of the deep-learning frameworks.
 
 Only the modules that need torch or TensorFlow call these, so that training with one
-framework never imports the other (DESIGN.md, "Framework isolation").
+framework never imports the other (ARCHITECTURE.md, "Framework isolation").
 """
 
 from __future__ import annotations

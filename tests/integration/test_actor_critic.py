@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from ray import tune
 
-import rlstack.trainers.impala  # noqa: F401 - registers "IMPALA" with Tune
 from rlstack.errors import ConfigError
 from rlstack.trainers.a3c import A2CTrainer, A3CTrainer
 from rlstack.trainers.impala import IMPALATrainer

@@ -24,7 +24,6 @@ import pytest
 import ray
 from ray import tune
 
-import rlstack.trainers.dqn  # noqa: F401 - registers "DQN" and "APEX" with Tune
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.trainers.checkpoint import read_checkpoint
 from rlstack.trainers.dqn import ApeXTrainer, DQNTrainer
@@ -292,7 +291,7 @@ def test_apex_trains_checkpoints_and_stops(ray_local, framework, tmp_path):
     assert 0 < sum(s["num_entries"] for s in shards) <= result["timesteps_total"]
     assert result["learner_queue"]["capacity"] == 16 and result["learner_queue"]["size_mean"] >= 0
     assert result["num_weight_syncs"] > 0
-    assert result["sampled_env_steps_per_s"] > 0
+    assert result["sample_throughput"] > 0
     assert np.isfinite(_learner_stats(result)["mean_q"])
     n = 3
     epsilons = [0.4 ** (1 + 7 * i / (n - 1)) for i in range(n)]

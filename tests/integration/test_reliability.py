@@ -380,7 +380,7 @@ def test_tune_trial_that_crashes_once_resumes_and_ends_with_planned_counters(ray
         return CrashOnce(gym.make("CartPole-v1"))
 
     register_env("cartpole_crash_once", creator)
-    # PPOTrainer is imported above, which registers "PPO" with Tune (rlstack's, not RLlib's).
+    # "PPO" is rlstack's trainer for Tune once rlstack is imported (rlstack/trainers/registry.py).
     tuner = tune.Tuner(
         "PPO",
         param_space={**SMALL, "train_batch_size": batch, "rollout_fragment_length": batch, "seed": 1,

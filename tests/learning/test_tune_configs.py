@@ -8,35 +8,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import rlstack.analysis
 from rlstack.experiments import load_experiments
+from tests.tuned_examples import learning_cases
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "tune_configs"
-
-
-def _frameworks(spec: dict) -> list[str]:
-    # A file that fixes its framework runs in that one; otherwise in both.
-    fixed = (spec.get("config") or {}).get("framework")
-    return [fixed] if fixed else ["torch", "tf"]
-
-
-def _fits_this_machine(spec: dict) -> bool:
-    # Examples sized for a GPU machine (pong-impala.yaml) are smoke-tested elsewhere
-    # (tests/integration/test_atari.py), not trained to their bar on CI's 2 cores.
-    return not (spec.get("config") or {}).get("num_gpus")
-
-
-CASES = [
-    (path, name, framework)
-    for path in sorted(CONFIG_DIR.glob("*.yaml"))
-    for name, spec in load_experiments(str(path)).items()
-    if _fits_this_machine(spec)
-    for framework in _frameworks(spec)
-]
+# Every example that fits this machine, in each framework it names (tests/tuned_examples.py).
+CASES = learning_cases()
 
 
 @pytest.mark.parametrize(("path", "name", "framework"), CASES, ids=[f"{p.stem}-{f}" for p, _, f in CASES])

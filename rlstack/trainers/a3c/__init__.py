@@ -1,6 +1,16 @@
-"""Advantage actor-critic: A2CTrainer (synchronous) and A3CTrainer (asynchronous gradients)."""
+"""Advantage actor-critic: A2CTrainer (synchronous) and A3CTrainer (asynchronous
+gradients), imported on first use. ``DEFAULT_CONFIG`` is A3C's, as in RLlib 1.13."""
 
-from rlstack.trainers.a3c.a2c import A2C_DEFAULT_CONFIG, A2CTrainer
-from rlstack.trainers.a3c.a3c import DEFAULT_CONFIG, A3CTrainer
+from rlstack.trainers.registry import lazy_exports
 
-__all__ = ["A2CTrainer", "A2C_DEFAULT_CONFIG", "A3CTrainer", "DEFAULT_CONFIG"]
+# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+TRAINERS = {
+    "A2C": "rlstack.trainers.a3c.a2c:A2CTrainer",
+    "A3C": "rlstack.trainers.a3c.a3c:A3CTrainer",
+}
+PUBLIC = {
+    "A2C_DEFAULT_CONFIG": "rlstack.trainers.a3c.a2c:A2C_DEFAULT_CONFIG",
+    "DEFAULT_CONFIG": "rlstack.trainers.a3c.a3c:DEFAULT_CONFIG",
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray import tune
-
 from rlstack.evaluation.worker_set import synchronous_parallel_sample
 from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.trainers.a3c.a3c import DEFAULT_CONFIG as A3C_DEFAULT_CONFIG
@@ -74,7 +72,3 @@ class A2CTrainer(Trainer):
             self.workers.sync_weights(self._counters["num_env_steps_sampled"])
             self.workers.sync_filters(broadcast=cfg["synchronize_filters"])
         return {DEFAULT_POLICY_ID: {"learner_stats": stats}}
-
-
-# `tune.Tuner("A2C")` and YAML files with `run: A2C` find this trainer.
-tune.register_trainable("A2C", A2CTrainer)

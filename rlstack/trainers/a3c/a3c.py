@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import ray
-from ray import tune
 
 from rlstack.errors import ConfigError
 from rlstack.policies.postprocessing import postprocess_advantages
@@ -140,7 +139,3 @@ class A3CTrainer(Trainer):
 
     def reset_config(self, new_config: dict[str, Any]) -> bool:
         return False
-
-
-# `tune.Tuner("A3C")` and YAML files with `run: A3C` find this trainer.
-tune.register_trainable("A3C", A3CTrainer)

@@ -1,7 +1,17 @@
 """The DQN family: DQNTrainer (local replay) and ApeXTrainer (distributed replay;
-``ApexTrainer`` is its RLlib 1.13 spelling)."""
+``ApexTrainer`` is its RLlib 1.13 spelling), imported on first use."""
 
-from rlstack.trainers.dqn.apex import APEX_DEFAULT_CONFIG, ApexTrainer, ApeXTrainer
-from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG, DQNTrainer
+from rlstack.trainers.registry import lazy_exports
 
-__all__ = ["APEX_DEFAULT_CONFIG", "ApeXTrainer", "ApexTrainer", "DEFAULT_CONFIG", "DQNTrainer"]
+# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+TRAINERS = {
+    "APEX": "rlstack.trainers.dqn.apex:ApeXTrainer",
+    "DQN": "rlstack.trainers.dqn.dqn:DQNTrainer",
+}
+PUBLIC = {
+    "APEX_DEFAULT_CONFIG": "rlstack.trainers.dqn.apex:APEX_DEFAULT_CONFIG",
+    "ApexTrainer": "rlstack.trainers.dqn.apex:ApexTrainer",
+    "DEFAULT_CONFIG": "rlstack.trainers.dqn.dqn:DEFAULT_CONFIG",
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

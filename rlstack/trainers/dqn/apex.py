@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray import tune
-
 from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.trainers.config import DefaultConfig, merge_config
 from rlstack.trainers.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, DistributedReplayTrainer,
@@ -69,9 +67,6 @@ class ApeXTrainer(DistributedReplayTrainer):
             epsilons = [self.learner_policy.exploration.epsilon(sampled)] * num_workers
         return {**super().extra_results(), "per_worker_epsilon": epsilons}
 
-
-# `tune.Tuner("APEX")` and YAML files with `run: APEX` find this trainer.
-tune.register_trainable("APEX", ApeXTrainer)
 
 # RLlib 1.13's spelling (`from ray.rllib.agents.dqn import ApexTrainer`).
 ApexTrainer = ApeXTrainer

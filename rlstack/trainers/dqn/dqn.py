@@ -14,8 +14,6 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ray import tune
-
 from rlstack.errors import ConfigError
 from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
@@ -118,7 +116,3 @@ class DQNTrainer(OffPolicyTrainer):
     def extra_results(self) -> dict[str, Any]:
         return {**super().extra_results(),
                 "cur_epsilon": self.learner_policy.exploration.epsilon(self._counters["num_env_steps_sampled"])}
-
-
-# `tune.Tuner("DQN")` and YAML files with `run: DQN` find this trainer.
-tune.register_trainable("DQN", DQNTrainer)

@@ -1,5 +1,13 @@
-"""IMPALA (Espeholt et al. 2018): asynchronous actor-learner training with V-trace."""
+"""IMPALA (Espeholt et al. 2018): asynchronous actor-learner training with V-trace;
+``IMPALATrainer`` (``ImpalaTrainer`` is its RLlib 1.13 spelling), imported on first use."""
 
-from rlstack.trainers.impala.impala import DEFAULT_CONFIG, IMPALATrainer, ImpalaTrainer
+from rlstack.trainers.registry import lazy_exports
 
-__all__ = ["DEFAULT_CONFIG", "IMPALATrainer", "ImpalaTrainer"]
+# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+TRAINERS = {"IMPALA": "rlstack.trainers.impala.impala:IMPALATrainer"}
+PUBLIC = {
+    "DEFAULT_CONFIG": "rlstack.trainers.impala.impala:DEFAULT_CONFIG",
+    "ImpalaTrainer": "rlstack.trainers.impala.impala:ImpalaTrainer",
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

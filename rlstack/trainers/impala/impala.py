@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import ray
-from ray import tune
 
 from rlstack.errors import ConfigError
 from rlstack.execution.learner_thread import LearnerThread
@@ -295,9 +294,6 @@ class IMPALATrainer(Trainer):
             self.learner.stop()
         super().cleanup()
 
-
-# `tune.Tuner("IMPALA")` and YAML files with `run: IMPALA` find this trainer.
-tune.register_trainable("IMPALA", IMPALATrainer)
 
 # RLlib 1.13's spelling (`from ray.rllib.agents.impala import ImpalaTrainer`).
 ImpalaTrainer = IMPALATrainer

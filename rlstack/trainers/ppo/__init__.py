@@ -1,5 +1,9 @@
-"""PPO: ``PPOTrainer`` and its ``DEFAULT_CONFIG``."""
+"""PPO: ``PPOTrainer`` and its ``DEFAULT_CONFIG``, imported on first use."""
 
-from rlstack.trainers.ppo.ppo import DEFAULT_CONFIG, PPOTrainer
+from rlstack.trainers.registry import lazy_exports
 
-__all__ = ["DEFAULT_CONFIG", "PPOTrainer"]
+# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+TRAINERS = {"PPO": "rlstack.trainers.ppo.ppo:PPOTrainer"}
+PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.ppo.ppo:DEFAULT_CONFIG"}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray import tune
-
 from rlstack.errors import ConfigError
 from rlstack.evaluation.worker_set import synchronous_parallel_sample
 from rlstack.policies.postprocessing import postprocess_advantages, standardize
@@ -128,7 +126,3 @@ class PPOTrainer(Trainer):
             self.workers.sync_weights(self._counters["num_env_steps_sampled"])
             self.workers.sync_filters(broadcast=cfg["synchronize_filters"])
         return {DEFAULT_POLICY_ID: {"learner_stats": stats}}
-
-
-# `tune.Tuner("PPO")` and YAML files with `run: PPO` find this trainer.
-tune.register_trainable("PPO", PPOTrainer)
