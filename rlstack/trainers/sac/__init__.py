@@ -1,25 +1,9 @@
-"""SAC: ``SACTrainer`` and its ``DEFAULT_CONFIG``, imported on first use (importing this
-package imports neither Ray nor a framework)."""
+"""SAC: ``SACTrainer`` and its ``DEFAULT_CONFIG``, imported on first use."""
 
-from __future__ import annotations
+from rlstack.trainers.registry import lazy_exports
 
-import importlib
-from typing import Any
-
-# The declaration rlstack's registry finds: 1.13's ``run:`` name -> "module:Class".
+# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
 TRAINERS = {"SAC": "rlstack.trainers.sac.sac:SACTrainer"}
 PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.sac.sac:DEFAULT_CONFIG"}
-_EXPORTS = {**{path.rsplit(":", 1)[1]: path for path in TRAINERS.values()}, **PUBLIC}
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module_name, attribute = _EXPORTS[name].split(":")
-    return getattr(importlib.import_module(module_name), attribute)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)
