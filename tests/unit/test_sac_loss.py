@@ -595,6 +595,7 @@ def test_box_actions_are_mapped_onto_the_bounds(normalize_actions):
     ({"optimization": {"actor_lr": 1e-3}}, "optimization.actor_lr.*takes actor_learning_rate"),
     ({"optimization": {"critic_learning_rate": 0}}, "optimization.critic_learning_rate"),
     ({"tau": 0.0}, "tau"),
+    ({"lr_schedule": [[0, 1e-3], [1000, 1e-4]]}, "lr_schedule.*optimization.actor_learning_rate"),
     ({"initial_alpha": -1.0}, "initial_alpha"),
     ({"target_entropy": "high"}, "target_entropy"),
     ({"_use_beta_distribution": True}, "_use_beta_distribution"),

@@ -86,7 +86,8 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         # Uniform replay by default (prioritized_replay_* keys apply when True).
         "prioritized_replay": False,
         # === Optimization ===
-        # Adam learning rates of the actor, the critics and log_alpha (merged key by key).
+        # Adam learning rates of the actor, the critics and log_alpha (merged key by key);
+        # `lr` is not used, and `lr_schedule` is refused.
         "optimization": copy.deepcopy(_OPTIMIZATION),
         # Clip each optimizer's gradients to this global norm (None: no clipping).
         "grad_clip": None,
@@ -155,6 +156,9 @@ def validate_sac_config(config: dict[str, Any]) -> None:
              "critics, shaped by policy_model and Q_model (custom models are not supported yet); remove it.")
     for key, value in config["optimization"].items():
         _require(_is_number(value) and value > 0, f"optimization.{key} must be a learning rate > 0, got {value!r}.")
+    _require(config["lr_schedule"] is None,
+             "lr_schedule is not supported by SAC: its learning rates are optimization.actor_learning_rate, "
+             "critic_learning_rate and entropy_learning_rate (constant); remove lr_schedule.")
     _require(_is_number(config["tau"]) and 0.0 < config["tau"] <= 1.0,
              f"tau must be in (0, 1] (1.0 copies the critics into the targets), got {config['tau']!r}.")
     _require(_is_number(config["initial_alpha"]) and config["initial_alpha"] > 0,
