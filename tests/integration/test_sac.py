@@ -147,3 +147,17 @@ def test_sac_remote_workers_act_in_numpy(ray_local):
     kinds = trainer.workers.foreach_worker(lambda worker: type(worker.policy).__name__, local=False)
     assert kinds == ["SACNumpyPolicy", "SACNumpyPolicy"]
     trainer.stop()
+
+
+def test_sac_exports_the_actor(framework, tmp_path):
+    from tests.integration.test_export import _load_without_rlstack
+
+    trainer = SACTrainer({**TINY, "framework": framework}, "Pendulum-v1")
+    trainer.train()
+    obs = np.stack(_observations("Pendulum-v1", 50)).astype(np.float32)
+    # The exported file serves the actor's outputs (means and log stds) for flat observations.
+    _, extras = trainer.get_policy().compute_actions(obs, explore=False)
+    path = trainer.export_policy_model(str(tmp_path / "native"))
+    got = _load_without_rlstack("torchscript" if framework == "torch" else "savedmodel", path, obs, tmp_path)
+    np.testing.assert_allclose(got, extras["action_dist_inputs"], atol=1e-5)
+    trainer.stop()

@@ -125,18 +125,6 @@ class SACNumpyPolicy(NumpyPolicy):
         return actions, {SampleBatch.ACTION_DIST_INPUTS: outputs.astype(np.float32, copy=False),
                          SampleBatch.ACTION_LOGP: dist.logp(actions)}
 
-    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        """The critics' value of the policy's greedy behaviour: ``min_j Q_j(s, tanh(mean))``
-        for Box actions, ``sum_a pi(a|s) min_j Q_j(s, a)`` for Discrete actions (SAC's
-        training never asks for state values; this serves callers that do)."""
-        obs = np.asarray(obs_batch, dtype=np.float32)
-        outputs = self.model.actor_outputs(obs)
-        if isinstance(self.action_space, gym.spaces.Discrete):
-            probs = np.exp(Categorical(outputs, self.dist_spec).log_probs)
-            return (probs * self.model.critic_values(obs).min(axis=0)).sum(-1).astype(np.float32)
-        actions = SquashedGaussian(outputs).deterministic_sample()
-        return self.model.critic_values(obs, actions).min(axis=0).astype(np.float32)
-
     def unsquash_actions(self, actions: np.ndarray, normalize: bool | None = None,
                          clip: bool | None = None) -> np.ndarray:
         return unsquash_sac_actions(self, actions, normalize, clip)

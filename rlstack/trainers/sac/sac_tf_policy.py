@@ -60,8 +60,6 @@ class SACTFPolicy(TFPolicy):
             # The loss's own noise (reparameterised action samples), apart from acting's.
             self.loss_rng = (tf.random.Generator.from_seed(int(config["seed"])) if config.get("seed") is not None
                              else tf.random.Generator.from_non_deterministic_state())
-        obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
-        self._values_fn = self.graph_function(self._values, [obs_spec])
         self._update_target_fn = self.graph_function(self._update_target, [tf.TensorSpec([], tf.float32)])
 
     def model_spec(self) -> ActorCriticSpec:
@@ -102,17 +100,6 @@ class SACTFPolicy(TFPolicy):
         with tf.device(self.device):
             actions, logp, dist_inputs = fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32))
         return actions.numpy(), {B.ACTION_DIST_INPUTS: dist_inputs.numpy(), B.ACTION_LOGP: logp.numpy()}
-
-    def _values(self, obs: tf.Tensor) -> tf.Tensor:
-        dist = self.action_distribution(self.model.actor_outputs(obs))
-        if self.discrete:
-            return tf.reduce_sum(tf.exp(dist.log_probs) * tf.reduce_min(self.model.critic_values(obs), axis=0), -1)
-        return tf.reduce_min(self.model.critic_values(obs, dist.deterministic_sample()), axis=0)
-
-    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        """As :meth:`SACNumpyPolicy.compute_values`: the critics' value of greedy behaviour."""
-        with tf.device(self.device):
-            return self._values_fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32)).numpy()
 
     def unsquash_actions(self, actions: np.ndarray, normalize: bool | None = None,
                          clip: bool | None = None) -> np.ndarray:

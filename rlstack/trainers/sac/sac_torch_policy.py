@@ -92,15 +92,6 @@ class SACTorchPolicy(TorchPolicy):
         return actions.cpu().numpy(), {B.ACTION_DIST_INPUTS: dist_inputs.cpu().numpy(),
                                        B.ACTION_LOGP: logp.cpu().numpy()}
 
-    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        """As :meth:`SACNumpyPolicy.compute_values`: the critics' value of greedy behaviour."""
-        with torch.no_grad():
-            obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
-            dist = self.action_dist(self.model.actor_outputs(obs))
-            if self.discrete:
-                return (dist.log_probs.exp() * self.model.critic_values(obs).min(0).values).sum(-1).cpu().numpy()
-            return self.model.critic_values(obs, dist.deterministic_sample()).min(0).values.cpu().numpy()
-
     def unsquash_actions(self, actions: np.ndarray, normalize: bool | None = None,
                          clip: bool | None = None) -> np.ndarray:
         return unsquash_sac_actions(self, actions, normalize, clip)
@@ -238,19 +229,3 @@ class SACTorchPolicy(TorchPolicy):
             saved = np.array(state["loss_rng"], dtype=np.uint8)
             if saved.size == self.loss_generator.get_state().numel():
                 self.loss_generator.set_state(torch.from_numpy(saved))
-
-    def export_model(self, export_dir: str, onnx: int | None = None) -> str:
-        from rlstack.models.torch.export import export_torch_model
-
-        return export_torch_model(_ActorOnly(self.model), self.preprocessor.size, export_dir, onnx)
-
-
-class _ActorOnly(torch.nn.Module):
-    # What an exported SAC model serves: observations in, the actor's outputs (the
-    # distribution's inputs) out; the exporter reads policy_and_value(obs)[0].
-    def __init__(self, model: TorchActorCritic) -> None:
-        super().__init__()
-        self.model = model
-
-    def policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return self.model.actor_outputs(obs), None
