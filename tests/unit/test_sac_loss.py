@@ -506,6 +506,69 @@ def test_alpha_gradient_in_closed_form():
     assert float(grad) == pytest.approx(-(-stats["entropy"] + stats["target_entropy"]), rel=1e-5)
 
 
+# ----- learn_on_batch -------------------------------------------------------------------------------------------
+
+
+def _stepped(framework, action_space, batch, **overrides):
+    policy, weights, target = _prepared(framework, action_space, _deterministic_loss=True, **overrides)
+    return policy, policy.learn_on_batch(batch), weights, target
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+@pytest.mark.parametrize("action_space", [BOX, DISCRETE], ids=["box", "discrete"])
+def test_learn_on_batch_takes_one_step_per_train_batch_in_row_order(framework, action_space):
+    """Two steps on 2 * train_batch_size rows: the TD errors of the first rows are the
+    reference's under the starting weights; the second rows' are not (the critics moved),
+    and every parameter group moved, while the target critics stayed put."""
+    from rlstack.sample_batch import concat_samples
+
+    batch = concat_samples([_batch(action_space, seed=1), _batch(action_space, seed=2)])
+    policy, stats, weights, target = _stepped(framework, action_space, batch)
+    assert stats["td_error"].shape == (2 * N,)
+    w64 = {k: v.astype(np.float64) for k, v in weights.items()}
+    t64 = {k: v.astype(np.float64) for k, v in target.items()}
+    discrete = isinstance(action_space, gym.spaces.Discrete)
+    noise = np.zeros((2 * N, 2))
+    first = ref_sac_loss(w64, t64, math.log(0.5), batch.slice(0, N), noise, ("q", "twin_q"),
+                         target_entropy(policy.config, action_space), discrete)
+    np.testing.assert_allclose(stats["td_error"][:N], first[3], rtol=2e-4, atol=2e-5)
+    second = ref_sac_loss(w64, t64, math.log(0.5), batch.slice(N, 2 * N), noise, ("q", "twin_q"),
+                          target_entropy(policy.config, action_space), discrete)
+    assert not np.allclose(stats["td_error"][N:], second[3], rtol=1e-6, atol=1e-7)
+    moved = policy.get_weights()
+    assert not np.allclose(moved["actor/out/bias"], weights["actor/out/bias"])
+    assert not np.allclose(moved["q/out/bias"], weights["q/out/bias"])
+    assert moved["log_alpha"] != pytest.approx(math.log(0.5))
+    state = policy.get_state()
+    for name in (n for n in target if not n.startswith("actor/")):
+        np.testing.assert_array_equal(state[f"target/{name}"], target[name], err_msg=name)
+    for key in ("actor_loss", "critic_loss", "alpha_loss", "alpha_value", "mean_q"):
+        assert np.isfinite(stats[key]), key
+    assert stats["cur_lr"] == pytest.approx(3e-4)
+
+
+@pytest.mark.parametrize("action_space", [BOX, DISCRETE], ids=["box", "discrete"])
+def test_torch_tf_learn_on_batch_parity(action_space):
+    """Three steps with the deterministic loss and clipped gradients move both frameworks
+    to the same actor, critics and log_alpha."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from rlstack.sample_batch import concat_samples
+
+    batch = concat_samples([_batch(action_space, seed=s) for s in (1, 2, 3)])
+    overrides = {"grad_clip": 0.5, "optimization": {"actor_learning_rate": 1e-2, "critic_learning_rate": 1e-2,
+                                                    "entropy_learning_rate": 1e-2}}
+    torch_policy, torch_stats, _, _ = _stepped("torch", action_space, batch, **overrides)
+    tf_policy, tf_stats, _, _ = _stepped("tf", action_space, batch, **overrides)
+    torch_weights, tf_weights = torch_policy.get_weights(), tf_policy.get_weights()
+    assert sorted(torch_weights) == sorted(tf_weights)
+    for name in torch_weights:
+        np.testing.assert_allclose(torch_weights[name], tf_weights[name], rtol=1e-4, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(torch_stats["td_error"], tf_stats["td_error"], rtol=1e-4, atol=1e-5)
+    for key in ("actor_loss", "critic_loss", "alpha_loss", "grad_gnorm", "grad_gnorm_1", "grad_gnorm_2"):
+        assert torch_stats[key] == pytest.approx(tf_stats[key], rel=1e-4, abs=1e-6), key
+
+
 # ----- target updates, entropy target, postprocessing ----------------------------------------------------------
 
 
