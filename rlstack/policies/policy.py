@@ -122,6 +122,10 @@ class Policy(ABC):
     calls_learn_hook: bool = False
     # What on_learn_on_batch wrote on the last learn_on_batch (replaced, never mutated).
     learn_custom_metrics: dict[str, Any] = {}
+    # Box actions always come out in [-1, 1] (a tanh actor: DDPG, TD3), so
+    # unsquash_actions maps them onto the bounds whatever normalize_actions says, as
+    # 1.13's actors squashed onto the bounds themselves with normalize_actions=False.
+    acts_in_unit_box: bool = False
     # Shuffle rows before each SGD epoch; sequence losses (V-trace) and per-row
     # statistics keep the batch order.
     shuffle_minibatches: bool = True
@@ -391,7 +395,8 @@ class Policy(ABC):
 
         Args:
             actions: A batch of policy outputs.
-            normalize: Map onto the bounds (None: ``config["normalize_actions"]``); the
+            normalize: Map onto the bounds (None: ``config["normalize_actions"]``, or
+                always for a policy that :attr:`acts_in_unit_box`); the
                 ``unsquash_action`` argument of ``Trainer.compute_single_action``.
             clip: Clip to the bounds when not mapping (None: ``config["clip_actions"]``).
         """
@@ -405,7 +410,8 @@ class Policy(ABC):
             return actions
         actions = actions.reshape((-1, *space.shape))
         bounded = np.isfinite(space.low).all() and np.isfinite(space.high).all()
-        normalize = self.config.get("normalize_actions", True) if normalize is None else normalize
+        if normalize is None:
+            normalize = self.acts_in_unit_box or self.config.get("normalize_actions", True)
         clip = self.config.get("clip_actions", False) if clip is None else clip
         if normalize and bounded:
             actions = space.low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (space.high - space.low)

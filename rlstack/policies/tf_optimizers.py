@@ -15,7 +15,7 @@ import numpy as np
 from rlstack.errors import NonFiniteError
 from rlstack.models.tf.framework import tf
 
-__all__ = ["Adam", "RMSProp", "clip_by_global_norm", "non_finite_as_error"]
+__all__ = ["Adam", "RMSProp", "clip_by_global_norm", "finite_guard", "lr_value", "non_finite_as_error"]
 
 
 def _grads_finite(grads: list[tf.Tensor]) -> tf.Tensor:
@@ -28,9 +28,14 @@ def _grads_finite(grads: list[tf.Tensor]) -> tf.Tensor:
 _NON_FINITE_MARK = "rlstack: non-finite gradients"
 
 
+def lr_value(lr: tf.Variable | float) -> float:
+    """An optimizer's learning rate (a variable or a float) as a float."""
+    return float(lr.numpy()) if hasattr(lr, "numpy") else float(lr)
+
+
 @contextlib.contextmanager
-def non_finite_as_error(where: str, lr: tf.Variable):
-    """Turns the assertion :func:`_finite_guard` puts in a graph (TF raises it as an
+def non_finite_as_error(where: str, lr: tf.Variable | float):
+    """Turns the assertion :func:`finite_guard` puts in a graph (TF raises it as an
     ``InvalidArgumentError``) into the :class:`NonFiniteError` torch policies raise, so
     callers catch one error whatever the framework. ``where`` names the step."""
     try:
@@ -38,12 +43,14 @@ def non_finite_as_error(where: str, lr: tf.Variable):
     except tf.errors.InvalidArgumentError as err:
         if _NON_FINITE_MARK not in str(err):
             raise
-        raise NonFiniteError.in_update("gradients (NaN or inf)", where, float(lr.numpy())) from None
+        raise NonFiniteError.in_update("gradients (NaN or inf)", where, lr_value(lr)) from None
 
 
-def _finite_guard(grads: list[tf.Tensor], check_finite: bool, name: str) -> list:
-    # Control inputs for an update: an assertion that fails (InvalidArgumentError) before
-    # any variable is touched when a gradient is NaN or inf.
+def finite_guard(grads: list[tf.Tensor], check_finite: bool, name: str) -> list:
+    """Control inputs for an update (inside a tf.function): an assertion that fails
+    (``InvalidArgumentError``, which :func:`non_finite_as_error` turns into
+    :class:`NonFiniteError`) before any variable is touched when a gradient is NaN or
+    inf; none without ``check_finite``. ``name`` names the step in the message."""
     if not check_finite:
         return []
     return [tf.debugging.Assert(_grads_finite(grads), [
@@ -57,23 +64,33 @@ class Adam:
 
     ``m = b1 m + (1 - b1) g``; ``v = b2 v + (1 - b2) g^2``;
     ``w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``.
+
+    Args:
+        variables: The variables it updates (kept as :attr:`variables`).
+        lr: Its learning rate: a ``tf.Variable`` to change it later without retracing
+            (a policy's ``self.lr``, or one of its own), or a float.
     """
 
-    def __init__(self, variables: list[tf.Variable], lr: tf.Variable, eps: float = 1e-8,
+    def __init__(self, variables: list[tf.Variable], lr: tf.Variable | float, eps: float = 1e-8,
                  beta1: float = 0.9, beta2: float = 0.999) -> None:
+        self.variables = list(variables)
         self.lr, self.eps, self.beta1, self.beta2 = lr, eps, beta1, beta2
         self.step = tf.Variable(0.0, trainable=False, name="adam_step")
         self.m = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
         self.v = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
 
-    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable], check_finite: bool = True) -> None:
+    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable] | None = None,
+              check_finite: bool = True) -> None:
         """Applies one update (inside a tf.function).
 
         Args:
+            grads: One gradient (or None: left alone) per variable.
+            variables: The variables, in ``grads`` order (default: :attr:`variables`).
             check_finite: Fail (``InvalidArgumentError``) before touching any variable
                 if a gradient is NaN or inf; False where the caller has checked.
         """
-        with tf.control_dependencies(_finite_guard(grads, check_finite, "Adam")):
+        variables = self.variables if variables is None else variables
+        with tf.control_dependencies(finite_guard(grads, check_finite, "Adam")):
             step = self.step.assign_add(1.0)
             beta1_power = tf.pow(self.beta1, step)
             beta2_power = tf.pow(self.beta2, step)
@@ -109,15 +126,18 @@ class RMSProp:
     torch_policy.RMSProp: ``ms = decay ms + (1 - decay) g^2``; ``mom = momentum mom +
     lr g / sqrt(ms + eps)``; ``w -= mom``; ``ms`` starts at 1."""
 
-    def __init__(self, variables: list[tf.Variable], lr: tf.Variable, decay: float = 0.99, momentum: float = 0.0,
-                 eps: float = 0.1) -> None:
+    def __init__(self, variables: list[tf.Variable], lr: tf.Variable | float, decay: float = 0.99,
+                 momentum: float = 0.0, eps: float = 0.1) -> None:
+        self.variables = list(variables)
         self.lr, self.decay, self.momentum, self.eps = lr, float(decay), float(momentum), float(eps)
         self.mean_squares = [tf.Variable(tf.ones_like(v), trainable=False) for v in variables]
         self.moments = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
 
-    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable], check_finite: bool = True) -> None:
-        """Applies one update (inside a tf.function); ``check_finite`` as in :meth:`Adam.apply`."""
-        with tf.control_dependencies(_finite_guard(grads, check_finite, "RMSProp")):
+    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable] | None = None,
+              check_finite: bool = True) -> None:
+        """Applies one update (inside a tf.function); arguments as in :meth:`Adam.apply`."""
+        variables = self.variables if variables is None else variables
+        with tf.control_dependencies(finite_guard(grads, check_finite, "RMSProp")):
             for grad, var, ms, mom in zip(grads, variables, self.mean_squares, self.moments):
                 if grad is None:
                     continue

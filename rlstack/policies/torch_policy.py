@@ -55,9 +55,8 @@ logger = logging.getLogger(__name__)
 # ``grads(index, with_stats=True) -> (loss, stats)``: see TorchPolicy.make_grad_fn.
 GradFn = Callable[..., tuple[Any, dict[str, torch.Tensor]]]
 Optimizer = Adam | RMSProp
-# What one gradient step reports: the scalar statistics' names, their values as one
-# tensor, and the per-row statistics.
-StepRecord = tuple[tuple[str, ...], torch.Tensor, dict[str, torch.Tensor]]
+# What one gradient step reports: its statistics, detached (per-row ones included).
+StepRecord = dict[str, torch.Tensor]
 
 
 def model_weights(model: ModelV2) -> dict[str, np.ndarray]:
@@ -79,12 +78,13 @@ def load_model_weights(model: ModelV2, weights: dict[str, np.ndarray]) -> None:
     module.load_state_dict({name: torch.from_numpy(np.array(v)) for name, v in weights.items()})
 
 
-def _stack_scalars(values: list[torch.Tensor]) -> torch.Tensor:
+def _mean_of(values: list[torch.Tensor]) -> torch.Tensor:
+    # One statistic's mean over the steps (a statistic that is not a scalar, and not in
+    # per_row_stats, counts by its mean).
     try:
-        return torch.stack(values).detach()
+        return torch.stack(values).float().mean()
     except RuntimeError:
-        # A statistic that is not a scalar (and not in per_row_stats): its mean.
-        return torch.stack([value.detach().float().mean() for value in values])
+        return torch.stack([value.float().mean() for value in values]).mean()
 
 
 def _writable(array: np.ndarray) -> np.ndarray:
@@ -398,6 +398,8 @@ class TorchPolicy(Policy):
                 loss_i.backward(inputs=optimizer.params, retain_graph=i < last)
 
     def _step_mask(self) -> tuple[bool, ...]:
+        if type(self).optimizer_step_mask is TorchPolicy.optimizer_step_mask:
+            return (True,) * len(self.optimizers)  # the default, without a per-step call
         mask = tuple(bool(on) for on in self.optimizer_step_mask(self.num_grad_steps))
         if len(mask) != len(self.optimizers):
             raise TypeError(f"{type(self).__name__}.optimizer_step_mask() returned {len(mask)} flags for "
@@ -439,12 +441,13 @@ class TorchPolicy(Policy):
         self._step_optimizers(stepping)
         if not with_stats:
             return None
-        per_row = {key: stats.pop(key).detach() for key in self.per_row_stats if key in stats}
+        # Detached where needed only (a loss tensor would keep its graph alive until the
+        # end of learn_on_batch); the means are taken once, at the end.
+        record = {key: value.detach() if value.requires_grad else value for key, value in stats.items()}
         for i, norm in enumerate(norms):
             if norm is not None:
-                stats[grad_norm_key(i)] = norm
-        # The scalars as one row: one op per step, not one per statistic.
-        return tuple(stats), _stack_scalars(list(stats.values())), per_row
+                record[grad_norm_key(i)] = norm
+        return record
 
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, Any]:
         """The learner loop: ``num_epochs`` passes over ``batch`` in minibatches (see
@@ -500,20 +503,17 @@ class TorchPolicy(Policy):
         return mean_stats
 
     def _mean_stats(self, steps: list[StepRecord]) -> dict[str, Any]:
-        mean_stats: dict[str, Any] = {}
-        if all(keys == steps[0][0] for keys, _, _ in steps):
-            # The usual case: one read of the device for every statistic.
-            means = torch.stack([row for _, row, _ in steps]).float().mean(0).tolist()
-            mean_stats.update(zip(steps[0][0], means))
-        else:
-            # A statistic some steps leave out (the norm of an optimizer the mask
-            # skipped) is averaged over the steps that have it.
-            for key in dict.fromkeys(key for keys, _, _ in steps for key in keys):
-                values = [row[keys.index(key)] for keys, row, _ in steps if key in keys]
-                mean_stats[key] = float(torch.stack(values).float().mean())
-        for key in self.per_row_stats:
-            if key in steps[0][2]:
-                mean_stats[key] = torch.cat([per_row[key].reshape(-1) for _, _, per_row in steps]).cpu().numpy()
+        # A statistic some steps leave out (the norm of an optimizer the mask skipped) is
+        # averaged over the steps that have it.
+        keys = list(dict.fromkeys(key for stats in steps for key in stats))
+        scalar_keys = [key for key in keys if key not in self.per_row_stats]
+        # One read of the device for all the means.
+        means = torch.stack([_mean_of([stats[key] for stats in steps if key in stats])
+                             for key in scalar_keys]).tolist() if scalar_keys else []
+        mean_stats: dict[str, Any] = dict(zip(scalar_keys, means))
+        for key in keys:
+            if key in self.per_row_stats:
+                mean_stats[key] = torch.cat([stats[key].reshape(-1) for stats in steps]).cpu().numpy()
         return mean_stats
 
     def _learner_info(self) -> dict[str, float]:
@@ -551,7 +551,8 @@ class TorchPolicy(Policy):
             for start in range(0, n, size):
                 loss, stats = self.model_loss({key: value[start : start + size] for key, value in tensors.items()})
                 self.backward(loss, every, zero_grad=False)  # gradients add up over microbatches
-                parts.append((min(size, n - start), {key: value.detach().cpu().numpy() for key, value in stats.items()}))
+                stats = {key: value.detach().cpu().numpy() for key, value in stats.items()}
+                parts.append((min(size, n - start), stats))
         finally:
             self.model.eval()  # also after an error: acting must not stay in train mode
         stats = combine_microbatch_stats(parts, self.row_mean_stats, self.per_row_stats)

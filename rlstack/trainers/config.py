@@ -164,6 +164,10 @@ COMMON_CONFIG: dict[str, Any] = {
 DEEP_MERGE_KEYS = ("model", "env_config", "evaluation_config", "exploration_config", "optimizer",
                    "custom_resources_per_worker", "tf_session_args", "local_tf_session_args")
 THREAD_POOL_KEYS = ("intra_op_parallelism_threads", "inter_op_parallelism_threads")
+# Sub-dicts whose defaults are dropped when the user names another "type" (classic RLlib
+# 1.13's _override_all_subkeys_if_type_changes): a DDPG config switching to
+# GaussianNoise must not inherit OrnsteinUhlenbeckNoise's ou_* keys.
+REPLACED_IF_TYPE_CHANGES = ("exploration_config",)
 
 # Old names of keys, mapped to today's (classic RLlib renamed these over the 1.x series).
 RENAMED_KEYS = {
@@ -267,6 +271,10 @@ def _check_section_type(key: str, value: Any, where: str) -> None:
 def _set(config: dict[str, Any], key: str, value: Any) -> None:
     # DEEP_MERGE_KEYS merge key by key; every other key replaces.
     if key in DEEP_MERGE_KEYS and isinstance(value, dict) and isinstance(config[key], dict):
+        if key in REPLACED_IF_TYPE_CHANGES and value.get("type", config[key].get("type")) != config[key].get("type"):
+            # Another exploration type has other keys: the defaults' keys would not fit it.
+            config[key] = copy.deepcopy(value)
+            return
         config[key] = {**config[key], **copy.deepcopy(value)}
     else:
         config[key] = copy.deepcopy(value)

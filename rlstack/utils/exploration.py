@@ -1,6 +1,8 @@
-"""Epsilon-greedy exploration for Q-learning, framework-free.
+"""Exploration, framework-free: epsilon-greedy for Q-learning and action noise for
+deterministic continuous-control actors.
 
-``exploration_config`` takes the classic RLlib forms:
+``exploration_config`` takes the classic RLlib forms. For Q-learning over Discrete
+actions (DQN, ApeX):
 
 * ``{"type": "EpsilonGreedy", "initial_epsilon": 1.0, "final_epsilon": 0.02,
   "epsilon_timesteps": 10000}``: epsilon falls linearly over the first
@@ -9,15 +11,34 @@
   ``i`` of ``N`` keeps a constant ``0.4 ** (1 + 7 * (i - 1) / (N - 1))`` (one worker:
   0.4); the driver's copy, which samples only with ``num_workers=0``, follows the
   EpsilonGreedy schedule.
+
+For deterministic actors over Box actions (DDPG, TD3), which act in the normalized
+space [-1, 1] that ``Policy.unsquash_actions`` maps onto the bounds:
+
+* ``{"type": "GaussianNoise", "random_timesteps": 1000, "stddev": 0.1,
+  "initial_scale": 1.0, "final_scale": 0.02, "scale_timesteps": 10000}`` (Fujimoto et
+  al. 2018): uniform random actions for the first ``random_timesteps`` sampled steps,
+  then ``clip(mu(s) + scale * N(0, stddev^2), -1, 1)`` with ``scale`` going linearly
+  from ``initial_scale`` to ``final_scale`` over the ``scale_timesteps`` after the
+  random phase;
+* ``{"type": "OrnsteinUhlenbeckNoise", "ou_theta": 0.15, "ou_sigma": 0.2,
+  "ou_base_scale": 0.1, ...same schedule keys...}`` (Lillicrap et al. 2016): temporally
+  correlated noise ``x += theta * (0 - x) + sigma * N(0, 1)``, added as
+  ``scale * ou_base_scale * x * (high - low)``.
+
+The defaults are classic RLlib 1.13's. Since actions are normalized, ``stddev`` and
+the OU amplitude are fractions of the action range's half width, as in the TD3 paper's
+``expl_noise * max_action``.
 """
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 
-from rlstack.errors import ConfigError
+from rlstack.errors import ConfigError, did_you_mean
 from rlstack.utils.schedules import PiecewiseSchedule
 
 EXPLORATION_DEFAULTS: dict[str, Any] = {
@@ -28,18 +49,67 @@ EXPLORATION_DEFAULTS: dict[str, Any] = {
 }
 EXPLORATION_TYPES = ("EpsilonGreedy", "PerWorkerEpsilonGreedy")
 
+# Each noise type's keys with classic RLlib 1.13's defaults (its class constructors').
+NOISE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "GaussianNoise": {
+        "type": "GaussianNoise",
+        "random_timesteps": 1000,
+        "stddev": 0.1,
+        "initial_scale": 1.0,
+        "final_scale": 0.02,
+        "scale_timesteps": 10000,
+    },
+    "OrnsteinUhlenbeckNoise": {
+        "type": "OrnsteinUhlenbeckNoise",
+        "random_timesteps": 1000,
+        "ou_theta": 0.15,
+        "ou_sigma": 0.2,
+        "ou_base_scale": 0.1,
+        "initial_scale": 1.0,
+        "final_scale": 0.02,
+        "scale_timesteps": 10000,
+    },
+}
+NOISE_TYPES = tuple(NOISE_DEFAULTS)
 
-def validate_exploration_config(exploration: dict[str, Any]) -> None:
+# Why a type of another family does not fit, for the error messages.
+_FAMILY = {
+    **dict.fromkeys(EXPLORATION_TYPES, "picks random actions among Discrete ones (Q-learning: DQN, APEX)"),
+    **dict.fromkeys(NOISE_TYPES, "adds noise to the continuous actions of a deterministic actor (DDPG, TD3)"),
+    "StochasticSampling": "samples the policy's action distribution (policy-gradient algorithms and SAC)",
+}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_type(exploration: dict[str, Any], allowed: tuple[str, ...], algorithm: str) -> str:
+    kind = exploration.get("type")
+    if kind in allowed:
+        return kind
+    why = f" ({kind!r} {_FAMILY[kind]})" if kind in _FAMILY else ""
+    raise ConfigError(
+        f"exploration_config type {kind!r} is not supported by {algorithm}{why}; use one of "
+        f"{', '.join(allowed)}, e.g. exploration_config: {{type: {allowed[0]}}}."
+    )
+
+
+def validate_exploration_config(exploration: dict[str, Any], algorithm: str = "Q-learning") -> None:
     """Checks an epsilon-greedy ``exploration_config``.
+
+    Args:
+        exploration: The merged ``exploration_config``.
+        algorithm: The trainer's name, for messages.
 
     Raises:
         ConfigError: Naming the key, the value and what is allowed.
     """
-    if exploration.get("type") not in EXPLORATION_TYPES:
-        raise ConfigError(
-            f"exploration_config type {exploration.get('type')!r} is not supported by Q-learning; use one of "
-            f"{', '.join(EXPLORATION_TYPES)}."
-        )
+    _check_type(exploration, EXPLORATION_TYPES, algorithm)
     unknown = set(exploration) - set(EXPLORATION_DEFAULTS)
     if unknown:
         raise ConfigError(
@@ -47,11 +117,39 @@ def validate_exploration_config(exploration: dict[str, Any]) -> None:
         )
     for key in ("initial_epsilon", "final_epsilon"):
         value = exploration.get(key, EXPLORATION_DEFAULTS[key])
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
+        if not _number(value) or not 0.0 <= value <= 1.0:
             raise ConfigError(f"exploration_config.{key} must be in [0, 1], got {value!r}.")
     steps = exploration.get("epsilon_timesteps", EXPLORATION_DEFAULTS["epsilon_timesteps"])
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+    if not _integer(steps) or steps < 0:
         raise ConfigError(f"exploration_config.epsilon_timesteps must be an integer >= 0, got {steps!r}.")
+
+
+def validate_noise_config(exploration: dict[str, Any], algorithm: str) -> None:
+    """Checks an action-noise ``exploration_config`` (GaussianNoise or
+    OrnsteinUhlenbeckNoise); keys left out take the type's defaults.
+
+    Args:
+        exploration: The merged ``exploration_config``.
+        algorithm: The trainer's name, for messages.
+
+    Raises:
+        ConfigError: Naming the key, the value and what is allowed.
+    """
+    kind = _check_type(exploration, NOISE_TYPES, algorithm)
+    valid = NOISE_DEFAULTS[kind]
+    for key in exploration:
+        if key not in valid:
+            raise ConfigError(
+                f"Unknown key {key!r} in exploration_config of type {kind} for {algorithm}{did_you_mean(key, valid)} "
+                f"Valid: {', '.join(sorted(valid))}."
+            )
+    config = {**valid, **exploration}
+    for key in ("random_timesteps", "scale_timesteps"):
+        if not _integer(config[key]) or config[key] < 0:
+            raise ConfigError(f"exploration_config.{key} must be an integer >= 0 (sampled steps), got {config[key]!r}.")
+    for key in sorted(set(valid) - {"type", "random_timesteps", "scale_timesteps"}):
+        if not _number(config[key]) or not np.isfinite(config[key]) or config[key] < 0:
+            raise ConfigError(f"exploration_config.{key} must be a finite number >= 0, got {config[key]!r}.")
 
 
 def per_worker_epsilon(worker_index: int, num_workers: int) -> float:
@@ -103,3 +201,111 @@ class EpsilonGreedy:
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores :meth:`get_state`."""
         self.rng.bit_generator.state = state
+
+
+class GaussianNoise:
+    """Uniform random actions first, then Gaussian noise on the actor's actions.
+
+    Actions are normalized (the actor's tanh output in [-1, 1]); see the module
+    docstring for the schedule.
+
+    Args:
+        exploration_config: A GaussianNoise ``exploration_config`` (missing keys take
+            :data:`NOISE_DEFAULTS`).
+        action_dim: Size of one (flattened) action.
+        seed: Seed of this copy's generator (the policy's per-worker sampling seed).
+    """
+
+    def __init__(self, exploration_config: dict[str, Any], action_dim: int, seed: int | None = None) -> None:
+        config = {**NOISE_DEFAULTS[self._type()], **exploration_config}
+        self.action_dim = int(action_dim)
+        self.random_timesteps = int(config["random_timesteps"])
+        # The scale anneals over the scale_timesteps *after* the random phase (1.13).
+        start = self.random_timesteps
+        self.scale_schedule = PiecewiseSchedule(
+            [(start, config["initial_scale"]), (start + int(config["scale_timesteps"]), config["final_scale"])],
+            "exploration_config")
+        self.stddev = float(config.get("stddev", 1.0))
+        self.rng = np.random.default_rng(seed)
+
+    @classmethod
+    def _type(cls) -> str:
+        return cls.__name__
+
+    def scale(self, timestep: int) -> float:
+        """The noise scale at ``timestep`` sampled steps."""
+        return float(self.scale_schedule.value(timestep))
+
+    def noise(self, batch_size: int, timestep: int) -> np.ndarray:
+        """One noise draw ``[batch_size, action_dim]`` (normalized units)."""
+        draw = self.rng.standard_normal((batch_size, self.action_dim))
+        return self.scale(timestep) * self.stddev * draw
+
+    def apply(self, actions: np.ndarray, timestep: int, explore: bool) -> np.ndarray:
+        """The actions to take, ``float32 [B, action_dim]`` in [-1, 1].
+
+        Args:
+            actions: The actor's deterministic actions ``[B, action_dim]`` in [-1, 1].
+            timestep: Sampled steps so far (the policy's ``global_timestep``).
+            explore: False returns ``actions`` unchanged.
+        """
+        actions = np.asarray(actions, dtype=np.float32)
+        if not explore:
+            return actions
+        if timestep < self.random_timesteps:
+            return self.rng.uniform(-1.0, 1.0, actions.shape).astype(np.float32)
+        return np.clip(actions + self.noise(len(actions), timestep), -1.0, 1.0).astype(np.float32)
+
+    def get_state(self) -> dict[str, Any]:
+        """The generator's state (JSON-able)."""
+        return {"rng": self.rng.bit_generator.state}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`get_state`."""
+        self.rng.bit_generator.state = state["rng"]
+
+
+class OrnsteinUhlenbeckNoise(GaussianNoise):
+    """Uniform random actions first, then Ornstein-Uhlenbeck noise on the actor's actions.
+
+    As in classic RLlib 1.13 a policy copy keeps one process ``x [action_dim]``, shared
+    by the rows of a batch (the sub-envs of a worker), advanced once per call; it
+    starts at 0 when the random phase ends and is never reset at episode ends.
+
+    Args:
+        exploration_config: An OrnsteinUhlenbeckNoise ``exploration_config``.
+        action_dim: Size of one (flattened) action.
+        seed: Seed of this copy's generator.
+    """
+
+    # The normalized action range high - low, which the OU amplitude is a fraction of.
+    ACTION_RANGE = 2.0
+
+    def __init__(self, exploration_config: dict[str, Any], action_dim: int, seed: int | None = None) -> None:
+        super().__init__(exploration_config, action_dim, seed)
+        config = {**NOISE_DEFAULTS["OrnsteinUhlenbeckNoise"], **exploration_config}
+        self.theta = float(config["ou_theta"])
+        self.sigma = float(config["ou_sigma"])
+        self.base_scale = float(config["ou_base_scale"])
+        self.ou_state = np.zeros(self.action_dim, dtype=np.float64)
+
+    def noise(self, batch_size: int, timestep: int) -> np.ndarray:
+        # dx = theta * (0 - x) + sigma * N(0, 1): mean-reverting, temporally correlated.
+        self.ou_state = self.ou_state + self.theta * -self.ou_state + self.sigma * self.rng.standard_normal(self.action_dim)
+        step_noise = self.scale(timestep) * self.base_scale * self.ou_state * self.ACTION_RANGE
+        return np.broadcast_to(step_noise, (batch_size, self.action_dim))
+
+    def get_state(self) -> dict[str, Any]:
+        """The generator's state and the process's value (JSON-able)."""
+        return {**super().get_state(), "ou_state": self.ou_state.tolist()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`get_state`."""
+        super().set_state(state)
+        self.ou_state = np.asarray(state["ou_state"], dtype=np.float64)
+
+
+def make_action_noise(exploration_config: dict[str, Any], action_dim: int, seed: int | None = None) -> GaussianNoise:
+    """The noise object for a (validated) action-noise ``exploration_config``."""
+    kinds = {"GaussianNoise": GaussianNoise, "OrnsteinUhlenbeckNoise": OrnsteinUhlenbeckNoise}
+    return kinds[exploration_config["type"]](exploration_config, action_dim, seed)

@@ -392,3 +392,22 @@ def test_discrete_action_space_with_start_gets_actions_in_range():
         actions, _ = policy.compute_actions(np.zeros((50, 2), np.float32))
         env_actions = policy.unsquash_actions(actions)
         assert all(space.contains(a) for a in env_actions)
+
+
+def test_unit_box_policies_map_actions_onto_the_bounds_whatever_normalize_actions_says():
+    from rlstack.policies.policy import Policy
+
+    class UnitBoxPolicy(Policy):
+        acts_in_unit_box = True
+        compute_actions = compute_values = learn_on_batch = get_weights = set_weights = None
+
+    space = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 10.0], np.float32))
+    actions = np.array([[-1.0, 1.0], [0.5, 0.0]], np.float32)
+    for normalize_actions in (True, False):
+        policy = UnitBoxPolicy(gym.spaces.Box(-1, 1, (2,)), space, {"normalize_actions": normalize_actions})
+        np.testing.assert_allclose(policy.unsquash_actions(actions), [[-2.0, 10.0], [1.0, 5.0]])
+        # An explicit unsquash_action=False (compute_single_action's argument) still returns [-1, 1].
+        np.testing.assert_array_equal(policy.unsquash_actions(actions, normalize=False), actions)
+    UnitBoxPolicy.acts_in_unit_box = False
+    plain = UnitBoxPolicy(gym.spaces.Box(-1, 1, (2,)), space, {"normalize_actions": False})
+    np.testing.assert_array_equal(plain.unsquash_actions(actions), actions)

@@ -73,7 +73,7 @@ def validate_dqn_config(config: dict[str, Any], algorithm: str = "DQN") -> None:
         if config[key] != allowed:
             raise ConfigError(f"{key}={config[key]!r} is not implemented in rlstack's {algorithm}; "
                               f"remove it (or set {key}={allowed!r}).")
-    validate_exploration_config(config["exploration_config"])
+    validate_exploration_config(config["exploration_config"], algorithm)
     value = config["target_network_update_freq"]
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
         raise ConfigError(f"target_network_update_freq must be an integer >= 1 for {algorithm} (sampled steps "

@@ -1,7 +1,7 @@
 """DQN's loss in TensorFlow: double Q, dueling, n-step targets, importance weights, Huber.
 
-The same loss as :mod:`dqn_torch_policy` (see there for the papers); all the gradient
-steps of one ``learn_on_batch`` run inside one ``tf.function``.
+The same loss as :mod:`dqn_torch_policy` (see there for the papers), learned through the
+base loop: all the gradient steps of one ``learn_on_batch`` run inside one ``tf.function``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from rlstack.models.catalog import QModelSpec
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFQModel
 from rlstack.models.modelv2 import ModelV2
-from rlstack.policies.tf_policy import (TFPolicy, clip_by_global_norm, get_model_weights, nest_model_stats,
-                                        non_finite_as_error, set_model_weights)
+from rlstack.policies.tf_policy import TFPolicy, get_model_weights, set_model_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.dqn.q_learning import act_on_q_values, make_exploration, postprocess_q_learning, q_model_spec
+from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, make_exploration, postprocess_q_learning,
+                                            q_model_spec)
 
 
 def q_values_of(model: ModelV2, obs: tf.Tensor) -> tf.Tensor:
@@ -25,9 +25,15 @@ def q_values_of(model: ModelV2, obs: tf.Tensor) -> tf.Tensor:
 
 
 class DQNTFPolicy(TFPolicy):
-    """DQN in TensorFlow; the loss equals :class:`DQNTorchPolicy`'s to float32 rounding."""
+    """DQN in TensorFlow; the loss equals :class:`DQNTorchPolicy`'s to float32 rounding.
+
+    ``learn_on_batch`` takes one Adam step per ``train_batch_size`` rows, in order, and
+    returns ``td_error`` (one per row) for the replay priorities.
+    """
 
     model_class = TFQModel
+    shuffle_minibatches = False
+    per_row_stats = ("td_error",)
     needs_next_obs = True
     needs_bootstrap_value = False
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS, SampleBatch.NEXT_OBS,
@@ -47,8 +53,6 @@ class DQNTFPolicy(TFPolicy):
         self.update_target()
         obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
         self._q_fn = self.graph_function(lambda obs: q_values_of(self.model, obs), [obs_spec])
-        self._dqn_train_fn = None
-        self._dqn_stat_keys: list[str] = []
 
     def model_spec(self) -> QModelSpec:
         return q_model_spec(self)
@@ -78,18 +82,35 @@ class DQNTFPolicy(TFPolicy):
 
     # ----- learning ---------------------------------------------------------------
 
-    def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        obs, next_obs = train_batch[SampleBatch.OBS], train_batch[SampleBatch.NEXT_OBS]
-        q_t = q_values_of(self.model, obs)
-        actions = tf.cast(train_batch[SampleBatch.ACTIONS], tf.int64)
-        q_t_selected = tf.gather(q_t, actions, batch_dims=1)
+    def minibatch_plan(self, n: int) -> tuple[int, int]:
+        # k * train_batch_size replayed rows for k gradient steps (training_intensity):
+        # one Adam step per train_batch_size rows, in order.
+        return min(int(self.config["train_batch_size"]), n), 1
+
+    def prepare_batch(self, tensors: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        # The target network stays fixed within learn_on_batch: without double Q (which
+        # needs each step's online network) one forward pass gives every step's targets.
+        if not self.config["double_q"]:
+            tensors = {**tensors, Q_TP1_BEST: self._q_tp1_best(tensors[SampleBatch.NEXT_OBS])}
+        return tensors
+
+    def _q_tp1_best(self, next_obs: tf.Tensor) -> tf.Tensor:
+        """``Q'(s', a*)``: the target network's value of the best next action."""
         q_tp1_target = tf.stop_gradient(q_values_of(self.target_model, next_obs))
         if self.config["double_q"]:
             # Double Q: the online network picks a*, the target network rates it.
             best_actions = tf.argmax(tf.stop_gradient(q_values_of(self.model, next_obs)), axis=1)
         else:
             best_actions = tf.argmax(q_tp1_target, axis=1)
-        q_tp1_best = tf.gather(q_tp1_target, best_actions, batch_dims=1)
+        return tf.gather(q_tp1_target, best_actions, batch_dims=1)
+
+    def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        q_t = q_values_of(self.model, train_batch[SampleBatch.OBS])
+        actions = tf.cast(train_batch[SampleBatch.ACTIONS], tf.int64)
+        q_t_selected = tf.gather(q_t, actions, batch_dims=1)
+        q_tp1_best = train_batch.get(Q_TP1_BEST)  # from prepare_batch, when it could
+        if q_tp1_best is None:
+            q_tp1_best = self._q_tp1_best(train_batch[SampleBatch.NEXT_OBS])
         # y = R^(n) + gamma^k * (1 - terminated) * Q'(s_{t+k}, a*)
         not_done = 1.0 - tf.cast(train_batch[SampleBatch.TERMINATEDS], tf.float32)
         target = train_batch[SampleBatch.REWARDS] + train_batch[SampleBatch.DISCOUNTS] * not_done * q_tp1_best
@@ -106,51 +127,6 @@ class DQNTFPolicy(TFPolicy):
             "td_error": td_error,
         }
         return loss, stats
-
-    def _dqn_train_loop(self, tensors: dict[str, tf.Tensor], starts: tf.Tensor, ends: tf.Tensor):
-        num_steps = tf.shape(starts)[0]
-        grad_clip = self.config.get("grad_clip")
-
-        def step(i, rows, td_errors):
-            minibatch = {key: value[starts[i] : ends[i]] for key, value in tensors.items()}
-            with tf.GradientTape() as tape:
-                loss, stats = self.loss_with_model(minibatch)
-            grads = tape.gradient(loss, self.train_variables)
-            if grad_clip is not None:
-                grads, stats["grad_gnorm"] = clip_by_global_norm(grads, float(grad_clip))
-            self.optimizer.apply(grads, self.train_variables)
-            td_errors = td_errors.write(i, stats.pop("td_error"))
-            self._dqn_stat_keys = sorted(stats)  # named while tracing, read by learn_on_batch
-            rows = rows.write(i, tf.stack([tf.cast(stats[key], tf.float32) for key in self._dqn_stat_keys]))
-            return i + 1, rows, td_errors
-
-        start = (tf.constant(0), tf.TensorArray(tf.float32, size=num_steps),
-                 tf.TensorArray(tf.float32, size=num_steps, infer_shape=False))
-        _, rows, td_errors = tf.while_loop(lambda i, *_: i < num_steps, step, start)
-        return rows.stack(), td_errors.concat()
-
-    def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
-        """One Adam step per ``train_batch_size`` rows of ``batch``, in order (see
-        :meth:`DQNTorchPolicy.learn_on_batch`)."""
-        if self.calls_learn_hook:
-            self.run_learn_on_batch_callback(batch)
-        n = batch.count
-        step_size = min(int(self.config["train_batch_size"]), n)
-        starts = np.arange(0, n, step_size, dtype=np.int64)
-        ends = np.minimum(starts + step_size, n)
-        with tf.device(self.device):
-            tensors = {key: tf.convert_to_tensor(batch[key]) for key in self.loss_columns}
-            if self._dqn_train_fn is None:
-                index_spec = tf.TensorSpec([None], tf.int64)
-                signature = ({key: tf.TensorSpec([None, *value.shape[1:]], value.dtype)
-                              for key, value in tensors.items()}, index_spec, index_spec)
-                self._dqn_train_fn = self.graph_function(self._dqn_train_loop, signature)
-            with non_finite_as_error(f"{type(self).__name__}.learn_on_batch", self.lr):
-                rows, td_error = self._dqn_train_fn(tensors, tf.constant(starts), tf.constant(ends))
-        mean_stats = {key: float(value) for key, value in zip(self._dqn_stat_keys, rows.numpy().mean(axis=0))}
-        mean_stats["cur_lr"] = float(self.lr.numpy())
-        mean_stats["td_error"] = td_error.numpy()
-        return nest_model_stats(mean_stats)
 
     def update_target(self) -> None:
         """Copies the online network's weights into the target network."""

@@ -108,13 +108,16 @@ class DQNTorchPolicy(TorchPolicy):
             target = train_batch[SampleBatch.REWARDS] + train_batch[SampleBatch.DISCOUNTS] * not_done * q_tp1_best
         td_error = q_t_selected - target
         loss = (train_batch[SampleBatch.WEIGHTS] * F.huber_loss(q_t_selected, target, reduction="none", delta=1.0)).mean()
+        # Statistics of detached tensors: no autograd bookkeeping for them on every step.
+        q_t_selected, td_error = q_t_selected.detach(), td_error.detach()
+        min_q, max_q = torch.aminmax(q_t_selected)
         stats = {
             "loss": loss,
             "mean_q": q_t_selected.mean(),
-            "min_q": q_t_selected.min(),
-            "max_q": q_t_selected.max(),
+            "min_q": min_q,
+            "max_q": max_q,
             "mean_td_error": td_error.mean(),
-            "td_error": td_error.detach(),
+            "td_error": td_error,
         }
         return loss, stats
 
