@@ -1,6 +1,6 @@
 """What SAC's numpy, torch and TF policies share: the networks for a pair of spaces (and
 the errors for spaces SAC cannot act in), the entropy target, trajectory postprocessing,
-how actions reach the env, and the numpy acting policy of rollout workers."""
+and the numpy acting policy of rollout workers."""
 
 from __future__ import annotations
 
@@ -81,15 +81,6 @@ def postprocess_sac(batch: SampleBatch, config: dict) -> SampleBatch:
     return postprocess_n_step(batch, config)
 
 
-def unsquash_sac_actions(policy: Policy, actions: np.ndarray, normalize: bool | None,
-                         clip: bool | None) -> np.ndarray:
-    """SAC's actor acts in [-1, 1] whatever ``normalize_actions`` says, so Box actions
-    are mapped onto the bounds unless the caller asks otherwise (``normalize=False``);
-    1.13's squashed Gaussian did the same mapping itself when ``normalize_actions`` was
-    False. The replay buffer keeps the [-1, 1] actions the critics learn on."""
-    return Policy.unsquash_actions(policy, actions, True if normalize is None else normalize, clip)
-
-
 class SACNumpyPolicy(NumpyPolicy):
     """Acts with SAC's built-in dense actor in numpy (rollout workers).
 
@@ -105,6 +96,9 @@ class SACNumpyPolicy(NumpyPolicy):
     model_class = NumpyActorCritic
     needs_next_obs = True
     needs_bootstrap_value = False
+    # The actor acts in [-1, 1]; Box actions are mapped onto the bounds whatever
+    # normalize_actions says (1.13's squashed Gaussian mapped onto them itself).
+    acts_in_unit_box = True
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None, postprocess_fn: PostprocessFn | None = None) -> None:
@@ -125,10 +119,7 @@ class SACNumpyPolicy(NumpyPolicy):
         return actions, {SampleBatch.ACTION_DIST_INPUTS: outputs.astype(np.float32, copy=False),
                          SampleBatch.ACTION_LOGP: dist.logp(actions)}
 
-    def unsquash_actions(self, actions: np.ndarray, normalize: bool | None = None,
-                         clip: bool | None = None) -> np.ndarray:
-        return unsquash_sac_actions(self, actions, normalize, clip)
 
 
 __all__ = ["LOSS_COLUMNS", "SACNumpyPolicy", "check_action_space", "postprocess_sac",
-           "sac_model_spec", "target_entropy", "unsquash_sac_actions"]
+           "sac_model_spec", "target_entropy"]

@@ -12,10 +12,10 @@ from rlstack.models.blocks import ActorCriticSpec
 from rlstack.models.tf.blocks import TFActorCritic, TFCritics
 from rlstack.models.tf.distributions import Categorical, SquashedGaussian
 from rlstack.models.tf.framework import tf
-from rlstack.policies.tf_policy import Adam, TFPolicy
+from rlstack.policies.tf_policy import Optimizer, TFPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.sac.sac_common import (LOSS_COLUMNS, check_action_space, postprocess_sac, sac_model_spec,
-                                             target_entropy, unsquash_sac_actions)
+                                             target_entropy)
 from rlstack.utils.schedules import make_schedule
 
 B = SampleBatch
@@ -33,6 +33,9 @@ class SACTFPolicy(TFPolicy):
     model_class = TFActorCritic
     needs_next_obs = True
     needs_bootstrap_value = False
+    # The actor acts in [-1, 1]; Box actions are mapped onto the bounds whatever
+    # normalize_actions says (1.13's squashed Gaussian mapped onto them itself).
+    acts_in_unit_box = True
     loss_columns = LOSS_COLUMNS
     # One gradient step per train_batch_size replayed rows, in order; TD errors per row
     # become the rows' new replay priorities.
@@ -65,17 +68,12 @@ class SACTFPolicy(TFPolicy):
     def model_spec(self) -> ActorCriticSpec:
         return sac_model_spec(self)
 
-    def make_optimizers(self) -> list[Adam]:
+    def make_optimizers(self) -> list[Optimizer]:
         """Adam for the actor, the critics and log(alpha), in the order of :meth:`loss`'s
         losses; each with its own learning-rate variable (the actor's is ``self.lr``)."""
-        eps = self.config.get("adam_epsilon", 1e-8)
-        return [Adam(self.model.actor_variables, self.lr, eps=eps),
-                Adam(self.model.critic_variables, self.critic_lr, eps=eps),
-                Adam([self.log_alpha], self.entropy_lr, eps=eps)]
-
-    def optimizer_variables(self) -> list[list[tf.Variable]]:
-        """The variables of each optimizer of :meth:`make_optimizers`, in order."""
-        return [self.model.actor_variables, self.model.critic_variables, [self.log_alpha]]
+        return [self.make_optimizer(self.model.actor_variables, self.lr),
+                self.make_optimizer(self.model.critic_variables, self.critic_lr),
+                self.make_optimizer([self.log_alpha], self.entropy_lr)]
 
     def minibatch_plan(self, n: int) -> tuple[int, int]:
         """One pass, ``train_batch_size`` rows per gradient step."""
@@ -101,9 +99,6 @@ class SACTFPolicy(TFPolicy):
             actions, logp, dist_inputs = fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32))
         return actions.numpy(), {B.ACTION_DIST_INPUTS: dist_inputs.numpy(), B.ACTION_LOGP: logp.numpy()}
 
-    def unsquash_actions(self, actions: np.ndarray, normalize: bool | None = None,
-                         clip: bool | None = None) -> np.ndarray:
-        return unsquash_sac_actions(self, actions, normalize, clip)
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return postprocess_sac(batch, self.config)

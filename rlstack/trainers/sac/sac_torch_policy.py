@@ -26,7 +26,7 @@ from rlstack.models.torch.torch_action_dist import TorchCategorical, TorchSquash
 from rlstack.policies.torch_policy import Optimizer, TorchPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.sac.sac_common import (LOSS_COLUMNS, check_action_space, postprocess_sac, sac_model_spec,
-                                             target_entropy, unsquash_sac_actions)
+                                             target_entropy)
 from rlstack.utils.schedules import make_schedule
 
 B = SampleBatch
@@ -38,6 +38,9 @@ class SACTorchPolicy(TorchPolicy):
     model_class = TorchActorCritic
     needs_next_obs = True
     needs_bootstrap_value = False
+    # The actor acts in [-1, 1]; Box actions are mapped onto the bounds whatever
+    # normalize_actions says (1.13's squashed Gaussian mapped onto them itself).
+    acts_in_unit_box = True
     loss_columns = LOSS_COLUMNS
     # One gradient step per train_batch_size replayed rows, in order; TD errors per row
     # become the rows' new replay priorities.
@@ -92,9 +95,6 @@ class SACTorchPolicy(TorchPolicy):
         return actions.cpu().numpy(), {B.ACTION_DIST_INPUTS: dist_inputs.cpu().numpy(),
                                        B.ACTION_LOGP: logp.cpu().numpy()}
 
-    def unsquash_actions(self, actions: np.ndarray, normalize: bool | None = None,
-                         clip: bool | None = None) -> np.ndarray:
-        return unsquash_sac_actions(self, actions, normalize, clip)
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return postprocess_sac(batch, self.config)
