@@ -54,6 +54,7 @@ class SACTorchPolicy(TorchPolicy):
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         self.dist_class = TorchCategorical if self.discrete else TorchSquashedGaussian
         self.target_entropy = target_entropy(config, action_space)
+        self._target_entropy_tensor = torch.tensor(self.target_entropy, device=self.device)
         # The entropy coefficient, learned as log(alpha) (an optimizer of its own).
         self.log_alpha = torch.nn.Parameter(torch.tensor(math.log(config["initial_alpha"]), device=self.device))
         # Target critics: a frozen copy, moved towards the critics by update_target().
@@ -178,7 +179,7 @@ class SACTorchPolicy(TorchPolicy):
             "alpha_loss": alpha_loss,
             "alpha_value": alpha.detach(),
             "log_alpha_value": self.log_alpha.detach(),
-            "target_entropy": torch.tensor(self.target_entropy),
+            "target_entropy": self._target_entropy_tensor,
             "entropy": -log_pis_t.detach().mean(),
             "policy_t": policy_t.detach().mean(),
             "mean_q": q_t[0].detach().mean(),
