@@ -121,3 +121,14 @@ def test_classic_pong_a3c_names_what_rlstack_lacks(tmp_path):
     )
     with pytest.raises(ConfigError, match="preprocessor_pref='rllib' is not supported|use_lstm"):
         validate_experiments(load_experiments(str(tmp_path / "pong-a3c.yaml")))
+
+
+def test_sac_files_keep_1_13s_sub_configs_and_replay_keys():
+    pendulum = _merged(FIXTURES / "sac.yaml", "pendulum-sac")
+    assert pendulum["prioritized_replay"] is True and pendulum["learning_starts"] == 256
+    assert pendulum["Q_model"]["fcnet_hiddens"] == [256, 256] and pendulum["Q_model"]["post_fcnet_hiddens"] == []
+    assert pendulum["optimization"]["entropy_learning_rate"] == 0.0003
+    cheetah = _merged(FIXTURES / "sac.yaml", "halfcheetah-sac")
+    assert cheetah["min_sample_timesteps_per_reporting"] == 1000 and cheetah["learning_starts"] == 10000
+    with pytest.raises(ConfigError, match="soft_horizon=True is not supported"):
+        get_trainer_class("SAC").merge_and_validate({"soft_horizon": True})

@@ -85,3 +85,19 @@ class NumpyActorCritic:
         x = obs if actions is None else np.concatenate([obs, np.asarray(actions, np.float32)], axis=1)
         q = np.stack([self._run(critic.out, self._encode(critic.encoder, x)) for critic in self.spec.critics])
         return q if self.spec.discrete else q[..., 0]
+
+    def policy_and_value(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The actor's outputs and the critics' value of its greedy behaviour (see
+        ``models/torch/blocks.py``'s ``TorchActorCritic.policy_and_value``)."""
+        outputs = self.actor_outputs(obs)
+        kind = self.spec.actor.kind
+        if kind == "categorical":
+            shifted = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
+            probs = shifted / shifted.sum(axis=-1, keepdims=True)
+            return outputs, (probs * self.critic_values(obs).min(axis=0)).sum(-1)
+        greedy = np.tanh(outputs[:, : self.spec.actor.action_dim] if kind == "squashed_gaussian" else outputs)
+        return outputs, self.critic_values(obs, greedy).min(axis=0)
+
+    def value(self, obs: np.ndarray) -> np.ndarray:
+        """The greedy value of :meth:`policy_and_value` ``[B]``."""
+        return self.policy_and_value(obs)[1]

@@ -196,6 +196,21 @@ class TFActorCritic(TFModelV2):
         """Every critic's Q-values: ``[C, B]`` for Q(s, a), ``[C, B, num_actions]`` for Q(s, .)."""
         return self.critics(obs, actions)
 
+    def policy_and_value(self, obs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """The actor's outputs and the critics' value of its greedy behaviour (see
+        :meth:`rlstack.models.torch.blocks.TorchActorCritic.policy_and_value`)."""
+        outputs = self.actor_outputs(obs)
+        kind = self.spec.actor.kind
+        if kind == "categorical":
+            probs = tf.nn.softmax(outputs, axis=-1)
+            return outputs, tf.reduce_sum(probs * tf.reduce_min(self.critics(obs), axis=0), axis=-1)
+        greedy = tf.tanh(outputs[:, : self.spec.actor.action_dim] if kind == "squashed_gaussian" else outputs)
+        return outputs, tf.reduce_min(self.critics(obs, greedy), axis=0)
+
+    def value(self, obs: tf.Tensor) -> tf.Tensor:
+        """The greedy value of :meth:`policy_and_value` ``[B]``."""
+        return self.policy_and_value(obs)[1]
+
     def forward(self, input_dict: dict[str, Any], state: list, seq_lens: Any) -> tuple[tf.Tensor, list]:
         """1.13's entry: the actor's outputs for ``input_dict["obs_flat"]``."""
         obs = input_dict.get("obs_flat", input_dict["obs"])

@@ -135,6 +135,23 @@ class TorchActorCritic(TorchModelV2, nn.Module):
         """Every critic's Q-values: ``[C, B]`` for Q(s, a), ``[C, B, num_actions]`` for Q(s, .)."""
         return self.critics(obs, actions)
 
+    def policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """ModelV2's flat-observation call (what exports serve): the actor's outputs, and
+        the critics' value of the actor's greedy behaviour, ``min_j Q_j(s, a*)`` with
+        ``a* = tanh(mean)`` (a deterministic actor's own action for ``"deterministic"``),
+        or ``sum_a pi(a|s) min_j Q_j(s, a)`` for a categorical actor."""
+        outputs = self.actor_outputs(obs)
+        kind = self.spec.actor.kind
+        if kind == "categorical":
+            probs = torch.softmax(outputs, dim=-1)
+            return outputs, (probs * self.critics(obs).min(dim=0).values).sum(dim=-1)
+        greedy = torch.tanh(outputs[:, : self.spec.actor.action_dim] if kind == "squashed_gaussian" else outputs)
+        return outputs, self.critics(obs, greedy).min(dim=0).values
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """The greedy value of :meth:`policy_and_value` ``[B]``."""
+        return self.policy_and_value(obs)[1]
+
     def actor_parameters(self) -> list[nn.Parameter]:
         """The actor's parameters (what the actor's optimizer steps)."""
         return list(self.actor.parameters())

@@ -2,9 +2,9 @@
 
 ``TorchDistributionWrapper(inputs, model)`` is the base of users' custom distributions
 (``ModelCatalog.register_custom_action_dist``); ``TorchCategorical``,
-``TorchMultiCategorical`` and ``TorchDiagGaussian`` are the built-in ones, which the
-policies use too (``models/torch/distributions.py`` names them for the policies). The
-TF twins in ``models/tf`` compute the same formulas.
+``TorchMultiCategorical``, ``TorchDiagGaussian`` and ``TorchSquashedGaussian`` (SAC's
+actor) are the built-in ones, which the policies use too (``models/torch/distributions.py``
+names them for the policies). The TF twins in ``models/tf`` compute the same formulas.
 
 The second constructor argument is the model (as in RLlib) or the catalog's
 :class:`~rlstack.models.catalog.ActionDistSpec` (what the policies pass: no per-call

@@ -1,0 +1,9 @@
+"""SAC: ``SACTrainer`` and its ``DEFAULT_CONFIG``, imported on first use."""
+
+from rlstack.trainers.registry import lazy_exports
+
+# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+TRAINERS = {"SAC": "rlstack.trainers.sac.sac:SACTrainer"}
+PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.sac.sac:DEFAULT_CONFIG"}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)
