@@ -8,14 +8,14 @@ says what rlstack offers instead. :class:`MissingModuleFinder` sits LAST on
 ``rlstack.*`` name it raises :class:`MissingModuleError` (a ``ModuleNotFoundError``,
 ``.name`` set) from :data:`MISSING`, or a generic message for names not in it.
 
-Known limit: ``from rlstack.trainers import sac`` (a missing module named in a
+Known limit: ``from rlstack.trainers import es`` (a missing module named in a
 ``from package import ...`` list) gets Python's own "cannot import name" message, since
 Python drops a ModuleNotFoundError raised for a name in that list; ``import
-rlstack.trainers.sac`` and ``from rlstack.trainers.sac import SACTrainer`` get this one.
+rlstack.trainers.es`` and ``from rlstack.trainers.es import ESTrainer`` get this one.
 
 An algorithm package that exists wins over its entry here, with no edit to this file:
 Python's own finders find the folder before this finder is asked, and a missing module
-inside a declared algorithm package (``rlstack.trainers.sac.nope`` once ``sac/`` exists)
+inside a declared algorithm package (``rlstack.trainers.sac.nope``: ``sac/`` exists)
 skips that package's entry. The list of algorithms the messages give comes from the
 registry (``rlstack/trainers/registry.py``) when a message is built.
 """
@@ -58,7 +58,7 @@ def describe(entry: str) -> str:
 _MIGRATING = "README, 'Migrating from RLlib 1.x'"
 
 # rlstack module name (1.13's name after the renames) -> what rlstack offers instead.
-# A name also covers its submodules (rlstack.trainers.sac.sac_torch_policy).
+# A name also covers its submodules (rlstack.trainers.es.es_torch_policy).
 MISSING: dict[str, str] = {
     # --- the renames not applied -------------------------------------------------------
     "rlstack.agents": "RLlib's ray.rllib.agents is rlstack.trainers: rename ray.rllib.agents -> rlstack.trainers "
@@ -72,9 +72,6 @@ MISSING: dict[str, str] = {
                                        "config = DEFAULT_CONFIG.copy(); config['lr'] = ...",
     # --- algorithms --------------------------------------------------------------------
     # Once a folder of this name exists its entry is never used (see the module docstring).
-    "rlstack.trainers.sac": _not_yet("SAC", 17),
-    "rlstack.trainers.ddpg": _not_yet("DDPG, TD3 and APEX_DDPG", 17, verb="are"),
-    "rlstack.trainers.td3": _not_yet("TD3", 17),
     "rlstack.trainers.ppo.appo": _not_yet("APPO", 21) + " (IMPALA is the asynchronous actor-critic)",
     "rlstack.trainers.appo": _not_yet("APPO", 21) + " (IMPALA is the asynchronous actor-critic)",
     "rlstack.trainers.ppo.ddppo": _not_yet("DD-PPO"),
