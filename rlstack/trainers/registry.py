@@ -220,7 +220,7 @@ def get_trainer_class(name: str, return_config: bool = False) -> Any:
     """
     if name not in ALGORITHMS:
         raise ConfigError(
-            f"Unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS)} Available: {', '.join(ALGORITHMS)}."
+            f"Unknown algorithm {name!r}{did_you_mean(name, ALGORITHMS) or '.'} Available: {', '.join(ALGORITHMS)}."
         )
     trainer_class = load(ALGORITHMS[name])
     if return_config:

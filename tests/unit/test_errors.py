@@ -121,6 +121,6 @@ def test_get_trainer_class_lowercase_suggests_ppo():
 
 def test_get_trainer_class_unknown_without_suggestion_lists_available():
     with pytest.raises(ConfigError) as info:
-        get_trainer_class("MADDPG")
+        get_trainer_class("AlphaZero")
     assert "Available: " + ", ".join(sorted(ALGORITHMS)) + "." in str(info.value)
     assert "did you mean" not in str(info.value)
