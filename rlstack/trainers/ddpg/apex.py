@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.trainers.config import DefaultConfig, merge_config
 from rlstack.trainers.ddpg.ddpg import (DEFAULT_CONFIG as DDPG_DEFAULT_CONFIG, ddpg_policy_class_path,
-                                        exploration_arrays, restore_exploration, validate_ddpg_config)
+                                        ExplorationInCheckpoints, validate_ddpg_config)
 from rlstack.trainers.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, DistributedReplayTrainer,
                                                  validate_distributed_replay_config)
 
@@ -48,7 +46,7 @@ APEX_DDPG_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 ))
 
 
-class ApexDDPGTrainer(DistributedReplayTrainer):
+class ApexDDPGTrainer(ExplorationInCheckpoints, DistributedReplayTrainer):
     """Ape-X DDPG with the classic RLlib API (needs ``num_workers >= 1``; see
     :class:`~rlstack.trainers.distributed_replay.DistributedReplayTrainer`)."""
 
@@ -64,10 +62,3 @@ class ApexDDPGTrainer(DistributedReplayTrainer):
 
     def get_policy_class_path(self, config: dict[str, Any]) -> str:
         return ddpg_policy_class_path(config)
-
-    def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
-        return {**super().extra_checkpoint_arrays(), **exploration_arrays(self.workers)}
-
-    def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
-        super().restore_extra_arrays(arrays)
-        restore_exploration(self.workers, arrays)

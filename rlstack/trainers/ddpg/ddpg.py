@@ -195,7 +195,19 @@ def restore_exploration(workers: WorkerSet, arrays: dict[str, dict[str, np.ndarr
     workers.foreach_worker(restore)
 
 
-class DDPGTrainer(OffPolicyTrainer):
+class ExplorationInCheckpoints:
+    """Trainer mixin: every rollout worker's exploration-noise state (generator, OU process)
+    rides in checkpoints and comes back on restore (DDPG, TD3, Ape-X DDPG)."""
+
+    def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        return {**super().extra_checkpoint_arrays(), **exploration_arrays(self.workers)}  # type: ignore[misc]
+
+    def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
+        super().restore_extra_arrays(arrays)  # type: ignore[misc]
+        restore_exploration(self.workers, arrays)  # type: ignore[attr-defined]
+
+
+class DDPGTrainer(ExplorationInCheckpoints, OffPolicyTrainer):
     """Deep deterministic policy gradient with the classic RLlib API.
 
     >>> from rlstack.trainers.ddpg import DDPGTrainer, DEFAULT_CONFIG
@@ -222,10 +234,3 @@ class DDPGTrainer(OffPolicyTrainer):
 
     def get_policy_class_path(self, config: dict[str, Any]) -> str:
         return ddpg_policy_class_path(config)
-
-    def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
-        return {**super().extra_checkpoint_arrays(), **exploration_arrays(self.workers)}
-
-    def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
-        super().restore_extra_arrays(arrays)
-        restore_exploration(self.workers, arrays)

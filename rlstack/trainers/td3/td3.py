@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.trainers.config import DefaultConfig, merge_config
 from rlstack.trainers.ddpg.ddpg import DEFAULT_CONFIG as DDPG_DEFAULT_CONFIG
-from rlstack.trainers.ddpg.ddpg import (ddpg_policy_class_path, exploration_arrays, restore_exploration,
+from rlstack.trainers.ddpg.ddpg import (ExplorationInCheckpoints, ddpg_policy_class_path,
                                         validate_ddpg_config)
 from rlstack.trainers.off_policy import OffPolicyTrainer
 
@@ -70,7 +68,7 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 ))
 
 
-class TD3Trainer(OffPolicyTrainer):
+class TD3Trainer(ExplorationInCheckpoints, OffPolicyTrainer):
     """Twin delayed DDPG with the classic RLlib API.
 
     >>> from rlstack.trainers.td3 import TD3Trainer, DEFAULT_CONFIG
@@ -97,10 +95,3 @@ class TD3Trainer(OffPolicyTrainer):
 
     def get_policy_class_path(self, config: dict[str, Any]) -> str:
         return ddpg_policy_class_path(config)
-
-    def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
-        return {**super().extra_checkpoint_arrays(), **exploration_arrays(self.workers)}
-
-    def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
-        super().restore_extra_arrays(arrays)
-        restore_exploration(self.workers, arrays)
