@@ -131,6 +131,12 @@ class TorchPolicy(Policy):
     # Actor-critic losses: an ``entropy_coeff`` (float) that follows ``entropy_coeff_schedule``.
     schedules_entropy_coeff: bool = False
 
+    # True where each loss of several depends on its own optimizer's parameters only
+    # (another network enters it detached, as SAC's and DDPG's actor losses read the
+    # critics through frozen weights): backward() then takes one pass over their sum
+    # instead of one pass per loss.
+    losses_are_separate: bool = False
+
     # Batch columns the loss reads; only these are moved to the device.
     loss_columns: tuple[str, ...] = ()
 
@@ -161,6 +167,11 @@ class TorchPolicy(Policy):
         self.model.to(self.device)
         # Acting mode (dropout off, is_training False) until learn_on_batch switches it.
         self.model.eval()
+        # Whether learning must switch the model to train mode: a custom model may read
+        # self.training anywhere; the built-in ones only through dropout or batch norm.
+        self._train_mode_matters = not self.builtin_model or any(
+            isinstance(module, (torch.nn.Dropout, torch.nn.modules.batchnorm._BatchNorm))
+            for module in self.model.modules())
         # Built-in distributions take the catalog's spec; a custom one (classic RLlib's
         # interface) takes the model.
         if self.dist_spec.custom_class is not None:
@@ -387,6 +398,19 @@ class TorchPolicy(Policy):
             if stepping[0]:
                 losses[0].backward()
             return
+        if self.losses_are_separate:
+            # Each loss reaches its own optimizer's parameters only: one backward pass of
+            # their sum puts every loss's gradient where it belongs.
+            if zero_grad:
+                for optimizer in optimizers:
+                    optimizer.zero_grad()
+            chosen = [(optimizer, loss_i) for optimizer, loss_i, on in zip(optimizers, losses, stepping) if on]
+            if chosen:
+                total = chosen[0][1]
+                for _, loss_i in chosen[1:]:
+                    total = total + loss_i
+                total.backward(inputs=[param for optimizer, _ in chosen for param in optimizer.params])
+            return
         last = max((i for i, on in enumerate(stepping) if on), default=-1)
         for i, (optimizer, loss_i, on) in enumerate(zip(optimizers, losses, stepping)):
             if zero_grad:
@@ -449,6 +473,11 @@ class TorchPolicy(Policy):
                 record[grad_norm_key(i)] = norm
         return record
 
+    def _set_train_mode(self, training: bool) -> None:
+        # model.train() walks every submodule: skipped where no layer behaves differently.
+        if self._train_mode_matters:
+            self.model.train(training)
+
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, Any]:
         """The learner loop: ``num_epochs`` passes over ``batch`` in minibatches (see
         :meth:`minibatch_plan`), one gradient step each.
@@ -474,7 +503,7 @@ class TorchPolicy(Policy):
         n = batch.count
         minibatch_size, num_epochs = self.minibatch_plan(n)
         minibatch_size = max(1, min(int(minibatch_size), n))
-        self.model.train()
+        self._set_train_mode(True)
         try:
             with torch.no_grad():
                 tensors = self.prepare_batch(self._to_tensors(batch))
@@ -496,7 +525,7 @@ class TorchPolicy(Policy):
         finally:
             # Also after an error (a user's custom_loss raising): acting must not stay in
             # train mode (dropout, batch-norm updates).
-            self.model.eval()
+            self._set_train_mode(False)
         mean_stats = self._mean_stats(last_epoch_stats)
         mean_stats.update(self._learner_info())
         mean_stats.update(self.after_learn(mean_stats))
@@ -544,7 +573,7 @@ class TorchPolicy(Policy):
         for optimizer in optimizers:
             optimizer.zero_grad()
         parts: list[tuple[int, dict[str, Any]]] = []
-        self.model.train()
+        self._set_train_mode(True)
         try:
             with torch.no_grad():
                 tensors = self.prepare_batch(self._to_tensors(batch))
@@ -554,7 +583,7 @@ class TorchPolicy(Policy):
                 stats = {key: value.detach().cpu().numpy() for key, value in stats.items()}
                 parts.append((min(size, n - start), stats))
         finally:
-            self.model.eval()  # also after an error: acting must not stay in train mode
+            self._set_train_mode(False)  # also after an error: acting must not stay in train mode
         stats = combine_microbatch_stats(parts, self.row_mean_stats, self.per_row_stats)
         for i, norm in enumerate(self._clip(every)):
             if norm is not None:

@@ -540,3 +540,24 @@ def test_checkpoint_restores_weights_targets_optimizers_and_exploration(framewor
         trainer.stop()
         if restored is not None:
             restored.stop()
+
+
+@pytest.mark.parametrize("twin_q", [True, False], ids=["td3", "ddpg"])
+def test_one_backward_pass_gives_each_optimizer_its_own_losss_gradient(twin_q):
+    # losses_are_separate: the learner loop's one backward pass over the summed losses
+    # puts into each network exactly the gradient of its own loss (the actor's loss
+    # reads the critics through frozen weights).
+    torch = pytest.importorskip("torch")
+    policy, _, _ = _setup("torch", twin_q, twin_q, False)
+    assert policy.losses_are_separate
+    tensors = _tensors("torch", make_batch(3))
+    (actor_loss, critic_loss), _ = policy.loss(tensors)
+    actor_params, critic_params = policy.model.actor_parameters(), policy.model.critic_parameters()
+    leaks = torch.autograd.grad(actor_loss, critic_params, retain_graph=True, allow_unused=True) + \
+        torch.autograd.grad(critic_loss, actor_params, retain_graph=True, allow_unused=True)
+    assert all(g is None or not g.abs().sum() for g in leaks)
+    expected = torch.autograd.grad(actor_loss, actor_params, retain_graph=True) + \
+        torch.autograd.grad(critic_loss, critic_params, retain_graph=True)
+    policy.backward((actor_loss, critic_loss))
+    for param, grad in zip([*actor_params, *critic_params], expected):
+        torch.testing.assert_close(param.grad, grad)

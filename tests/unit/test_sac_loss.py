@@ -691,3 +691,24 @@ def test_sub_configs_merge_key_by_key_as_in_1_13():
 def test_action_spaces_sac_cannot_act_in(action_space, match):
     with pytest.raises(ConfigError, match=match):
         SACNumpyPolicy(OBS_SPACE, action_space, _config())
+
+
+@pytest.mark.parametrize("action_space", [BOX, DISCRETE], ids=["box", "discrete"])
+def test_one_backward_pass_gives_each_optimizer_its_own_losss_gradient(action_space):
+    # losses_are_separate: one backward pass over actor + critic + alpha loss puts into
+    # each optimizer's parameters exactly the gradient of its own loss.
+    torch = pytest.importorskip("torch")
+    policy, _, _ = _prepared("torch", action_space)
+    assert policy.losses_are_separate
+    _, _, losses, _ = _run_loss(policy, "torch", _batch(action_space), _noise())
+    groups = [policy.model.actor_parameters(), policy.model.critic_parameters(), [policy.log_alpha]]
+    for i, loss in enumerate(losses):
+        for j, params in enumerate(groups):
+            grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+            if i != j:  # no loss reaches another optimizer's parameters
+                assert all(g is None or not g.abs().sum() for g in grads), (i, j)
+    expected = [g for loss, params in zip(losses, groups)
+                for g in torch.autograd.grad(loss, params, retain_graph=True)]
+    policy.backward(losses)
+    for param, grad in zip([p for params in groups for p in params], expected):
+        torch.testing.assert_close(param.grad, grad)

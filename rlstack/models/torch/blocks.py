@@ -52,14 +52,23 @@ class TorchCritics(nn.Module):
             self.layer_specs = {layer.name: layer for critic in spec.critics for layer in critic.layers}
             self.layers = nn.ModuleDict({name: layer_module(layer) for name, layer in self.layer_specs.items()})
 
-    def forward(self, obs: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor | None = None, frozen: bool = False) -> torch.Tensor:
         """Q-values of every critic: ``[C, B]`` for Q(s, a) (``actions [B, action_dim]``),
-        ``[C, B, num_actions]`` for Q(s, .) (no actions)."""
+        ``[C, B, num_actions]`` for Q(s, .) (no actions).
+
+        ``frozen=True`` reads the weights detached: gradients flow to ``obs`` and
+        ``actions`` (an actor's loss) but never into the critics' parameters.
+        """
+        if frozen and not self.stacked:
+            params = {name: param.detach() for name, param in self.named_parameters()}
+            return torch.func.functional_call(self, params, (obs, actions))
         x = obs if actions is None else torch.cat([obs, actions], dim=1)
         if self.stacked:
             if not (isinstance(self.columns, slice) and self.columns == slice(0, x.shape[1])):
                 x = x[:, self.columns]
             for i, (kernel, bias, activation) in enumerate(zip(self.kernels, self.biases, self.activations)):
+                if frozen:
+                    kernel, bias = kernel.detach(), bias.detach()
                 # [B, in] @ [2, in, out] broadcasts to [2, B, out]; then [2, B, in] @ [2, in, out].
                 x = torch.matmul(x, kernel) + bias if i == 0 else torch.baddbmm(bias, x, kernel)
                 if activation is not None:
@@ -131,9 +140,11 @@ class TorchActorCritic(TorchModelV2, nn.Module):
         inputs, or the deterministic actor's pre-tanh actions)."""
         return self.actor["actor/out"](encode(self.actor, self.spec.actor.encoder, obs))
 
-    def critic_values(self, obs: torch.Tensor, actions: torch.Tensor | None = None) -> torch.Tensor:
-        """Every critic's Q-values: ``[C, B]`` for Q(s, a), ``[C, B, num_actions]`` for Q(s, .)."""
-        return self.critics(obs, actions)
+    def critic_values(self, obs: torch.Tensor, actions: torch.Tensor | None = None,
+                      frozen: bool = False) -> torch.Tensor:
+        """Every critic's Q-values: ``[C, B]`` for Q(s, a), ``[C, B, num_actions]`` for
+        Q(s, .); ``frozen=True``: through detached weights (see :meth:`TorchCritics.forward`)."""
+        return self.critics(obs, actions, frozen)
 
     def policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """ModelV2's flat-observation call (what exports serve): the actor's outputs, and

@@ -44,6 +44,9 @@ class DDPGTorchPolicy(TorchPolicy):
     loss_columns = LOSS_COLUMNS
     # Replay priorities: one TD error per row, in the batch's order.
     per_row_stats = ("td_error",)
+    # The actor's loss reads the critics through frozen weights and the targets carry no
+    # gradient: one backward pass for both losses.
+    losses_are_separate = True
     shuffle_minibatches = False
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
@@ -135,7 +138,7 @@ class DDPGTorchPolicy(TorchPolicy):
         obs, actions = train_batch[B.OBS], train_batch[B.ACTIONS].float()
         # Actor: maximise Q(s, mu(s)) of the first critic (the deterministic policy gradient).
         policy_t = torch.tanh(self.model.actor_outputs(obs))
-        actor_loss = -self.model.critic_values(obs, policy_t)[0].mean()
+        actor_loss = -self.model.critic_values(obs, policy_t, frozen=True)[0].mean()
 
         # Critics: regress Q_j(s, a) on y = R^(n) + gamma^n * (1 - terminated) * Q'(s', a').
         q_t = self.model.critic_values(obs, actions)  # [C, B]

@@ -46,6 +46,9 @@ class SACTorchPolicy(TorchPolicy):
     # become the rows' new replay priorities.
     shuffle_minibatches = False
     per_row_stats = ("td_error",)
+    # The actor's loss reads the critics through frozen weights, alpha enters the actor's
+    # and critics' losses detached, and the targets carry no gradient: one backward pass.
+    losses_are_separate = True
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
@@ -130,7 +133,7 @@ class SACTorchPolicy(TorchPolicy):
         # Q_j(s, a) of the replayed actions, and min_j Q_j(s, pi(s)): two passes, so that
         # each loss's backward pass runs over its own rows only.
         q_t = self.model.critic_values(obs, train_batch[B.ACTIONS])  # [C, n]
-        q_t_policy = self.model.critic_values(obs, policy_t).min(dim=0).values
+        q_t_policy = self.model.critic_values(obs, policy_t, frozen=True).min(dim=0).values
         with torch.no_grad():
             # y = r + gamma^k (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s')),  a' ~ pi(.|s')
             q_tp1 = self.target_critics(next_obs, policy_tp1).min(dim=0).values - alpha * log_pis_tp1
