@@ -1,7 +1,8 @@
 """Resources: GPU requests (checked against a Ray that declares GPUs this machine lacks),
 ``_fake_gpus``, placement groups for rollout workers, and the learner device in results.
 
-On a machine with a CUDA GPU, ``test_learner_on_the_gpu`` also trains on it.
+On a machine with a CUDA GPU, ``test_learner_on_the_gpu`` (both frameworks) and
+``test_every_algorithm_learns_on_the_gpu_and_restores_on_the_cpu`` (torch) also train on it.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ import subprocess
 import sys
 import textwrap
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import ray
 
 from rlstack.errors import ConfigError
+from rlstack.trainers.registry import ALGORITHMS
 from rlstack.trainers.ppo import PPOTrainer
 
 SMALL = {"num_workers": 2, "train_batch_size": 200, "sgd_minibatch_size": 100, "num_sgd_iter": 1,
@@ -149,4 +153,73 @@ def test_learner_on_the_gpu(ray_local, framework, algorithm):
     cpu = trainer_class.from_checkpoint(checkpoint, config_overrides={"num_gpus": 0, "num_workers": 0})
     assert cpu.get_policy().device_name in ("cpu", "/CPU:0")
     assert cpu.compute_single_action(obs, explore=False) == action
+    cpu.stop()
+
+
+def _tiny_gpu_configs() -> dict[str, tuple[str, dict]]:
+    # (env, config) per algorithm: the integration tests' tiny settings, learner on one GPU.
+    from tests.integration.test_actor_critic import IMPALA_TINY
+    from tests.integration.test_apex_ddpg import TINY as APEX_DDPG_TINY
+    from tests.integration.test_dqn import APEX_TINY
+    from tests.integration.test_dqn import TINY as DQN_TINY
+    from tests.integration.test_sac import TINY as SAC_TINY
+
+    deterministic = {"num_workers": 0, "seed": 0, "min_sample_timesteps_per_reporting": 100,
+                     "min_time_s_per_reporting": 0, "learning_starts": 50, "buffer_size": 1000,
+                     "train_batch_size": 16, "actor_hiddens": [16], "critic_hiddens": [16],
+                     "exploration_config": {"random_timesteps": 20}}
+    actor_critic = {"rollout_fragment_length": 20, "min_time_s_per_reporting": 0, "seed": 0,
+                    "model": {"fcnet_hiddens": [16]}}
+    return {
+        "A2C": ("CartPole-v1", {**actor_critic, "num_workers": 0, "train_batch_size": 40}),
+        "A3C": ("CartPole-v1", {**actor_critic, "num_workers": 1}),
+        "APEX": ("CartPole-v1", APEX_TINY),
+        "APEX_DDPG": ("Pendulum-v1", APEX_DDPG_TINY),
+        "DDPG": ("Pendulum-v1", deterministic),
+        "DQN": ("CartPole-v1", DQN_TINY),
+        "IMPALA": ("CartPole-v1", IMPALA_TINY),
+        "PPO": ("CartPole-v1", SMALL),
+        "SAC": ("Pendulum-v1", SAC_TINY),
+        "TD3": ("Pendulum-v1", deterministic),
+    }
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_every_algorithm_learns_on_the_gpu_and_restores_on_the_cpu(ray_local, algorithm):
+    """torch, where it sees a GPU (the lent GPU machine, not CI): the learner's weights,
+    optimizer and loss run on cuda:0, the statistics are finite, and the checkpoint
+    restores on the CPU with the same greedy actions."""
+    import torch
+
+    from rlstack.trainers.registry import get_trainer_class
+
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA GPU")
+    configs = _tiny_gpu_configs()
+    assert set(configs) == set(ALGORITHMS), "a new algorithm needs a tiny GPU config here"
+    env, config = configs[algorithm]
+    trainer_class = get_trainer_class(algorithm)
+    trainer = trainer_class({**config, "framework": "torch", "num_gpus": 1}, env)
+    result = trainer.train()
+    for _ in range(20):
+        if result["num_env_steps_trained"]:
+            break
+        result = trainer.train()  # the replay warm-up, or an asynchronous learner lagging
+    assert result["num_env_steps_trained"] > 0
+    assert result["info"]["learner_device"] == "cuda:0"
+    policy = trainer.get_policy()
+    assert {param.device.type for param in policy.model.parameters()} == {"cuda"}
+    stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+    assert stats and all(math.isfinite(value) for value in stats.values() if isinstance(value, float))
+    space = gym.make(env).observation_space
+    space.seed(0)
+    observations = [space.sample() for _ in range(5)]
+    actions = [trainer.compute_single_action(obs, explore=False) for obs in observations]
+    checkpoint = trainer.save()
+    trainer.stop()
+    cpu = trainer_class.from_checkpoint(checkpoint, config_overrides={"num_gpus": 0})
+    assert cpu.get_policy().device_name == "cpu"
+    for obs, action in zip(observations, actions):
+        np.testing.assert_allclose(np.asarray(cpu.compute_single_action(obs, explore=False), np.float64),
+                                   np.asarray(action, np.float64), rtol=1e-4, atol=1e-5)
     cpu.stop()
