@@ -18,6 +18,11 @@ Only what the catalog builds from ``fcnet_hiddens`` / ``post_fcnet_hiddens`` qua
 dense layers with tanh, relu or linear activations and an optional separate value
 encoder. Anything else (images, other activations, a free log-std, custom models) goes
 through autograd as before.
+
+:class:`QDenseGraph` does the same for the built-in Q-network of the DQN family
+(:class:`TorchQModel` over dense layers, dueling or not): DQN's loss states its gradient
+with respect to ``Q(s, .)`` (``dqn_torch_policy``), and the chain rule runs back through
+the advantage and value streams into the shared encoder.
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rlstack.models.catalog import plain_dense, twin_encoders
-from rlstack.models.torch.model import TorchModel
+from rlstack.models.catalog import QModelSpec, plain_dense, twin_encoders
+from rlstack.models.torch.model import TorchModel, TorchQModel
+
+# The activations whose derivative the hand-written backward passes know.
+_DIFFERENTIATED = ("tanh", "relu", "linear")
 
 
 class DenseGraph:
@@ -137,6 +145,85 @@ class DenseGraph:
             _backward_stack(self.vf_layers, vf_acts, torch.mm(grad_values, self.value_out.weight))
 
 
+class QDenseGraph:
+    """The layers of a dense :class:`TorchQModel`, run forward and backward by hand.
+
+    The network is an encoder (``fcnet_hiddens``, ``post_fcnet_hiddens``), an advantage
+    stream (``hiddens`` with ReLU, then one output per action) and, when dueling, a value
+    stream of the same shape into one output, ``Q = V + A - mean_a A``.
+
+    Args:
+        model: A built-in Q-network accepted by :meth:`supports`. Its parameters are
+            used in place (no copy), so optimizer updates and target-network copies
+            (``load_state_dict``) are seen at once.
+    """
+
+    def __init__(self, model: TorchQModel) -> None:
+        spec: QModelSpec = model.spec
+        self.model = model
+        self.columns = spec.encoder.column_index
+        self.encoder = _dense_layers(model, (*spec.encoder.fc, *spec.encoder.post_fc))
+        self.advantage = _dense_layers(model, (*spec.advantage_hiddens, spec.advantage_out))
+        self.value = _dense_layers(model, (*spec.value_hiddens, spec.value_out)) if spec.dueling else []
+
+    @staticmethod
+    def supports(model: nn.Module) -> bool:
+        """Whether ``model`` is a built-in Q-network (not a subclass: a user's may change
+        the forward pass or add a ``custom_loss``) of dense tanh, relu or linear layers
+        over vector observations."""
+        if type(model) is not TorchQModel:
+            return False
+        spec = model.spec
+        if spec.encoder.images or not spec.encoder.vector_columns:
+            return False
+        return all(layer.kind == "dense" and layer.activation in _DIFFERENTIATED for layer in spec.layers)
+
+    def attach_grads(self) -> None:
+        """Gives every parameter a ``.grad`` buffer that :meth:`backward` overwrites."""
+        for p in self.model.parameters():
+            if p.grad is None or p.grad.shape != p.shape:
+                p.grad = torch.empty_like(p)
+
+    @torch.no_grad()
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+        """Returns ``(q_values [B, num_actions], saved)``: ``model.q_values(obs)`` and the
+        activations :meth:`backward` needs."""
+        encoder_acts = _forward_stack(self.encoder, obs[:, self.columns])
+        advantage_acts = _forward_stack(self.advantage, encoder_acts[-1])
+        if not self.value:
+            return advantage_acts[-1], (encoder_acts, advantage_acts, None)
+        value_acts = _forward_stack(self.value, encoder_acts[-1])
+        advantages = advantage_acts[-1]
+        # In the model's order, (V + A) - mean_a A: the same rounding as q_values().
+        q_values = torch.add(value_acts[-1], advantages).sub_(advantages.mean(dim=1, keepdim=True))
+        return q_values, (encoder_acts, advantage_acts, value_acts)
+
+    @torch.no_grad()
+    def backward(self, saved: tuple, grad_q_values: torch.Tensor) -> None:
+        """Writes d loss / d parameter into each parameter's ``.grad`` (call
+        :meth:`attach_grads` first), given d loss / d ``q_values`` ``[B, num_actions]`` of
+        the rows :meth:`forward` saw."""
+        encoder_acts, advantage_acts, value_acts = saved
+        needs_features_grad = bool(self.encoder)
+        if value_acts is None:
+            grad_features = _backward_stack(self.advantage, advantage_acts, grad_q_values, needs_features_grad)
+        else:
+            # Q = V + A - mean_a A: dA = g - mean_a g, dV = sum_a g.
+            grad_advantages = grad_q_values - grad_q_values.mean(dim=1, keepdim=True)
+            grad_value = grad_q_values.sum(dim=1, keepdim=True)
+            grad_features = _backward_stack(self.advantage, advantage_acts, grad_advantages, needs_features_grad)
+            grad_from_value = _backward_stack(self.value, value_acts, grad_value, needs_features_grad)
+            if needs_features_grad:  # both streams read the same features
+                grad_features.add_(grad_from_value)
+        if needs_features_grad:
+            _backward_stack(self.encoder, encoder_acts, grad_features)
+
+
+def _dense_layers(model: TorchModel, layers: tuple) -> list[tuple[nn.Linear, str]]:
+    # (module, activation) of each layer spec, in order.
+    return [(model.layers[layer.name], layer.activation) for layer in layers]
+
+
 def _activate(y: torch.Tensor, activation: str) -> torch.Tensor:
     # In place: y is a fresh layer output; backward needs only the activated values.
     if activation == "tanh":
@@ -168,11 +255,15 @@ def _linear_param_grads(linear: nn.Linear, grad_out: torch.Tensor, x: torch.Tens
     torch.sum(grad_out, 0, out=linear.bias.grad)
 
 
-def _backward_stack(layers: list[tuple[nn.Linear, str]], acts: list[torch.Tensor], grad: torch.Tensor) -> None:
-    # grad is d loss / d (output of the last layer, after its activation).
+def _backward_stack(layers: list[tuple[nn.Linear, str]], acts: list[torch.Tensor], grad: torch.Tensor,
+                    input_grad: bool = False) -> torch.Tensor | None:
+    # grad is d loss / d (output of the last layer, after its activation); returns
+    # d loss / d acts[0] when input_grad (a stream's input: the encoder's features),
+    # else None (the observation needs no gradient).
     for i in range(len(layers) - 1, -1, -1):
         linear, activation = layers[i]
         grad = _activation_grad(grad, acts[i + 1], activation)
         _linear_param_grads(linear, grad, acts[i])
-        if i > 0:  # the observation needs no gradient
+        if i > 0 or input_grad:
             grad = torch.mm(grad, linear.weight)
+    return grad if input_grad else None
