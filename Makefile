@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(PIP_INSTALL) -e '.[all,test,bench]'
+	$(PIP_INSTALL) -e '.[all,test,bench,mujoco]'
 	touch $@
 
 # Byte-compiled up front: rlstack is installed editable, and where PYTHONDONTWRITEBYTECODE

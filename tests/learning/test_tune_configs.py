@@ -143,12 +143,14 @@ def learning_runs(request, tmp_path_factory):
     yield pool
     pool.stop()
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:  # how long each run took, sharing the machine as it did
-        reporter.write_line("")
-        for run in pool.runs:
-            if run.done.is_set():
-                reporter.write_line(f"learning run {run.storage.name}: {run.seconds:.0f} s "
-                                    f"({run.slots} slot{'s' if run.slots > 1 else ''}), exit {run.returncode}")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:  # how long each run took, sharing the machine
+        with capture.global_and_fixture_disabled():
+            reporter.write_line("")
+            for run in pool.runs:
+                if run.done.is_set():
+                    reporter.write_line(f"learning run {run.storage.name}: {run.seconds:.0f} s "
+                                        f"({run.slots} slot{'s' if run.slots > 1 else ''}), exit {run.returncode}")
 
 
 @pytest.mark.parametrize(("path", "name", "framework"), CASES, ids=CASE_IDS)
