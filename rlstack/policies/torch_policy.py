@@ -421,6 +421,12 @@ class TorchPolicy(Policy):
                 # while later losses still need it.
                 loss_i.backward(inputs=optimizer.params, retain_graph=i < last)
 
+    def stepping(self, i: int) -> bool:
+        """Whether optimizer ``i`` steps on the gradient being computed (True outside a
+        gradient step): a loss may skip the work of a loss whose optimizer rests, as TD3's
+        delayed actor does."""
+        return not self._stepping or self._stepping[i]
+
     def _step_mask(self) -> tuple[bool, ...]:
         if type(self).optimizer_step_mask is TorchPolicy.optimizer_step_mask:
             return (True,) * len(self.optimizers)  # the default, without a per-step call
@@ -526,6 +532,7 @@ class TorchPolicy(Policy):
             # Also after an error (a user's custom_loss raising): acting must not stay in
             # train mode (dropout, batch-norm updates).
             self._set_train_mode(False)
+            self._stepping = ()
         mean_stats = self._mean_stats(last_epoch_stats)
         mean_stats.update(self._learner_info())
         mean_stats.update(self.after_learn(mean_stats))

@@ -96,11 +96,20 @@ class LearningRuns:
         proc = subprocess.Popen(
             [sys.executable, "-m", "rlstack", "train", "-f", str(run.path), "--framework", run.framework,
              "--storage-path", str(run.storage)],
-            stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=log, stderr=subprocess.STDOUT, text=True, env=self._env(run),
         )
         proc.log_file = log  # type: ignore[attr-defined]
         self._procs[id(run)] = proc
         return proc
+
+    @staticmethod
+    def _env(run: Run) -> dict[str, str]:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if run.slots < SLOTS:
+            # A run sharing the machine gets one core's worth of threads: two runs whose
+            # thread pools each span both cores spin against each other.
+            env["OMP_NUM_THREADS"] = "1"
+        return env
 
     def _finish(self, run: Run, proc: subprocess.Popen, seconds: float) -> None:
         proc.log_file.close()  # type: ignore[attr-defined]

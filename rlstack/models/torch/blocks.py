@@ -52,16 +52,19 @@ class TorchCritics(nn.Module):
             self.layer_specs = {layer.name: layer for critic in spec.critics for layer in critic.layers}
             self.layers = nn.ModuleDict({name: layer_module(layer) for name, layer in self.layer_specs.items()})
 
-    def forward(self, obs: torch.Tensor, actions: torch.Tensor | None = None, frozen: bool = False) -> torch.Tensor:
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor | None = None, frozen: bool = False,
+                first_only: bool = False) -> torch.Tensor:
         """Q-values of every critic: ``[C, B]`` for Q(s, a) (``actions [B, action_dim]``),
         ``[C, B, num_actions]`` for Q(s, .) (no actions).
 
         ``frozen=True`` reads the weights detached: gradients flow to ``obs`` and
         ``actions`` (an actor's loss) but never into the critics' parameters.
+        ``first_only=True`` evaluates the first critic alone (``C`` = 1), as DDPG's and
+        TD3's actor losses read it.
         """
         if frozen and not self.stacked:
             params = {name: param.detach() for name, param in self.named_parameters()}
-            return torch.func.functional_call(self, params, (obs, actions))
+            return torch.func.functional_call(self, params, (obs, actions), {"first_only": first_only})
         x = obs if actions is None else torch.cat([obs, actions], dim=1)
         if self.stacked:
             if not (isinstance(self.columns, slice) and self.columns == slice(0, x.shape[1])):
@@ -69,14 +72,17 @@ class TorchCritics(nn.Module):
             for i, (kernel, bias, activation) in enumerate(zip(self.kernels, self.biases, self.activations)):
                 if frozen:
                     kernel, bias = kernel.detach(), bias.detach()
+                if first_only:
+                    kernel, bias = kernel[:1], bias[:1]
                 # [B, in] @ [2, in, out] broadcasts to [2, B, out]; then [2, B, in] @ [2, in, out].
                 x = torch.matmul(x, kernel) + bias if i == 0 else torch.baddbmm(bias, x, kernel)
                 if activation is not None:
                     x = activation(x)
             q = x
         else:
+            critics = self.critic_specs[:1] if first_only else self.critic_specs
             q = torch.stack([self.layers[critic.out.name](encode(self.layers, critic.encoder, x))
-                             for critic in self.critic_specs])
+                             for critic in critics])
         return q if self.discrete else q.squeeze(-1)
 
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
@@ -141,10 +147,11 @@ class TorchActorCritic(TorchModelV2, nn.Module):
         return self.actor["actor/out"](encode(self.actor, self.spec.actor.encoder, obs))
 
     def critic_values(self, obs: torch.Tensor, actions: torch.Tensor | None = None,
-                      frozen: bool = False) -> torch.Tensor:
+                      frozen: bool = False, first_only: bool = False) -> torch.Tensor:
         """Every critic's Q-values: ``[C, B]`` for Q(s, a), ``[C, B, num_actions]`` for
-        Q(s, .); ``frozen=True``: through detached weights (see :meth:`TorchCritics.forward`)."""
-        return self.critics(obs, actions, frozen)
+        Q(s, .); ``frozen=True``: through detached weights, ``first_only=True``: the first
+        critic alone (see :meth:`TorchCritics.forward`)."""
+        return self.critics(obs, actions, frozen, first_only)
 
     def policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """ModelV2's flat-observation call (what exports serve): the actor's outputs, and

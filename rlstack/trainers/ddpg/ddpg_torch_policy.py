@@ -52,11 +52,12 @@ class DDPGTorchPolicy(TorchPolicy):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
-        if self.device.type == "cpu" and not self.model.spec.actor.encoder.images:
-            # One intra-op thread, as TFPolicy's learner on vector observations: a dense
-            # layer of a few hundred units is too small to split, and a second thread
-            # fighting the rollout workers for the cores made each gradient step several
-            # times slower on a 2-core machine.
+        if self.device.type == "cpu" and not self.model.spec.actor.encoder.images and config["num_workers"] > 0:
+            # One intra-op thread where rollout workers share the machine's cores (Ape-X
+            # DDPG, DDPG with workers): a second learner thread fighting them made each
+            # gradient step several times slower on a 2-core machine. Sampling in the
+            # driver (num_workers 0), torch's default threads split the larger layers
+            # (RL-Zoo's 400x300) as SB3's learner does.
             torch.set_num_threads(1)
         # The base's lr / lr_schedule move optimizer 0: the actor's, at actor_lr.
         self.lr_schedule = make_schedule(config["actor_lr"], None, "actor_lr")
@@ -136,9 +137,14 @@ class DDPGTorchPolicy(TorchPolicy):
         """``((actor_loss, critic_loss), stats)``, one loss per optimizer, in their order."""
         cfg = self.config
         obs, actions = train_batch[B.OBS], train_batch[B.ACTIONS].float()
-        # Actor: maximise Q(s, mu(s)) of the first critic (the deterministic policy gradient).
-        policy_t = torch.tanh(self.model.actor_outputs(obs))
-        actor_loss = -self.model.critic_values(obs, policy_t, frozen=True)[0].mean()
+        # Actor: maximise Q(s, mu(s)) of the first critic (the deterministic policy gradient),
+        # computed only on the steps the actor takes (TD3's policy_delay rests it between).
+        actor_steps = self.stepping(0)
+        if actor_steps:
+            policy_t = torch.tanh(self.model.actor_outputs(obs))
+            actor_loss = -self.model.critic_values(obs, policy_t, frozen=True, first_only=True)[0].mean()
+        else:
+            actor_loss = torch.zeros((), device=self.device)
 
         # Critics: regress Q_j(s, a) on y = R^(n) + gamma^n * (1 - terminated) * Q'(s', a').
         q_t = self.model.critic_values(obs, actions)  # [C, B]
@@ -162,10 +168,11 @@ class DDPGTorchPolicy(TorchPolicy):
         critic_loss = torch.mean(train_batch[B.WEIGHTS] * errors.sum(dim=0))
         l2_reg = cfg["l2_reg"]
         if l2_reg:
-            actor_loss = actor_loss + l2_reg * l2_loss(_kernels(self.model.actor))
+            if actor_steps:
+                actor_loss = actor_loss + l2_reg * l2_loss(_kernels(self.model.actor))
             critic_loss = critic_loss + l2_reg * l2_loss(_kernels(self.model.critics))
         stats = {
-            "actor_loss": actor_loss,
+            **({"actor_loss": actor_loss} if actor_steps else {}),
             "critic_loss": critic_loss,
             "mean_q": q_t[0].mean(),
             "max_q": q_t[0].max(),
