@@ -406,9 +406,7 @@ class TorchPolicy(Policy):
                     optimizer.zero_grad()
             chosen = [(optimizer, loss_i) for optimizer, loss_i, on in zip(optimizers, losses, stepping) if on]
             if chosen:
-                total = chosen[0][1]
-                for _, loss_i in chosen[1:]:
-                    total = total + loss_i
+                total = sum(loss_i for _, loss_i in chosen)
                 total.backward(inputs=[param for optimizer, _ in chosen for param in optimizer.params])
             return
         last = max((i for i, on in enumerate(stepping) if on), default=-1)

@@ -64,13 +64,13 @@ class LearningRuns:
     def __init__(self, runs: list[Run]) -> None:
         # Multi-slot cases first, then the others, so single runs pair up until the end.
         self.runs = sorted(runs, key=lambda run: -run.slots)
-        self._procs: dict[int, subprocess.Popen] = {}
+        self._running: list[tuple[Run, subprocess.Popen, float]] = []
         self._stopping = False
         self._thread = threading.Thread(target=self._schedule, name="learning-runs", daemon=True)
         self._thread.start()
 
     def _schedule(self) -> None:
-        running: list[tuple[Run, subprocess.Popen, float]] = []
+        running = self._running
         pending = list(self.runs)
         while (pending or running) and not self._stopping:
             busy = sum(run.slots for run, _, _ in running)
@@ -99,7 +99,6 @@ class LearningRuns:
             stdout=log, stderr=subprocess.STDOUT, text=True, env=self._env(run),
         )
         proc.log_file = log  # type: ignore[attr-defined]
-        self._procs[id(run)] = proc
         return proc
 
     @staticmethod
@@ -126,7 +125,7 @@ class LearningRuns:
     def stop(self) -> None:
         """Kills what is still running (an interrupted session leaves no training behind)."""
         self._stopping = True
-        for proc in self._procs.values():
+        for _, proc, _ in list(self._running):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
