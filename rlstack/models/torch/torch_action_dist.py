@@ -257,6 +257,38 @@ class TorchSquashedGaussian(TorchDistributionWrapper):
         self.last_sample, self._last_logp = self._squash(u), self._logp_of_u(u)
         return self.last_sample, self._last_logp
 
+    def sample_with_logp_input_grad(self, noise: torch.Tensor, grad_sample: torch.Tensor,
+                                    grad_logp: torch.Tensor) -> torch.Tensor:
+        """The chain rule through :meth:`sample_with_logp` ``(noise=noise)``: d loss /
+        d inputs ``[B, 2 * action_dim]`` from d loss / d sample ``[B, action_dim]`` and
+        d loss / d log p ``[B]`` (what SAC's closed-form gradient needs; no autograd).
+
+        With ``u = mean + std * noise``, ``a = squash(u)`` and ``log p = sum(-noise^2 / 2 -
+        log_std - log(2 pi) / 2) - sum log(1 - tanh(u)^2)`` (the Gaussian term's ``u - mean``
+        is ``std * noise``, free of ``mean``)::
+
+            d log p / d u       = 2 tanh(u)          (the tanh correction's derivative)
+            d loss / d u        = g_a * d squash / d u + g_logp * 2 tanh(u)
+            d loss / d mean     = d loss / d u
+            d loss / d log_std  = (d loss / d u * std * noise - g_logp) * [log_std unclipped]
+
+        where ``d squash / d u = (1 - tanh(u)^2) * (high - low) / 2``.
+        """
+        u = self.mean + self.std * noise
+        tanh_u = torch.tanh(u)
+        grad_logp = grad_logp.unsqueeze(1)
+        dsquash_du = 1.0 - tanh_u * tanh_u
+        if not self._unit:
+            low = torch.as_tensor(self.low, dtype=u.dtype, device=u.device)
+            high = torch.as_tensor(self.high, dtype=u.dtype, device=u.device)
+            dsquash_du = dsquash_du * (0.5 * (high - low))
+        grad_u = grad_sample * dsquash_du + 2.0 * grad_logp * tanh_u
+        grad_log_std = grad_u * self.std * noise - grad_logp
+        # clamp passes the gradient where the raw log-std lies within [min, max].
+        raw_log_std = self.inputs[:, self.mean.shape[1]:]
+        grad_log_std = grad_log_std * ((raw_log_std >= LOG_STD_MIN) & (raw_log_std <= LOG_STD_MAX))
+        return torch.cat([grad_u, grad_log_std], dim=1)
+
     def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
         """Draws one action per row (from ``generator``, or torch's global one)."""
         return self.sample_with_logp(generator)[0]

@@ -1,0 +1,164 @@
+"""Forward and backward of the built-in actor-critic blocks (SAC, TD3, DDPG) without autograd.
+
+The reason is the one ``fused.py`` gives for PPO and DQN: with RL-Zoo's Pendulum
+settings (batch 256, 256x256 or 400x300 networks, one gradient step per env step) a SAC
+step spends more time recording and replaying torch's autograd graph than in its matrix
+products. A loss that states its gradient with respect to the actor's outputs and the
+critics' Q-values hands it to these graphs, which run the chain rule layer by layer and
+write each parameter's gradient straight into its ``.grad`` buffer.
+
+Two shapes of work make it faster than autograd, not only leaner:
+
+* :class:`CriticsGraph` runs twin critics as one batched product per layer (``baddbmm``
+  over the stacked ``[2, in, out]`` kernels of :class:`TorchCritics`), and a loss can feed
+  it the replayed rows and the actor's rows in one pass: the weight gradients are taken
+  from the rows the critics' loss reads (``param_rows``), the input gradient (d loss /
+  d action, the actor's loss) from the others (``input_rows``), so the actor's loss never
+  reaches the critics' weights, as ``critic_values(..., frozen=True)`` promises.
+* :class:`ActorGraph` runs the actor once over ``[obs; next_obs]`` and back over the rows
+  its loss reads.
+
+Only what the catalog builds from ``fcnet_hiddens`` / ``post_fcnet_hiddens`` qualifies
+(:func:`supports`): a :class:`TorchActorCritic` (not a subclass) over vector observations,
+Box actions (Q(s, a) critics), dense tanh / relu / linear layers, one critic or stacked
+twins. Anything else goes through autograd of the policy's ``loss()``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from rlstack.models.torch.blocks import TorchActorCritic, TorchCritics, _critic_stack
+from rlstack.models.torch.fused import _DIFFERENTIATED, _activate, _activation_grad, _backward_stack, _forward_stack
+
+
+def supports(model: nn.Module) -> bool:
+    """Whether :class:`ActorGraph` and :class:`CriticsGraph` cover ``model``: the built-in
+    :class:`TorchActorCritic` of a Box action space, dense tanh / relu / linear layers
+    over vector observations, one critic or stacked twin critics, each critic reading
+    every column of ``concat(obs, action)``."""
+    if type(model) is not TorchActorCritic:
+        return False
+    spec = model.spec
+    if spec.discrete or not (len(spec.critics) == 1 or spec.stacked_critics):
+        return False
+    encoders = [spec.actor.encoder, *(critic.encoder for critic in spec.critics)]
+    if any(encoder.images or not encoder.vector_columns for encoder in encoders):
+        return False
+    critic_columns = slice(0, spec.obs_size + spec.action_dim)
+    if any(critic.encoder.column_index != critic_columns for critic in spec.critics):
+        return False
+    return all(layer.kind == "dense" and layer.activation in _DIFFERENTIATED for layer in spec.layers)
+
+
+def attach_grads(params: list[nn.Parameter]) -> None:
+    """Gives every parameter a ``.grad`` buffer that the graphs' backward passes overwrite
+    (an optimizer's ``zero_grad`` drops them)."""
+    for p in params:
+        if p.grad is None or p.grad.shape != p.shape:
+            p.grad = torch.empty_like(p)
+
+
+class ActorGraph:
+    """The actor of a :class:`TorchActorCritic` accepted by :func:`supports`.
+
+    Args:
+        model: The actor-critic; its parameters are used in place (no copy), so optimizer
+            updates and target-network averaging are seen at once.
+    """
+
+    def __init__(self, model: TorchActorCritic) -> None:
+        actor = model.spec.actor
+        self.columns = actor.encoder.column_index
+        self.layers = [(model.actor[layer.name], layer.activation)
+                       for layer in (*actor.encoder.fc, *actor.encoder.post_fc, actor.out)]
+
+    @torch.no_grad()
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Returns ``(outputs, acts)``: ``model.actor_outputs(obs)`` and the activations
+        :meth:`backward` needs."""
+        acts = _forward_stack(self.layers, obs[:, self.columns])
+        return acts[-1], acts
+
+    @torch.no_grad()
+    def backward(self, acts: list[torch.Tensor], grad_outputs: torch.Tensor, rows: slice) -> None:
+        """Writes d loss / d parameter into each actor parameter's ``.grad``, given d loss /
+        d outputs of the forward pass's rows ``rows`` (the other rows carry none)."""
+        _backward_stack(self.layers, [act[rows] for act in acts], grad_outputs)
+
+
+class CriticsGraph:
+    """The Q(s, a) critics of a :class:`TorchCritics` (one, or stacked twins) accepted by
+    :func:`supports`, over inputs ``x = concat(obs, action)``.
+
+    Args:
+        critics: The critics (a model's, or a target copy); parameters used in place.
+    """
+
+    def __init__(self, critics: TorchCritics) -> None:
+        self.stacked = critics.stacked
+        layers = _critic_stack(critics.critic_specs[0])
+        self.activations = [layer.activation for layer in layers]
+        if self.stacked:
+            self.kernels, self.biases = list(critics.kernels), list(critics.biases)
+            self.linears: list[nn.Linear] = []
+        else:
+            # One critic: its nn.Linear layers seen as one-critic stacks ([1, in, out]
+            # views of [out, in] weights), so one forward pass serves both layouts. Detached
+            # views share the storage: in-place updates (optimizer, set_weights, target
+            # averaging) show through them.
+            self.linears = [critics.layers[layer.name] for layer in layers]
+            self.kernels = [linear.weight.detach().t().unsqueeze(0) for linear in self.linears]
+            self.biases = [linear.bias.detach().view(1, 1, -1) for linear in self.linears]
+
+    @torch.no_grad()
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Returns ``(q, acts)``: every critic's ``Q(s, a)`` ``[C, B]`` for ``x [B, in]``
+        (equal to ``critic_values(obs, actions)``) and the activations :meth:`backward`
+        needs."""
+        h = x.unsqueeze(0).expand(len(self.kernels[0]), *x.shape)
+        acts = [h]
+        for kernel, bias, activation in zip(self.kernels, self.biases, self.activations):
+            acts.append(_activate(torch.baddbmm(bias, acts[-1], kernel), activation))
+        return acts[-1].squeeze(2), acts
+
+    @torch.no_grad()
+    def backward(self, acts: list[torch.Tensor], grad_q: torch.Tensor, param_rows: slice | None,
+                 input_rows: slice | None = None, input_columns: slice | None = None) -> torch.Tensor | None:
+        """The chain rule from d loss / d ``q`` ``[C, B]`` back through the critics.
+
+        Args:
+            acts: From :meth:`forward`.
+            grad_q: d loss / d q of every critic and row.
+            param_rows: The rows whose gradient goes into the critics' ``.grad`` (the
+                critics' own loss), or None to leave the weights' gradients alone.
+            input_rows: The rows whose gradient w.r.t. the input is returned (a loss that
+                reads the critics frozen), or None.
+            input_columns: The input columns of that gradient (the action's).
+
+        Returns:
+            d loss / d ``x[input_rows, input_columns]``, summed over the critics, or None
+            without ``input_rows``.
+        """
+        grad = grad_q.unsqueeze(2)
+        for i in range(len(self.kernels) - 1, -1, -1):
+            grad = _activation_grad(grad, acts[i + 1], self.activations[i])
+            if param_rows is not None:
+                self._param_grads(i, acts[i][:, param_rows], grad[:, param_rows])
+            if i > 0:
+                grad = torch.bmm(grad, self.kernels[i].transpose(1, 2))
+            elif input_rows is not None:
+                kernel = self.kernels[0][:, input_columns]
+                return torch.bmm(grad[:, input_rows], kernel.transpose(1, 2)).sum(dim=0)
+        return None
+
+    def _param_grads(self, i: int, x: torch.Tensor, grad: torch.Tensor) -> None:
+        # dW = x^T g, db = sum over rows of g, per critic.
+        if self.stacked:
+            torch.bmm(x.transpose(1, 2), grad, out=self.kernels[i].grad)
+            torch.sum(grad, 1, keepdim=True, out=self.biases[i].grad)
+        else:
+            linear = self.linears[i]
+            torch.mm(grad[0].t(), x[0], out=linear.weight.grad)
+            torch.sum(grad[0], 0, out=linear.bias.grad)
