@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from rlstack.models.torch.blocks import TorchActorCritic, TorchCritics, _critic_stack
-from rlstack.models.torch.fused import _DIFFERENTIATED, _activate, _activation_grad, _backward_stack, _forward_stack
+from rlstack.models.torch.fused import _DIFFERENTIATED, _activate, _activation_grad
 
 
 def supports(model: nn.Module) -> bool:
@@ -63,6 +63,11 @@ def attach_grads(params: list[nn.Parameter]) -> None:
 class ActorGraph:
     """The actor of a :class:`TorchActorCritic` accepted by :func:`supports`.
 
+    The actor runs on a stack of row sets (SAC's ``[obs; next_obs]``) as one batched
+    product per layer, and back over one of them. On CPU one ``[256, 256] @ [256, 256]``
+    product keeps a single core busy where a batched product over a leading axis of 2
+    keeps two: the backward pass therefore splits its rows into two halves.
+
     Args:
         model: The actor-critic; its parameters are used in place (no copy), so optimizer
             updates and target-network averaging are seen at once.
@@ -71,21 +76,44 @@ class ActorGraph:
     def __init__(self, model: TorchActorCritic) -> None:
         actor = model.spec.actor
         self.columns = actor.encoder.column_index
-        self.layers = [(model.actor[layer.name], layer.activation)
-                       for layer in (*actor.encoder.fc, *actor.encoder.post_fc, actor.out)]
+        self.linears = [model.actor[layer.name] for layer in (*actor.encoder.fc, *actor.encoder.post_fc, actor.out)]
+        self.activations = [layer.activation for layer in (*actor.encoder.fc, *actor.encoder.post_fc, actor.out)]
 
     @torch.no_grad()
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Returns ``(outputs, acts)``: ``model.actor_outputs(obs)`` and the activations
-        :meth:`backward` needs."""
-        acts = _forward_stack(self.layers, obs[:, self.columns])
+        """Returns ``(outputs, acts)`` for ``obs [S, B, obs_size]`` (``S`` sets of ``B``
+        rows): ``model.actor_outputs(obs[s])`` stacked ``[S, B, num_outputs]``, and the
+        activations :meth:`backward` needs."""
+        acts = [obs[:, :, self.columns]]
+        for linear, activation in zip(self.linears, self.activations):
+            weight = linear.weight.t().expand(len(obs), *linear.weight.t().shape)
+            acts.append(_activate(torch.baddbmm(linear.bias, acts[-1], weight), activation))
         return acts[-1], acts
 
     @torch.no_grad()
-    def backward(self, acts: list[torch.Tensor], grad_outputs: torch.Tensor, rows: slice) -> None:
+    def backward(self, acts: list[torch.Tensor], grad_outputs: torch.Tensor, index: int = 0) -> None:
         """Writes d loss / d parameter into each actor parameter's ``.grad``, given d loss /
-        d outputs of the forward pass's rows ``rows`` (the other rows carry none)."""
-        _backward_stack(self.layers, [act[rows] for act in acts], grad_outputs)
+        d outputs ``[B, num_outputs]`` of the forward pass's row set ``index`` (the other
+        sets carry none)."""
+        grad = grad_outputs
+        rows = grad.shape[0]
+        halves = rows % 2 == 0
+        for i in range(len(self.linears) - 1, -1, -1):
+            linear, x = self.linears[i], acts[i][index]
+            grad = _activation_grad(grad, acts[i + 1][index], self.activations[i])
+            torch.sum(grad, 0, out=linear.bias.grad)
+            if not halves:
+                torch.mm(grad.t(), x, out=linear.weight.grad)
+                if i > 0:
+                    grad = torch.mm(grad, linear.weight)
+                continue
+            # Two halves of the rows as one batched product (two cores): dW = sum of the
+            # halves' g^T x, dx = g W row by row.
+            grad_halves = grad.view(2, rows // 2, grad.shape[1])
+            x_halves = x.reshape(2, rows // 2, x.shape[1])
+            torch.sum(torch.bmm(grad_halves.transpose(1, 2), x_halves), 0, out=linear.weight.grad)
+            if i > 0:
+                grad = torch.bmm(grad_halves, linear.weight.expand(2, *linear.weight.shape)).view(rows, -1)
 
 
 class CriticsGraph:
