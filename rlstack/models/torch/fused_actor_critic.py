@@ -63,62 +63,56 @@ def attach_grads(params: list[nn.Parameter]) -> None:
 class ActorGraph:
     """The actor of a :class:`TorchActorCritic` accepted by :func:`supports`.
 
-    The actor runs on a stack of row sets (SAC's ``[obs; next_obs]``) as one batched
-    product per layer, and back over one of them. On CPU one ``[256, 256] @ [256, 256]``
-    product keeps a single core busy where a batched product over a leading axis of 2
-    keeps two: the backward pass therefore splits its rows into two halves.
+    On CPU one ``[256, 256] @ [256, 256]`` product keeps a single core busy where a
+    batched product over a leading axis of 2 keeps two: each layer therefore runs the
+    rows as two halves of one batched product (SAC's ``[obs; next_obs]`` halves are its
+    two row sets), forward and back.
 
     Args:
-        model: The actor-critic; its parameters are used in place (no copy), so optimizer
-            updates and target-network averaging are seen at once.
+        model: The actor-critic (or a target copy); its parameters are used in place (no
+            copy), so optimizer updates and target-network averaging are seen at once.
     """
 
     def __init__(self, model: TorchActorCritic) -> None:
         actor = model.spec.actor
+        layers = (*actor.encoder.fc, *actor.encoder.post_fc, actor.out)
         self.columns = actor.encoder.column_index
-        self.linears = [model.actor[layer.name] for layer in (*actor.encoder.fc, *actor.encoder.post_fc, actor.out)]
-        self.activations = [layer.activation for layer in (*actor.encoder.fc, *actor.encoder.post_fc, actor.out)]
+        self.linears = [model.actor[layer.name] for layer in layers]
+        self.activations = [layer.activation for layer in layers]
 
     @torch.no_grad()
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Returns ``(outputs, acts)`` for ``obs [S, B, obs_size]`` (``S`` sets of ``B``
-        rows): ``model.actor_outputs(obs[s])`` stacked ``[S, B, num_outputs]``, and the
-        activations :meth:`backward` needs."""
-        acts = [obs[:, :, self.columns]]
+        """Returns ``(outputs, acts)``: ``model.actor_outputs(obs)`` ``[B, num_outputs]``
+        and the activations :meth:`backward` needs."""
+        acts = [obs[:, self.columns]]
         for linear, activation in zip(self.linears, self.activations):
-            weight = linear.weight.t().expand(len(obs), *linear.weight.t().shape)
-            acts.append(_activate(torch.baddbmm(linear.bias, acts[-1], weight), activation))
+            weight = linear.weight.t()
+            x = _halves(acts[-1])
+            y = torch.baddbmm(linear.bias, x, weight.expand(len(x), *weight.shape))
+            acts.append(_activate(y, activation).view(len(obs), -1))
         return acts[-1], acts
 
     @torch.no_grad()
-    def backward(self, acts: list[torch.Tensor], grad_outputs: torch.Tensor, index: int = 0) -> None:
+    def backward(self, acts: list[torch.Tensor], grad_outputs: torch.Tensor, rows: slice | None = None) -> None:
         """Writes d loss / d parameter into each actor parameter's ``.grad``, given d loss /
-        d outputs ``[B, num_outputs]`` of the forward pass's row set ``index`` (the other
-        sets carry none)."""
+        d outputs of the forward pass's rows ``rows`` (all by default; the others carry
+        no gradient)."""
         grad = grad_outputs
-        rows = grad.shape[0]
-        halves = rows % 2 == 0
         for i in range(len(self.linears) - 1, -1, -1):
-            linear, x = self.linears[i], acts[i][index]
-            grad = _activation_grad(grad, acts[i + 1][index], self.activations[i])
-            torch.sum(grad, 0, out=linear.bias.grad)
-            if not halves:
-                torch.mm(grad.t(), x, out=linear.weight.grad)
-                if i > 0:
-                    grad = torch.mm(grad, linear.weight)
-                continue
-            # Two halves of the rows as one batched product (two cores): dW = sum of the
-            # halves' g^T x, dx = g W row by row.
-            grad_halves = grad.view(2, rows // 2, grad.shape[1])
-            x_halves = x.reshape(2, rows // 2, x.shape[1])
-            torch.sum(torch.bmm(grad_halves.transpose(1, 2), x_halves), 0, out=linear.weight.grad)
+            linear = self.linears[i]
+            x, y = (acts[i], acts[i + 1]) if rows is None else (acts[i][rows], acts[i + 1][rows])
+            grad = _activation_grad(grad, y, self.activations[i])
+            _linear_grads(linear, grad, x)
             if i > 0:
-                grad = torch.bmm(grad_halves, linear.weight.expand(2, *linear.weight.shape)).view(rows, -1)
+                grad = _matmul_halves(grad, linear.weight)
 
 
 class CriticsGraph:
     """The Q(s, a) critics of a :class:`TorchCritics` (one, or stacked twins) accepted by
     :func:`supports`, over inputs ``x = concat(obs, action)``.
+
+    Twin critics run as one batched product per layer; a single critic runs its rows as
+    two halves of one (see :class:`ActorGraph`).
 
     Args:
         critics: The critics (a model's, or a target copy); parameters used in place.
@@ -132,24 +126,22 @@ class CriticsGraph:
             self.kernels, self.biases = list(critics.kernels), list(critics.biases)
             self.linears: list[nn.Linear] = []
         else:
-            # One critic: its nn.Linear layers seen as one-critic stacks ([1, in, out]
-            # views of [out, in] weights), so one forward pass serves both layouts. Detached
-            # views share the storage: in-place updates (optimizer, set_weights, target
-            # averaging) show through them.
             self.linears = [critics.layers[layer.name] for layer in layers]
-            self.kernels = [linear.weight.detach().t().unsqueeze(0) for linear in self.linears]
-            self.biases = [linear.bias.detach().view(1, 1, -1) for linear in self.linears]
 
     @torch.no_grad()
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Returns ``(q, acts)``: every critic's ``Q(s, a)`` ``[C, B]`` for ``x [B, in]``
         (equal to ``critic_values(obs, actions)``) and the activations :meth:`backward`
         needs."""
-        h = x.unsqueeze(0).expand(len(self.kernels[0]), *x.shape)
-        acts = [h]
-        for kernel, bias, activation in zip(self.kernels, self.biases, self.activations):
-            acts.append(_activate(torch.baddbmm(bias, acts[-1], kernel), activation))
-        return acts[-1].squeeze(2), acts
+        if self.stacked:
+            acts = [x.unsqueeze(0).expand(2, *x.shape)]
+            for kernel, bias, activation in zip(self.kernels, self.biases, self.activations):
+                acts.append(_activate(torch.baddbmm(bias, acts[-1], kernel), activation))
+            return acts[-1].squeeze(2), acts
+        acts = [x]
+        for linear, activation in zip(self.linears, self.activations):
+            acts.append(_activate(_addmm_halves(linear, acts[-1]), activation))
+        return acts[-1].view(1, -1), acts
 
     @torch.no_grad()
     def backward(self, acts: list[torch.Tensor], grad_q: torch.Tensor, param_rows: slice | None,
@@ -169,11 +161,16 @@ class CriticsGraph:
             d loss / d ``x[input_rows, input_columns]``, summed over the critics, or None
             without ``input_rows``.
         """
+        if not self.stacked:
+            return self._backward_single(acts, grad_q[0].unsqueeze(1), param_rows, input_rows, input_columns)
         grad = grad_q.unsqueeze(2)
         for i in range(len(self.kernels) - 1, -1, -1):
             grad = _activation_grad(grad, acts[i + 1], self.activations[i])
             if param_rows is not None:
-                self._param_grads(i, acts[i][:, param_rows], grad[:, param_rows])
+                # dW = x^T g, db = sum over rows of g, per critic.
+                x, grad_rows = acts[i][:, param_rows], grad[:, param_rows]
+                torch.bmm(x.transpose(1, 2), grad_rows, out=self.kernels[i].grad)
+                torch.sum(grad_rows, 1, keepdim=True, out=self.biases[i].grad)
             if i > 0:
                 grad = torch.bmm(grad, self.kernels[i].transpose(1, 2))
             elif input_rows is not None:
@@ -181,12 +178,42 @@ class CriticsGraph:
                 return torch.bmm(grad[:, input_rows], kernel.transpose(1, 2)).sum(dim=0)
         return None
 
-    def _param_grads(self, i: int, x: torch.Tensor, grad: torch.Tensor) -> None:
-        # dW = x^T g, db = sum over rows of g, per critic.
-        if self.stacked:
-            torch.bmm(x.transpose(1, 2), grad, out=self.kernels[i].grad)
-            torch.sum(grad, 1, keepdim=True, out=self.biases[i].grad)
-        else:
+    def _backward_single(self, acts: list[torch.Tensor], grad: torch.Tensor, param_rows: slice | None,
+                         input_rows: slice | None, input_columns: slice | None) -> torch.Tensor | None:
+        for i in range(len(self.linears) - 1, -1, -1):
             linear = self.linears[i]
-            torch.mm(grad[0].t(), x[0], out=linear.weight.grad)
-            torch.sum(grad[0], 0, out=linear.bias.grad)
+            grad = _activation_grad(grad, acts[i + 1], self.activations[i])
+            if param_rows is not None:
+                _linear_grads(linear, grad[param_rows], acts[i][param_rows])
+            if i > 0:
+                grad = _matmul_halves(grad, linear.weight)
+            elif input_rows is not None:
+                return torch.mm(grad[input_rows], linear.weight[:, input_columns])
+        return None
+
+
+def _halves(x: torch.Tensor) -> torch.Tensor:
+    # [B, k] as two halves of rows [2, B / 2, k] (one [1, B, k] when B is odd): the batch
+    # axis of one batched product.
+    rows = x.shape[0]
+    return x.reshape(2, rows // 2, x.shape[1]) if rows % 2 == 0 else x.unsqueeze(0)
+
+
+def _addmm_halves(linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    # linear(x) [B, out], computed as two halves of rows in one batched product.
+    weight = linear.weight.t()
+    halves = _halves(x)
+    return torch.baddbmm(linear.bias, halves, weight.expand(len(halves), *weight.shape)).view(x.shape[0], -1)
+
+
+def _matmul_halves(grad: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    # grad @ weight [B, in] for grad [B, out] and weight [out, in], in two halves of rows.
+    halves = _halves(grad)
+    return torch.bmm(halves, weight.expand(len(halves), *weight.shape)).view(grad.shape[0], -1)
+
+
+def _linear_grads(linear: nn.Linear, grad: torch.Tensor, x: torch.Tensor) -> None:
+    # dW = g^T x (the two halves' products summed), db = sum over rows of g.
+    grad_halves, x_halves = _halves(grad), _halves(x)
+    torch.sum(torch.bmm(grad_halves.transpose(1, 2), x_halves), 0, out=linear.weight.grad)
+    torch.sum(grad, 0, out=linear.bias.grad)

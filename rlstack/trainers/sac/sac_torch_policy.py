@@ -249,9 +249,9 @@ class SACTorchPolicy(TorchPolicy):
             obs, next_obs = tensors[B.OBS][index], tensors[B.NEXT_OBS][index]
             n = obs.shape[0]
             alpha = self.log_alpha.exp()
-            # The actor on s_t and s_{t+1} in one batched pass.
-            dist_inputs, actor_acts = actor.forward(torch.stack([obs, next_obs]))
-            dist_t, dist_tp1 = TorchSquashedGaussian(dist_inputs[0]), TorchSquashedGaussian(dist_inputs[1])
+            # The actor on s_t (rows 0..n-1) and s_{t+1} (rows n..2n-1) in one pass.
+            dist_inputs, actor_acts = actor.forward(torch.cat([obs, next_obs]))
+            dist_t, dist_tp1 = TorchSquashedGaussian(dist_inputs[:n]), TorchSquashedGaussian(dist_inputs[n:])
             # loss()'s noise in loss()'s order; the deterministic loss is the zero draw
             # (u = mean exactly, the same values and gradients).
             noise_shape = torch.Size((2 * n, action_dim))
@@ -287,7 +287,7 @@ class SACTorchPolicy(TorchPolicy):
                 if actor_steps:
                     grad_dist_inputs = dist_t.sample_with_logp_input_grad(noise_t, grad_policy_t,
                                                                          (alpha / n).expand(n))
-                    actor.backward(actor_acts, grad_dist_inputs, 0)
+                    actor.backward(actor_acts, grad_dist_inputs, slice(0, n))
             if alpha_steps:
                 torch.neg(torch.mean(log_pis_t + self.target_entropy), out=self.log_alpha.grad)
             losses = (actor_loss, critic_loss, alpha_loss)
