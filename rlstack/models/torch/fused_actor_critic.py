@@ -172,7 +172,7 @@ class CriticsGraph:
                 torch.bmm(x.transpose(1, 2), grad_rows, out=self.kernels[i].grad)
                 torch.sum(grad_rows, 1, keepdim=True, out=self.biases[i].grad)
             if i > 0:
-                grad = torch.bmm(grad, self.kernels[i].transpose(1, 2))
+                grad = _matmul(grad, self.kernels[i].transpose(1, 2))
             elif input_rows is not None:
                 kernel = self.kernels[0][:, input_columns]
                 return torch.bmm(grad[:, input_rows], kernel.transpose(1, 2)).sum(dim=0)
@@ -206,8 +206,19 @@ def _addmm_halves(linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return torch.baddbmm(linear.bias, halves, weight.expand(len(halves), *weight.shape)).view(x.shape[0], -1)
 
 
+def _matmul(grad: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    # grad @ weight, batched. A Q head's one output (K = 1) makes it an outer product:
+    # broadcast, as bmm's path for K = 1 was several times slower, with an output
+    # layout that slowed the ops after it.
+    if weight.shape[-2] == 1:
+        return grad * weight
+    return torch.bmm(grad, weight)
+
+
 def _matmul_halves(grad: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     # grad @ weight [B, in] for grad [B, out] and weight [out, in], in two halves of rows.
+    if weight.shape[0] == 1:
+        return grad * weight
     halves = _halves(grad)
     return torch.bmm(halves, weight.expand(len(halves), *weight.shape)).view(grad.shape[0], -1)
 
