@@ -60,6 +60,24 @@ def attach_grads(params: list[nn.Parameter]) -> None:
             p.grad = torch.empty_like(p)
 
 
+class _Workspace:
+    """Tensors kept from one gradient step to the next for a graph's large activations
+    and gradients. A fresh megabyte-sized tensor per step comes from newly mapped memory
+    whose first touch (page faults) made the element-wise ops on it several times slower
+    than the arithmetic; reused buffers are touched once. Each graph runs once per
+    gradient step, and nothing it returns lives in a buffer, so reuse is safe."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[tuple, torch.Tensor] = {}
+
+    def get(self, key: tuple, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+        """An uninitialised tensor of ``shape`` (``like``'s dtype and device) for ``key``."""
+        buffer = self._buffers.get(key)
+        if buffer is None or buffer.shape != shape or buffer.device != like.device:
+            buffer = self._buffers[key] = torch.empty(shape, dtype=like.dtype, device=like.device)
+        return buffer
+
+
 class ActorGraph:
     """The actor of a :class:`TorchActorCritic` accepted by :func:`supports`.
 
@@ -79,17 +97,18 @@ class ActorGraph:
         self.columns = actor.encoder.column_index
         self.linears = [model.actor[layer.name] for layer in layers]
         self.activations = [layer.activation for layer in layers]
+        self.workspace = _Workspace()
 
     @torch.no_grad()
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Returns ``(outputs, acts)``: ``model.actor_outputs(obs)`` ``[B, num_outputs]``
-        and the activations :meth:`backward` needs."""
+        and the activations :meth:`backward` needs (valid until the next call)."""
         acts = [obs[:, self.columns]]
-        for linear, activation in zip(self.linears, self.activations):
-            weight = linear.weight.t()
-            x = _halves(acts[-1])
-            y = torch.baddbmm(linear.bias, x, weight.expand(len(x), *weight.shape))
-            acts.append(_activate(y, activation).view(len(obs), -1))
+        last = len(self.linears) - 1
+        for i, (linear, activation) in enumerate(zip(self.linears, self.activations)):
+            # The outputs (small) are fresh: the caller keeps them.
+            out = None if i == last else self.workspace.get(("act", i), (len(obs), linear.out_features), obs)
+            acts.append(_activate(_addmm_halves(linear, acts[-1], out), activation))
         return acts[-1], acts
 
     @torch.no_grad()
@@ -101,10 +120,11 @@ class ActorGraph:
         for i in range(len(self.linears) - 1, -1, -1):
             linear = self.linears[i]
             x, y = (acts[i], acts[i + 1]) if rows is None else (acts[i][rows], acts[i + 1][rows])
-            grad = _activation_grad(grad, y, self.activations[i])
-            _linear_grads(linear, grad, x)
+            # In place below the top layer: grad is then this graph's own buffer.
+            grad = _activation_grad_(grad, y, self.activations[i], in_place=i < len(self.linears) - 1)
+            _linear_grads(linear, grad, x, self.workspace)
             if i > 0:
-                grad = _matmul_halves(grad, linear.weight)
+                grad = _matmul_halves(grad, linear.weight, self.workspace.get(("grad", i), x.shape, x))
 
 
 class CriticsGraph:
@@ -127,20 +147,24 @@ class CriticsGraph:
             self.linears: list[nn.Linear] = []
         else:
             self.linears = [critics.layers[layer.name] for layer in layers]
+        self.workspace = _Workspace()
 
     @torch.no_grad()
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Returns ``(q, acts)``: every critic's ``Q(s, a)`` ``[C, B]`` for ``x [B, in]``
         (equal to ``critic_values(obs, actions)``) and the activations :meth:`backward`
-        needs."""
+        needs (valid until the next call)."""
+        last = len(self.activations) - 1
         if self.stacked:
             acts = [x.unsqueeze(0).expand(2, *x.shape)]
-            for kernel, bias, activation in zip(self.kernels, self.biases, self.activations):
-                acts.append(_activate(torch.baddbmm(bias, acts[-1], kernel), activation))
+            for i, (kernel, bias, activation) in enumerate(zip(self.kernels, self.biases, self.activations)):
+                out = None if i == last else self.workspace.get(("act", i), (2, len(x), kernel.shape[2]), x)
+                acts.append(_activate(torch.baddbmm(bias, acts[-1], kernel, out=out), activation))
             return acts[-1].squeeze(2), acts
         acts = [x]
-        for linear, activation in zip(self.linears, self.activations):
-            acts.append(_activate(_addmm_halves(linear, acts[-1]), activation))
+        for i, (linear, activation) in enumerate(zip(self.linears, self.activations)):
+            out = None if i == last else self.workspace.get(("act", i), (len(x), linear.out_features), x)
+            acts.append(_activate(_addmm_halves(linear, acts[-1], out), activation))
         return acts[-1].view(1, -1), acts
 
     @torch.no_grad()
@@ -164,15 +188,16 @@ class CriticsGraph:
         if not self.stacked:
             return self._backward_single(acts, grad_q[0].unsqueeze(1), param_rows, input_rows, input_columns)
         grad = grad_q.unsqueeze(2)
-        for i in range(len(self.kernels) - 1, -1, -1):
-            grad = _activation_grad(grad, acts[i + 1], self.activations[i])
+        last = len(self.kernels) - 1
+        for i in range(last, -1, -1):
+            grad = _activation_grad_(grad, acts[i + 1], self.activations[i], in_place=i < last)
             if param_rows is not None:
                 # dW = x^T g, db = sum over rows of g, per critic.
                 x, grad_rows = acts[i][:, param_rows], grad[:, param_rows]
                 torch.bmm(x.transpose(1, 2), grad_rows, out=self.kernels[i].grad)
                 torch.sum(grad_rows, 1, keepdim=True, out=self.biases[i].grad)
             if i > 0:
-                grad = _matmul(grad, self.kernels[i].transpose(1, 2))
+                grad = _matmul(grad, self.kernels[i].transpose(1, 2), self.workspace.get(("grad", i), acts[i].shape, grad))
             elif input_rows is not None:
                 kernel = self.kernels[0][:, input_columns]
                 return torch.bmm(grad[:, input_rows], kernel.transpose(1, 2)).sum(dim=0)
@@ -180,16 +205,27 @@ class CriticsGraph:
 
     def _backward_single(self, acts: list[torch.Tensor], grad: torch.Tensor, param_rows: slice | None,
                          input_rows: slice | None, input_columns: slice | None) -> torch.Tensor | None:
-        for i in range(len(self.linears) - 1, -1, -1):
+        last = len(self.linears) - 1
+        for i in range(last, -1, -1):
             linear = self.linears[i]
-            grad = _activation_grad(grad, acts[i + 1], self.activations[i])
+            grad = _activation_grad_(grad, acts[i + 1], self.activations[i], in_place=i < last)
             if param_rows is not None:
-                _linear_grads(linear, grad[param_rows], acts[i][param_rows])
+                _linear_grads(linear, grad[param_rows], acts[i][param_rows], self.workspace)
             if i > 0:
-                grad = _matmul_halves(grad, linear.weight)
+                grad = _matmul_halves(grad, linear.weight, self.workspace.get(("grad", i), acts[i].shape, grad))
             elif input_rows is not None:
                 return torch.mm(grad[input_rows], linear.weight[:, input_columns])
         return None
+
+
+def _activation_grad_(grad: torch.Tensor, out: torch.Tensor, activation: str, in_place: bool) -> torch.Tensor:
+    # d loss / d pre-activation from d loss / d output and the output itself, written
+    # over grad when in_place (grad is then a workspace buffer).
+    if not in_place or activation == "linear":
+        return _activation_grad(grad, out, activation)
+    if activation == "tanh":
+        return torch.ops.aten.tanh_backward.grad_input(grad, out, grad_input=grad)
+    return torch.ops.aten.threshold_backward.grad_input(grad, out, 0, grad_input=grad)
 
 
 def _halves(x: torch.Tensor) -> torch.Tensor:
@@ -199,32 +235,39 @@ def _halves(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(2, rows // 2, x.shape[1]) if rows % 2 == 0 else x.unsqueeze(0)
 
 
-def _addmm_halves(linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    # linear(x) [B, out], computed as two halves of rows in one batched product.
+def _addmm_halves(linear: nn.Linear, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    # linear(x) [B, out_features] (into out when given), computed as two halves of rows
+    # in one batched product.
     weight = linear.weight.t()
     halves = _halves(x)
-    return torch.baddbmm(linear.bias, halves, weight.expand(len(halves), *weight.shape)).view(x.shape[0], -1)
+    out_halves = None if out is None else out.view(*halves.shape[:2], -1)
+    y = torch.baddbmm(linear.bias, halves, weight.expand(len(halves), *weight.shape), out=out_halves)
+    return y.view(x.shape[0], -1)
 
 
-def _matmul(grad: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    # grad @ weight, batched. A Q head's one output (K = 1) makes it an outer product:
-    # broadcast, as bmm's path for K = 1 was several times slower, with an output
-    # layout that slowed the ops after it.
+def _matmul(grad: torch.Tensor, weight: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    # grad @ weight, batched, into out. A Q head's one output (K = 1) makes it an outer
+    # product: broadcast, as bmm's path for K = 1 was several times slower, with an
+    # output layout that slowed the ops after it.
     if weight.shape[-2] == 1:
-        return grad * weight
-    return torch.bmm(grad, weight)
+        return torch.mul(grad, weight, out=out)
+    return torch.bmm(grad, weight, out=out)
 
 
-def _matmul_halves(grad: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    # grad @ weight [B, in] for grad [B, out] and weight [out, in], in two halves of rows.
+def _matmul_halves(grad: torch.Tensor, weight: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    # grad @ weight [B, in] (into out) for grad [B, out] and weight [out, in], in two
+    # halves of rows.
     if weight.shape[0] == 1:
-        return grad * weight
+        return torch.mul(grad, weight, out=out)
     halves = _halves(grad)
-    return torch.bmm(halves, weight.expand(len(halves), *weight.shape)).view(grad.shape[0], -1)
+    torch.bmm(halves, weight.expand(len(halves), *weight.shape), out=out.view(*halves.shape[:2], -1))
+    return out
 
 
-def _linear_grads(linear: nn.Linear, grad: torch.Tensor, x: torch.Tensor) -> None:
+def _linear_grads(linear: nn.Linear, grad: torch.Tensor, x: torch.Tensor, workspace: _Workspace) -> None:
     # dW = g^T x (the two halves' products summed), db = sum over rows of g.
     grad_halves, x_halves = _halves(grad), _halves(x)
-    torch.sum(torch.bmm(grad_halves.transpose(1, 2), x_halves), 0, out=linear.weight.grad)
+    products = workspace.get(("dW", id(linear)), (len(grad_halves), *linear.weight.shape), grad)
+    torch.bmm(grad_halves.transpose(1, 2), x_halves, out=products)
+    torch.sum(products, 0, out=linear.weight.grad)
     torch.sum(grad, 0, out=linear.bias.grad)
