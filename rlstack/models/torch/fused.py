@@ -23,6 +23,12 @@ through autograd as before.
 (:class:`TorchQModel` over dense layers, dueling or not): DQN's loss states its gradient
 with respect to ``Q(s, .)`` (``dqn_torch_policy``), and the chain rule runs back through
 the advantage and value streams into the shared encoder.
+
+The actor-critic blocks of SAC, TD3 and DDPG (:class:`TorchActorCritic`) have their own
+graphs, :class:`~rlstack.models.torch.fused_actor_critic.ActorGraph` and
+:class:`~rlstack.models.torch.fused_actor_critic.CriticsGraph`, in
+``fused_actor_critic.py``: they reuse this module's activation helpers, and their losses'
+gradients are written out in ``sac_torch_policy`` and ``ddpg_torch_policy``.
 """
 
 from __future__ import annotations
