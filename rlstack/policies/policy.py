@@ -97,6 +97,18 @@ def decode_json(array: np.ndarray) -> Any:
     return json.loads(np.asarray(array, dtype=np.uint8).tobytes().decode("utf-8"))
 
 
+def target_state(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A target network's weights as policy-state entries, under ``target/<name>``
+    (DQN's, DDPG's and SAC's policies save their target networks so)."""
+    return {f"target/{name}": value for name, value in weights.items()}
+
+
+def saved_target_weights(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The target network's weights in a policy state, as :func:`target_state` stored
+    them; empty for a state saved without them (the target then starts as a copy)."""
+    return {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+
+
 class Policy(ABC):
     """One learnable behaviour: a model, an action distribution and a loss.
 

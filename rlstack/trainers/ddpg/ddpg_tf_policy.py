@@ -10,7 +10,7 @@ import numpy as np
 from rlstack.models.modelv2 import model_obs_space
 from rlstack.models.tf.blocks import TFActorCritic
 from rlstack.models.tf.framework import tf
-from rlstack.policies.policy import PolicyState
+from rlstack.policies.policy import PolicyState, saved_target_weights, target_state
 from rlstack.policies.tf_optimizers import Adam
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
@@ -159,13 +159,13 @@ class DDPGTFPolicy(DDPGLearningPolicyMixin, TFPolicy):
 
     def get_state(self) -> PolicyState:
         state = super().get_state()
-        state.update({f"target/{name}": value for name, value in self.target_model.get_canonical_weights().items()})
+        state.update(target_state(self.target_model.get_canonical_weights()))
         state["target_noise_rng"] = self.target_noise_rng.state.numpy()
         return state
 
     def set_state(self, state: PolicyState) -> None:
         super().set_state(state)
-        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        target = saved_target_weights(state)
         if target:
             self.target_model.set_canonical_weights(target)
         else:

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from rlstack.models.torch.blocks import TorchActorCritic
-from rlstack.policies.policy import PolicyState, decode_json, encode_json
+from rlstack.policies.policy import PolicyState, decode_json, encode_json, saved_target_weights, target_state
 from rlstack.policies.torch_policy import Adam, TorchPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.ddpg.ddpg_common import DDPGLearningPolicyMixin, make_exploration
@@ -174,13 +174,13 @@ class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy):
 
     def get_state(self) -> PolicyState:
         state = super().get_state()
-        state.update({f"target/{name}": value for name, value in self.target_model.get_canonical_weights().items()})
+        state.update(target_state(self.target_model.get_canonical_weights()))
         state["target_noise_rng"] = encode_json(self.target_noise_generator.get_state().tolist())
         return state
 
     def set_state(self, state: PolicyState) -> None:
         super().set_state(state)
-        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        target = saved_target_weights(state)
         if target:
             self.target_model.set_canonical_weights(target)
         else:

@@ -12,6 +12,7 @@ from rlstack.models.blocks import ActorCriticSpec
 from rlstack.models.tf.blocks import TFActorCritic, TFCritics
 from rlstack.models.tf.distributions import Categorical, SquashedGaussian
 from rlstack.models.tf.framework import tf
+from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.tf_policy import Optimizer, TFPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.sac.sac_common import (SACLearningPolicyMixin, check_action_space, sac_model_spec,
@@ -196,13 +197,13 @@ class SACTFPolicy(SACLearningPolicyMixin, TFPolicy):
 
     def get_state(self) -> dict[str, np.ndarray]:
         state = super().get_state()
-        state.update({f"target/{name}": value for name, value in self.target_critics.get_canonical_weights().items()})
+        state.update(target_state(self.target_critics.get_canonical_weights()))
         state["loss_rng"] = self.loss_rng.state.numpy()
         return state
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         super().set_state(state)
-        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        target = saved_target_weights(state)
         if target:
             self.target_critics.set_canonical_weights(target)
         else:
