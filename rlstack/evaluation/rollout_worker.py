@@ -138,6 +138,7 @@ class RolloutWorker(WorkerAccessMixin):
                 seeds=[env_seed(seed, worker_index, i) for i in range(n)],
                 horizon=config.get("horizon"),
                 restart_failed=bool(config.get("restart_failed_sub_environments", False)),
+                no_done_at_end=bool(config.get("no_done_at_end", False)),
                 worker_index=worker_index,
             )
             spaces = (self.env.observation_space, self.env.action_space)
