@@ -136,6 +136,7 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
                 seeds=[env_seed(seed, worker_index, i) for i in range(n)],
                 horizon=config.get("horizon"),
                 restart_failed=bool(config.get("restart_failed_sub_environments", False)),
+                no_done_at_end=bool(config.get("no_done_at_end", False)),
                 worker_index=worker_index,
             )
             spaces = (self.env.observation_space, self.env.action_space)
@@ -164,11 +165,12 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         # that computes gradients (A3C), keep the framework policy for learning but act
         # through a numpy copy of it (one framework call per step costs more than the step).
         self.sampling_policy: Policy = self.policy
+        self._acting_shares_weights = False
         if ((worker_index == 0 or learns) and numpy_acting and self.env is not None
                 and getattr(self.policy, "builtin_model", False)):
             self.sampling_policy = numpy_class(self.observation_space, self.action_space, config,
                                                sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
-            self.sampling_policy.set_weights(self.policy.get_weights())
+            self._load_acting_weights()
         self._bind_policies()
         if "on_create_policy" in self._hooks:
             self.callbacks.on_create_policy(policy_id=DEFAULT_POLICY_ID, policy=self.policy)
@@ -210,7 +212,7 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             self.sampling_policy = type(self.sampling_policy)(self.observation_space, self.action_space, config,
                                                               sampling_seed=sampling_seed,
                                                               postprocess_fn=self.sampling_policy.postprocess_fn)
-            self.sampling_policy.set_weights(self.policy.get_weights())
+            self._load_acting_weights()
         else:
             self.sampling_policy = self.policy
         self._bind_policies()
@@ -240,10 +242,20 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
 
     def refresh_sampling_policy(self, weights: dict[str, np.ndarray] | None = None) -> None:
         """Copies the policy's weights (or ``weights``, when the caller has them already)
-        into the separate acting copy, if there is one."""
+        into the separate acting copy, if there is one and it does not read them in place."""
         if self.sampling_policy is not self.policy:
-            self.sampling_policy.set_weights(self.policy.get_weights() if weights is None else weights)
+            if not self._acting_shares_weights:
+                self.sampling_policy.set_weights(self.policy.get_weights() if weights is None else weights)
             self.sampling_policy.on_global_var_update(self.policy.global_timestep)
+
+    def _load_acting_weights(self) -> None:
+        # The acting copy reads the learner's parameters in place where both sides allow
+        # it (a CPU torch policy with a built-in actor-critic, a numpy model that keeps the
+        # arrays it is given): no copy at any later sync. Otherwise a copy now and at each.
+        views = self.policy.shared_weights()
+        self._acting_shares_weights = views is not None and self.sampling_policy.share_weights(views)
+        if not self._acting_shares_weights:
+            self.sampling_policy.set_weights(self.policy.get_weights())
 
     def get_filter_state(self) -> dict[str, np.ndarray]:
         """The observation filter's statistics."""

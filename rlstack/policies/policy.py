@@ -347,6 +347,17 @@ class Policy(ABC):
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads weights from :meth:`get_weights` (of either framework, for built-in models)."""
 
+    def shared_weights(self) -> dict[str, np.ndarray] | None:
+        """The weights as numpy arrays that share memory with the policy's own parameters,
+        or None (the default) where that is not possible. An acting copy in the same
+        process that holds them sees every in-place update without a copy."""
+        return None
+
+    def share_weights(self, weights: dict[str, np.ndarray]) -> bool:
+        """Acts from ``weights`` (another policy's :meth:`shared_weights`) in place, without
+        copying them, if this policy can; returns whether it does. No by default."""
+        return False
+
     def on_global_var_update(self, global_timestep: int) -> None:
         """Moves schedules (learning rate, entropy coefficient) to ``global_timestep``."""
         self.global_timestep = int(global_timestep)

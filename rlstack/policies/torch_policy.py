@@ -187,6 +187,12 @@ class TorchPolicy(TorchLearner):
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         load_model_weights(self.model, weights)
 
+    def shared_weights(self) -> dict[str, np.ndarray] | None:
+        # Numpy views of the parameters: on the CPU, for models that can give them in the
+        # canonical layout (the built-in actor-critic); an optimizer step updates them in place.
+        views = getattr(self.model, "canonical_weight_views", None)
+        return views() if views is not None and self.device.type == "cpu" else None
+
     def export_model(self, export_dir: str, onnx: int | None = None) -> str:
         from rlstack.models.torch.export import export_torch_model
 

@@ -33,10 +33,14 @@ class NumpyActorCritic(NumpyLayers):
             raise ValueError("NumpyActorCritic covers dense networks only; this one has conv layers.")
         super().__init__(spec)
 
+    # set_canonical_weights keeps float32 arrays as given (NumpyPolicy.share_weights).
+    keeps_given_arrays = True
+
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads canonical-layout weights. Float32 arrays are kept as given, not copied:
         the learner's ``get_weights()`` hands out fresh copies, and weights arrive after
-        every sampling round.
+        every sampling round (or they are views of a CPU learner's parameters, see
+        :meth:`~rlstack.policies.policy.Policy.shared_weights`).
 
         Raises:
             ValueError: If a weight is missing or has the wrong shape.

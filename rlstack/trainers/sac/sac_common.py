@@ -74,10 +74,8 @@ def target_entropy(config: dict, action_space: gym.Space) -> float:
 
 
 def postprocess_sac(batch: SampleBatch, config: dict) -> SampleBatch:
-    """n-step returns; with ``no_done_at_end`` no step counts as terminal first (every
-    episode end bootstraps, as 1.x's key asked)."""
-    if config.get("no_done_at_end") and batch.count:
-        batch[SampleBatch.TERMINATEDS] = np.zeros_like(batch[SampleBatch.TERMINATEDS])
+    """n-step returns (``no_done_at_end`` is applied where episodes end, in the
+    rollout worker's VectorEnv)."""
     return postprocess_n_step(batch, config)
 
 
