@@ -2,12 +2,12 @@
 the JSON line it prints, and summarise repeated runs.
 
 Wall time is measured from the child's own process start (interpreter start, imports,
-``ray.init`` and trainer build included), as in ../shared/ANCHORS.md: the parent reads
-the clock just before it starts the child and hands that time down. (The kernel's own
-record of a process's start, which psutil reads, is offset by up to a second: Linux
-reports the boot time in whole seconds. On the benchmark machine of 2026-11-22 that
-offset was 0.70 s, added to every figure measured before this was fixed.) Peak RSS is the
-largest sum of RSS over the child and all its descendants (Ray's gcs_server, raylet,
+``ray.init`` and trainer build included), the method BENCHMARKS.md states for every
+figure there: the parent reads the clock just before it starts the child and hands that
+time down. (The kernel's own record of a process's start, which psutil reads, is offset
+by up to a second: Linux reports the boot time in whole seconds. On the benchmark
+machine of 2026-11-22 that offset was 0.70 s, added to every figure measured before this
+was fixed.) Peak RSS is the largest sum of RSS over the child and all its descendants (Ray's gcs_server, raylet,
 agents and workers), sampled every 0.5 s.
 
 rlstack's sources are byte-compiled before the first child starts. The peers come

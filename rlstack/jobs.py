@@ -44,6 +44,7 @@ import contextlib
 import copy
 import logging
 import os
+import re
 import shlex
 import sys
 import time
@@ -275,7 +276,18 @@ def _cluster_errors(address: str, note: str = "") -> Iterator[None]:
     except (RuntimeError, ValueError, TypeError) as exc:
         # Ray raises these for a refused request ("Request failed with status code 400: ..."),
         # a package over its size limit, or a runtime env it cannot parse.
-        raise JobSubmissionError(f"The Ray Jobs API at {address} refused the request: {exc}{note}") from None
+        raise JobSubmissionError(f"The Ray Jobs API at {address} refused the request: {exc}"
+                                 f"{_size_hint(str(exc))}{note}") from None
+
+
+def _size_hint(message: str) -> str:
+    """What to do when the uploaded working directory is too big for Ray (empty otherwise)."""
+    if not re.search(r"status code 413|request body size|exceeds the maximum size|too large", message, re.I):
+        return ""
+    return (" The job's working directory is uploaded with it, and Ray leaves out only what its .gitignore "
+            "files and the runtime env's 'excludes' list (not .git/info/exclude). Add the large files or "
+            "folders to .gitignore, or pass --runtime-env-json '{\"excludes\": [\"data/\", \"*.ckpt\"]}', "
+            "or point --working-dir at a smaller folder.")
 
 
 def _follow_logs(client: JobSubmissionClient, job_id: str, out: TextIO) -> str:

@@ -34,3 +34,12 @@ def framework(request):
     """Runs a test once per framework (skipping one that is not installed)."""
     pytest.importorskip("torch" if request.param == "torch" else "tensorflow")
     return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    """The learning tests (tests/learning) run last: their pool trains beside the other
+    tests from the start of the session (tests/learning/conftest.py), and once the session
+    reaches them the machine is theirs."""
+    learning = [item for item in items if "learning" in item.path.parts[-2:-1]]
+    if learning:
+        items[:] = [item for item in items if item not in learning] + learning

@@ -52,6 +52,8 @@ class VectorEnv(BaseEnv):
         seeds: Seed of each sub-env's first reset (None: unseeded). A rebuilt sub-env's
             first reset gets a seed derived from its own and the restart count.
         horizon: Truncate episodes after this many steps (None: the env's own limit).
+        no_done_at_end: Record every episode end as a truncation, never as terminal
+            (1.x's ``no_done_at_end``): value targets bootstrap from the last observation.
         restart_failed: Close, rebuild and reset a sub-env whose ``step`` or ``reset``
             raises, instead of raising :class:`EnvFailureError`.
         worker_index: The rollout worker this runs in, for messages.
@@ -64,6 +66,7 @@ class VectorEnv(BaseEnv):
         seeds: Sequence[int | None] | None = None,
         horizon: int | None = None,
         restart_failed: bool = False,
+        no_done_at_end: bool = False,
         worker_index: int = 0,
     ) -> None:
         self.make_one = make_one
@@ -74,6 +77,7 @@ class VectorEnv(BaseEnv):
         self._initial_seeds = list(seeds) if seeds is not None else [None] * num_envs
         self._seeds = list(self._initial_seeds)
         self.horizon = horizon
+        self.no_done_at_end = no_done_at_end
         self.restart_failed = restart_failed
         self.worker_index = worker_index
         # Steps of each sub-env's current episode (for the horizon and for messages).
@@ -160,6 +164,8 @@ class VectorEnv(BaseEnv):
             steps[i] += 1
             if self.horizon is not None and steps[i] >= self.horizon and not terminated:
                 truncated = True
+            if terminated and self.no_done_at_end:
+                terminated, truncated = False, True
             if terminated or truncated:
                 terminateds[i] = bool(terminated)
                 truncateds[i] = bool(truncated) and not terminated

@@ -5,7 +5,9 @@ learner's copy, which samples only when ``num_workers=0``). Per step it makes on
 forward pass for all ``num_envs_per_worker`` sub-envs. Steps are written into
 preallocated ``[rollout_fragment_length, num_envs]`` arrays and cut into trajectory
 pieces (one episode of one sub-env each) only at the end of a fragment, where each piece
-goes through ``Policy.postprocess_trajectory``.
+goes through ``Policy.postprocess_trajectory``. Episode ids, returns and lengths, the
+finished episodes' metrics and the callbacks' hooks are
+:class:`~rlstack.evaluation.worker_episodes.WorkerEpisodesMixin`'s.
 
 Faults: observations and rewards are checked for NaN/inf as they come out of the env (a
 :class:`~rlstack.errors.NonFiniteError` names the sub-env and step). A sub-env that raises
@@ -26,18 +28,17 @@ import numpy as np
 
 from rlstack.env.env_context import EnvContext
 from rlstack.env.atari import is_atari
-from rlstack.env.registry import make_env, restore_registry
+from rlstack.env.registry import restore_registry
 from rlstack.env.vector_env import VectorEnv, env_name
 from rlstack.errors import EnvError, EnvFailureError, NonFiniteError
-from rlstack.evaluation.episode import DEFAULT_AGENT_ID, EPISODE_HOOKS, EpisodeTracker, zero_action
 from rlstack.evaluation.evaluation_episodes import run_episodes
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.worker_access import WorkerAccessMixin
+from rlstack.evaluation.worker_episodes import WorkerEpisodesMixin
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
-from rlstack.trainers.callbacks import DefaultCallbacks, make_callbacks, overridden_hooks
 from rlstack.utils.filters import make_filter
 from rlstack.utils.seeding import env_seed, seed_everything
 
@@ -75,7 +76,7 @@ def class_path(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-class RolloutWorker(WorkerAccessMixin):
+class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
     """Collects experience with one policy in ``num_envs_per_worker`` sub-envs.
 
     Args:
@@ -124,10 +125,7 @@ class RolloutWorker(WorkerAccessMixin):
             # A remote worker is its own process: seed its generators. The driver's
             # workers share the trainer's generators, which the trainer seeded.
             seed_everything(None if seed is None else seed + worker_index)
-        self.callbacks: DefaultCallbacks = make_callbacks(config.get("callbacks", DefaultCallbacks))
-        # Only the hooks the callbacks override are called; with none, sampling pays one
-        # boolean check per step.
-        self._hooks = overridden_hooks(self.callbacks)
+        self._init_callbacks(config)
         self.env: VectorEnv | None = None
         if spaces is None:
             context = EnvContext(config.get("env_config"), worker_index, 0, num_workers)
@@ -138,6 +136,7 @@ class RolloutWorker(WorkerAccessMixin):
                 seeds=[env_seed(seed, worker_index, i) for i in range(n)],
                 horizon=config.get("horizon"),
                 restart_failed=bool(config.get("restart_failed_sub_environments", False)),
+                no_done_at_end=bool(config.get("no_done_at_end", False)),
                 worker_index=worker_index,
             )
             spaces = (self.env.observation_space, self.env.action_space)
@@ -166,23 +165,19 @@ class RolloutWorker(WorkerAccessMixin):
         # that computes gradients (A3C), keep the framework policy for learning but act
         # through a numpy copy of it (one framework call per step costs more than the step).
         self.sampling_policy: Policy = self.policy
+        self._acting_shares_weights = False
         if ((worker_index == 0 or learns) and numpy_acting and self.env is not None
                 and getattr(self.policy, "builtin_model", False)):
             self.sampling_policy = numpy_class(self.observation_space, self.action_space, config,
                                                sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
-            self.sampling_policy.set_weights(self.policy.get_weights())
+            self._load_acting_weights()
         self._bind_policies()
         if "on_create_policy" in self._hooks:
             self.callbacks.on_create_policy(policy_id=DEFAULT_POLICY_ID, policy=self.policy)
         self.preprocessor = self.policy.preprocessor
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._obs: np.ndarray | None = None
-        num_envs = self.env.num_envs if self.env is not None else 0
-        self._returns = np.zeros(num_envs, dtype=np.float64)
-        self._lengths = np.zeros(num_envs, dtype=np.int64)
-        self._eps_ids = worker_index * 10**9 + np.arange(num_envs, dtype=np.int64)
-        self._next_eps_id = worker_index * 10**9 + num_envs
-        self._episodes: list[EpisodeStats] = []
+        self._init_episodes(self.env.num_envs if self.env is not None else 0)
         self._pending: dict[int, SampleBatch] = {}
         self._perf = {"env_wait": 0.0, "inference": 0.0, "action_processing": 0.0, "obs_processing": 0.0}
         self._perf_steps = 0
@@ -192,17 +187,6 @@ class RolloutWorker(WorkerAccessMixin):
         self._reported_restarts = 0
         # Episode objects for the episode hooks, only when some are overridden.
         self._tracker = self._make_tracker()
-
-    def _make_sub_env(self, env_spec: Any, context: EnvContext) -> gym.Env:
-        env = make_env(env_spec, context, self.config.get("preprocessor_pref"), self.config.get("model"))
-        if "on_sub_environment_created" in self._hooks:
-            self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=context)
-        return env
-
-    def _make_tracker(self) -> EpisodeTracker | None:
-        if self.env is None or not self._hooks & EPISODE_HOOKS:
-            return None
-        return EpisodeTracker(self, self.callbacks, self._hooks, self.env.num_envs, zero_action(self.action_space))
 
     # ----- small remote-callable helpers ------------------------------------------
 
@@ -228,7 +212,7 @@ class RolloutWorker(WorkerAccessMixin):
             self.sampling_policy = type(self.sampling_policy)(self.observation_space, self.action_space, config,
                                                               sampling_seed=sampling_seed,
                                                               postprocess_fn=self.sampling_policy.postprocess_fn)
-            self.sampling_policy.set_weights(self.policy.get_weights())
+            self._load_acting_weights()
         else:
             self.sampling_policy = self.policy
         self._bind_policies()
@@ -258,10 +242,20 @@ class RolloutWorker(WorkerAccessMixin):
 
     def refresh_sampling_policy(self, weights: dict[str, np.ndarray] | None = None) -> None:
         """Copies the policy's weights (or ``weights``, when the caller has them already)
-        into the separate acting copy, if there is one."""
+        into the separate acting copy, if there is one and it does not read them in place."""
         if self.sampling_policy is not self.policy:
-            self.sampling_policy.set_weights(self.policy.get_weights() if weights is None else weights)
+            if not self._acting_shares_weights:
+                self.sampling_policy.set_weights(self.policy.get_weights() if weights is None else weights)
             self.sampling_policy.on_global_var_update(self.policy.global_timestep)
+
+    def _load_acting_weights(self) -> None:
+        # The acting copy reads the learner's parameters in place where both sides allow
+        # it (a CPU torch policy with a built-in actor-critic, a numpy model that keeps the
+        # arrays it is given): no copy at any later sync. Otherwise a copy now and at each.
+        views = self.policy.shared_weights()
+        self._acting_shares_weights = views is not None and self.sampling_policy.share_weights(views)
+        if not self._acting_shares_weights:
+            self.sampling_policy.set_weights(self.policy.get_weights())
 
     def get_filter_state(self) -> dict[str, np.ndarray]:
         """The observation filter's statistics."""
@@ -274,11 +268,6 @@ class RolloutWorker(WorkerAccessMixin):
     def flush_filter(self) -> dict[str, np.ndarray]:
         """Returns what the filter saw since the last sync, and clears that buffer."""
         return self.filter.flush_buffer()
-
-    def get_metrics(self) -> list[EpisodeStats]:
-        """Episodes finished since the last call."""
-        episodes, self._episodes = self._episodes, []
-        return episodes
 
     @property
     def num_env_restarts(self) -> int:
@@ -415,17 +404,6 @@ class RolloutWorker(WorkerAccessMixin):
         batch = concat_samples(pieces)
         if "on_sample_end" in self._hooks:
             self.callbacks.on_sample_end(worker=self, samples=batch)
-        return batch
-
-    def _postprocess(self, piece: SampleBatch) -> SampleBatch:
-        if "on_postprocess_trajectory" not in self._hooks:
-            return self.sampling_policy.postprocess_trajectory(piece)
-        original = SampleBatch(dict(piece))  # postprocessing may add columns in place
-        batch = self.sampling_policy.postprocess_trajectory(piece)
-        self.callbacks.on_postprocess_trajectory(
-            worker=self, episode=self._tracker.by_id[int(piece[_B.EPS_ID][0])], agent_id=DEFAULT_AGENT_ID,
-            policy_id=DEFAULT_POLICY_ID, policies={DEFAULT_POLICY_ID: self.policy}, postprocessed_batch=batch,
-            original_batches={DEFAULT_AGENT_ID: (self.policy, original)})
         return batch
 
     def sample_with_count(self) -> tuple[SampleBatch, int]:
@@ -575,29 +553,6 @@ class RolloutWorker(WorkerAccessMixin):
             if start < T:
                 pieces.append((i, self._piece(buf, i, start, T), True))
         return pieces
-
-    def _finish_episode(self, index: int, episode: Any) -> int:
-        # With episode hooks: records sub-env ``index``'s ended episode (after its end hook,
-        # so its custom metrics go along; None: a broken one, already restarted) and
-        # returns the id of its next episode.
-        if episode is not None:
-            self._episodes.append(EpisodeStats(float(self._returns[index]), int(self._lengths[index]),
-                                               episode.custom_metrics, episode.hist_data))
-            self._start_episode(index)
-        return int(self._eps_ids[index])
-
-    def final_obs_view(self, raw: list[Any], env_indices: list[int]) -> np.ndarray:
-        """The last observations of ended episodes as the policy would see them
-        (preprocessed and filtered, the filter not updated), for the episode hooks."""
-        return self.filter(self._obs_array(raw, "in the last observation of its episode", env_indices),
-                           update=False)
-
-    def _start_episode(self, index: int) -> None:
-        # Sub-env ``index`` starts a new episode: fresh return, length and id.
-        self._returns[index] = 0.0
-        self._lengths[index] = 0
-        self._eps_ids[index] = self._next_eps_id
-        self._next_eps_id += 1
 
     @staticmethod
     def _piece(buf: dict[str, np.ndarray], env_index: int, start: int, end: int) -> SampleBatch:

@@ -308,11 +308,13 @@ class WorkerSet:
         the call returns without waiting (each worker applies them before its next
         ``sample``, since an actor runs its calls in order).
         """
-        weights = self._local_worker.get_weights()
-        self._local_worker.refresh_sampling_policy(weights)
         self._global_timestep = global_timestep
         if not self._remote_workers:
+            # Only the driver's acting copy (which may read the weights in place).
+            self._local_worker.refresh_sampling_policy()
             return
+        weights = self._local_worker.get_weights()
+        self._local_worker.refresh_sampling_policy(weights)
         weights_ref = ray.put(weights)
         for position in self.healthy_positions():
             self._remote_workers[position].set_weights.remote(weights_ref, global_timestep)

@@ -1,6 +1,6 @@
 """Policies: the framework-free Policy surface, the torch and TF bases, postprocessing.
 
-Only ``torch_policy`` imports torch and only ``tf_policy`` imports TensorFlow; import them
+Only ``torch_*`` modules import torch and only ``tf_*`` modules import TensorFlow; import them
 from their modules, not from here.
 """
 

@@ -99,3 +99,11 @@ class NumpyPolicy(Policy):
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         self.model.set_canonical_weights(weights)
+
+    def share_weights(self, weights: dict[str, np.ndarray]) -> bool:
+        # Only a model that keeps the float32 arrays it is given (rather than copying or
+        # restacking them) acts from the learner's memory.
+        if not getattr(self.model, "keeps_given_arrays", False):
+            return False
+        self.model.set_canonical_weights(weights)
+        return True

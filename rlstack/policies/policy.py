@@ -97,6 +97,18 @@ def decode_json(array: np.ndarray) -> Any:
     return json.loads(np.asarray(array, dtype=np.uint8).tobytes().decode("utf-8"))
 
 
+def target_state(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A target network's weights as policy-state entries, under ``target/<name>``
+    (DQN's, DDPG's and SAC's policies save their target networks so)."""
+    return {f"target/{name}": value for name, value in weights.items()}
+
+
+def saved_target_weights(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The target network's weights in a policy state, as :func:`target_state` stored
+    them; empty for a state saved without them (the target then starts as a copy)."""
+    return {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+
+
 class Policy(ABC):
     """One learnable behaviour: a model, an action distribution and a loss.
 
@@ -334,6 +346,17 @@ class Policy(ABC):
     @abstractmethod
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads weights from :meth:`get_weights` (of either framework, for built-in models)."""
+
+    def shared_weights(self) -> dict[str, np.ndarray] | None:
+        """The weights as numpy arrays that share memory with the policy's own parameters,
+        or None (the default) where that is not possible. An acting copy in the same
+        process that holds them sees every in-place update without a copy."""
+        return None
+
+    def share_weights(self, weights: dict[str, np.ndarray]) -> bool:
+        """Acts from ``weights`` (another policy's :meth:`shared_weights`) in place, without
+        copying them, if this policy can; returns whether it does. No by default."""
+        return False
 
     def on_global_var_update(self, global_timestep: int) -> None:
         """Moves schedules (learning rate, entropy coefficient) to ``global_timestep``."""

@@ -38,6 +38,10 @@ COMMON_CONFIG: dict[str, Any] = {
     # Cut episodes after this many steps (as a truncation, so they bootstrap); None: the
     # env's own time limit only.
     "horizon": None,
+    # 1.x's key: no episode end counts as terminal; every one is recorded as a truncation,
+    # so value targets bootstrap from the last observation (for envs that end on a time
+    # limit that is not part of the task and do not say so with `truncated`).
+    "no_done_at_end": False,
     # Reward clipping: None (off, except the sign for Atari envs under "deepmind"
     # preprocessing), False (off), True (sign of the reward) or a float bound.
     "clip_rewards": None,
@@ -334,7 +338,7 @@ def validate_common_config(config: dict[str, Any]) -> None:
     _require(config["num_gpus"] <= 1 or config["_fake_gpus"],
              f"num_gpus={config['num_gpus']!r}: rlstack's learner runs on one GPU (no multi-GPU towers); "
              "set num_gpus to 1 or a fraction of one, and give GPUs to rollout workers with num_gpus_per_worker.")
-    for key in ("recreate_failed_workers", "ignore_worker_failures"):
+    for key in ("recreate_failed_workers", "ignore_worker_failures", "no_done_at_end"):
         _require(isinstance(config[key], bool), f"{key} must be True or False, got {config[key]!r}.")
     _require(_is_int(config["num_consecutive_worker_failures_tolerance"])
              and config["num_consecutive_worker_failures_tolerance"] >= 0,

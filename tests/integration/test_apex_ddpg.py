@@ -13,18 +13,10 @@ import pytest
 from rlstack.errors import ConfigError
 from rlstack.trainers.ddpg import APEX_DDPG_DEFAULT_CONFIG, ApexDDPGTrainer
 from rlstack.utils.exploration import per_worker_epsilon
+from tests.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
 
 TINY = {
-    "num_workers": 3,
-    "num_cpus_per_worker": 0.5,
-    "num_replay_buffer_shards": 2,
-    "seed": 0,
-    "min_time_s_per_reporting": 0,
-    "min_sample_timesteps_per_reporting": 300,
-    "rollout_fragment_length": 10,
-    "learning_starts": 100,
-    "buffer_size": 2000,
-    "train_batch_size": 16,
+    **DISTRIBUTED_REPLAY_TINY,
     "actor_hiddens": [16],
     "critic_hiddens": [16],
     "target_network_update_freq": 160,

@@ -28,6 +28,7 @@ from rlstack.errors import CheckpointError, ConfigError
 from rlstack.trainers.checkpoint import read_checkpoint
 from rlstack.trainers.dqn import ApeXTrainer, DQNTrainer
 from rlstack.trainers.ppo import PPOTrainer
+from tests.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
 from tests.envs import ContinuousEnv, DictObsEnv, ImageEnv
 
 # 4 steps per sampling round, learning from 100 sampled steps on, one train batch of 16
@@ -46,18 +47,8 @@ TINY = {
     "exploration_config": {"epsilon_timesteps": 1000},
 }
 
-# Three numpy-acting workers sharing 1.5 of the fixture's 2 CPUs; replay shards take none.
 APEX_TINY = {
-    "num_workers": 3,
-    "num_cpus_per_worker": 0.5,
-    "num_replay_buffer_shards": 2,
-    "seed": 0,
-    "min_time_s_per_reporting": 0,
-    "min_sample_timesteps_per_reporting": 300,
-    "rollout_fragment_length": 10,
-    "learning_starts": 100,
-    "buffer_size": 2000,
-    "train_batch_size": 16,
+    **DISTRIBUTED_REPLAY_TINY,
     "max_weight_sync_delay": 40,
     "target_network_update_freq": 200,
     "hiddens": [16],

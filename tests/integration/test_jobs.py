@@ -250,6 +250,23 @@ def test_unreachable_address_and_missing_working_dir(tmp_path):
     assert proc.returncode == 2 and "Working directory" in proc.stderr and "does not exist" in proc.stderr
 
 
+@pytest.mark.parametrize(("refusal", "hinted"), [
+    ("Request failed with status code 413: Maximum request body size 104857600 exceeded", True),
+    ("Request failed with status code 400: runtime_env field 'pip' is malformed", False),
+])
+def test_a_refused_submission_says_why_and_how_to_shrink_the_upload(monkeypatch, tmp_path, refusal, hinted):
+    class RefusingClient:  # Ray's client raises RuntimeError with the Jobs API's answer
+        def submit_job(self, **kwargs):
+            raise RuntimeError(refusal)
+
+    monkeypatch.setattr(jobs, "_client", lambda address: RefusingClient())
+    with pytest.raises(jobs.JobSubmissionError) as info:
+        jobs.submit("http://127.0.0.1:1", ["train", "-f", "x.yaml"], working_dir=str(tmp_path))
+    message = str(info.value)
+    assert refusal in message
+    assert (".gitignore" in message and "--runtime-env-json" in message and "excludes" in message) == hinted
+
+
 def test_runtime_env_keeps_user_excludes_and_env_vars(tmp_path):
     env = jobs.build_runtime_env(str(tmp_path), {"excludes": ["data/"], "env_vars": {"A": "1"}}, {"B": "2"})
     assert env["working_dir"] == str(tmp_path)

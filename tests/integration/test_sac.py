@@ -161,3 +161,40 @@ def test_sac_exports_the_actor(framework, tmp_path):
     got = _load_without_rlstack("torchscript" if framework == "torch" else "savedmodel", path, obs, tmp_path)
     np.testing.assert_allclose(got, extras["action_dist_inputs"], atol=1e-5)
     trainer.stop()
+
+
+@pytest.mark.parametrize("algorithm", ["SAC", "TD3"])
+def test_the_drivers_numpy_actor_acts_with_the_learners_latest_weights(framework, algorithm):
+    # torch on the CPU: the acting copy reads the parameters in place (no copy per sync);
+    # TF: a copy at every sync. Either way the driver acts with the weights of the moment.
+    from rlstack.trainers.registry import get_trainer_class
+
+    tiny = TINY if algorithm == "SAC" else {k: v for k, v in TINY.items() if not k.endswith("_model")}
+    trainer = get_trainer_class(algorithm)({**tiny, "framework": framework}, "Pendulum-v1")
+    worker = trainer.workers.local_worker()
+    assert worker.sampling_policy is not worker.policy  # acting in numpy
+    assert worker._acting_shares_weights == (framework == "torch")
+    obs = np.stack(_observations("Pendulum-v1"))
+
+    def greedy(policy):
+        return policy.compute_actions(obs, explore=False)[0]
+
+    before = greedy(worker.sampling_policy)
+    trainer.train()  # 50 gradient steps
+    after = greedy(worker.sampling_policy)
+    assert not np.allclose(before, after)
+    np.testing.assert_allclose(after, greedy(worker.policy), rtol=1e-5, atol=1e-6)
+    if framework == "torch":
+        # In place: a gradient step shows in the actor's actions with no sync at all.
+        for _ in range(2):  # TD3's actor steps every other gradient step
+            worker.policy.learn_on_batch(trainer.replay_buffer.sample(16))
+        stepped = greedy(worker.sampling_policy)
+        assert not np.allclose(stepped, after)
+        np.testing.assert_allclose(stepped, greedy(worker.policy), rtol=1e-5, atol=1e-6)
+    # Weights loaded into the learner (a restore) reach the actor by the next sync.
+    other = get_trainer_class(algorithm)({**tiny, "framework": framework, "seed": 7}, "Pendulum-v1")
+    worker.policy.set_weights(other.get_policy().get_weights())
+    trainer.workers.sync_weights()
+    np.testing.assert_allclose(greedy(worker.sampling_policy), greedy(other.get_policy()), rtol=1e-5, atol=1e-6)
+    trainer.stop()
+    other.stop()

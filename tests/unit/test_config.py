@@ -115,6 +115,7 @@ def test_default_config_copy_is_deep():
         ({"optimizer": {"type": "SGD"}}, "remove the optimizer key"),
         ({"model": {"use_lstm": True}}, "model.use_lstm=True is not supported"),
         ({"model": {"framestack": "yes"}}, "model.framestack must be True or False"),
+        ({"no_done_at_end": 1}, "no_done_at_end must be True or False, got 1"),
         ({"sgd_minibatch_size": "128"}, "sgd_minibatch_size must be an integer >= 1, got '128'"),
         ({"clip_param": None}, "clip_param must be a number, got None"),
         ({"lr_schedule": [[0, "fast"]]}, "lr_schedule entry [0, 'fast'] is not a pair of numbers"),

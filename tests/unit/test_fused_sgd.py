@@ -93,7 +93,7 @@ def test_models_outside_the_fused_path_fall_back_to_autograd():
     assert not DenseGraph.supports(torch.nn.Linear(5, 3))
     for policy in (multi, image, swish, no_critic):
         grad_fn = policy.make_grad_fn({})
-        assert grad_fn.__qualname__.startswith("TorchPolicy.make_grad_fn"), type(policy.model)
+        assert grad_fn.__qualname__.startswith("TorchLearner.make_grad_fn"), type(policy.model)  # the autograd path
 
 
 def test_fused_path_rejects_a_non_finite_loss_before_the_update():
@@ -105,3 +105,24 @@ def test_without_a_critic_the_value_layers_stay_as_they_were():
     # torch.optim does, instead of refusing the step.
     policy = _policy({"use_critic": False, "use_gae": False})
     check_value_layers_stay_without_a_critic(policy)
+
+
+@pytest.mark.parametrize("kind", ["categorical", "diag_gaussian"])
+def test_closed_form_terms_equal_the_distributions_own_and_their_autograd(kind):
+    from rlstack.models.torch.torch_action_dist import CLOSED_FORM_TERMS
+
+    dist_class = CLOSED_FORM_TERMS[kind]
+    gen = torch.Generator().manual_seed(3)
+    width = 4
+    z = torch.randn(6, width, generator=gen, dtype=torch.float64).float().requires_grad_(True)
+    old_inputs = torch.randn(6, width, generator=gen)
+    actions = torch.randint(0, width, (6,), generator=gen) if kind == "categorical" else torch.randn(6, width // 2)
+    logp, kl, entropy, *derivatives = dist_class.closed_form_terms(
+        z, *dist_class.closed_form_columns(actions, old_inputs))
+    new, old = dist_class(z), dist_class(old_inputs)
+    expected = (new.logp(actions), old.kl(new), new.entropy())
+    for term, reference, derivative in zip((logp, kl, entropy), expected, derivatives):
+        torch.testing.assert_close(term, reference, rtol=1e-5, atol=1e-6)
+        # Rows are independent: the gradient of the sum is each row's d term / dz.
+        autograd, = torch.autograd.grad(reference.sum(), z, retain_graph=True)
+        torch.testing.assert_close(derivative, autograd, rtol=1e-4, atol=1e-6)

@@ -84,3 +84,26 @@ def test_without_a_critic_the_value_layers_stay_as_they_were():
     # moments alone, as the torch policy does, instead of failing on the None.
     policy = make_policy(PPOTFPolicy, {"use_critic": False, "use_gae": False, "grad_clip": 1.0})
     check_value_layers_stay_without_a_critic(policy)
+
+
+@pytest.mark.parametrize("kind", ["categorical", "diag_gaussian"])
+def test_closed_form_terms_equal_the_distributions_own_and_their_gradient_tape(kind):
+    from rlstack.models.tf.distributions import CLOSED_FORM_TERMS
+
+    dist_class = CLOSED_FORM_TERMS[kind]
+    rng = np.random.default_rng(3)
+    width = 4
+    z = tf.constant(rng.normal(size=(6, width)), tf.float32)
+    old_inputs = tf.constant(rng.normal(size=(6, width)), tf.float32)
+    actions = tf.constant(rng.integers(0, width, 6) if kind == "categorical" else rng.normal(size=(6, width // 2)),
+                          tf.int32 if kind == "categorical" else tf.float32)
+    logp, kl, entropy, *derivatives = dist_class.closed_form_terms(z, actions, old_inputs)
+    for i, (term, derivative) in enumerate(zip((logp, kl, entropy), derivatives)):
+        with tf.GradientTape() as tape:
+            tape.watch(z)
+            new, old = dist_class(z), dist_class(old_inputs)
+            reference = (new.logp(actions), old.kl(new), new.entropy())[i]
+            # Rows are independent: the gradient of the sum is each row's d term / dz.
+            total = tf.reduce_sum(reference)
+        np.testing.assert_allclose(term.numpy(), reference.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(derivative.numpy(), tape.gradient(total, z).numpy(), rtol=1e-4, atol=1e-6)

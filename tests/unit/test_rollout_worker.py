@@ -294,6 +294,16 @@ def test_horizon_equal_to_termination_step_is_a_termination():
     np.testing.assert_array_equal(batch[B.BOOTSTRAP_VALUE], 0)
 
 
+def test_no_done_at_end_records_each_episode_end_as_a_truncation_that_bootstraps():
+    # CounterEnv terminates after 3 steps; 1.x's no_done_at_end: the end is not terminal.
+    worker = make_worker({"length": 3}, rollout_fragment_length=4, no_done_at_end=True)
+    batch = worker.sample()
+    assert not batch[B.TERMINATEDS].any()
+    assert batch[B.TRUNCATEDS].tolist() == [False, False, True, False]
+    np.testing.assert_array_equal(batch[B.BOOTSTRAP_VALUE], [0, 0, V(3), V(1)])
+    assert worker.get_metrics() == [EpisodeStats(3.0, 3)]
+
+
 def test_get_metrics_returns_finished_episodes_and_clears():
     worker = make_worker({"length": 3, "rewards": [1.0, 2.0, 4.0]}, rollout_fragment_length=7)
     assert worker.get_metrics() == []

@@ -15,7 +15,7 @@ Covered here:
   against both frameworks' ``loss()``, with fixed noise, target critics that differ from
   the critics and alpha != 1; their gradients against each other (each loss w.r.t. its
   own optimizer's parameters) and against finite differences of the reference;
-* the entropy target, ``no_done_at_end``, the polyak target update, acting (numpy ==
+* the entropy target, the polyak target update, acting (numpy ==
   torch == TF for ``explore=False``; actions mapped onto the bounds), and the config and
   action-space errors.
 
@@ -599,18 +599,6 @@ def test_target_entropy():
     assert target_entropy(config, gym.spaces.Discrete(4)) == pytest.approx(0.98 * math.log(4))
     assert target_entropy({**config, "target_entropy": None}, BOX) == -2.0
     assert target_entropy({**config, "target_entropy": -0.5}, BOX) == -0.5
-
-
-def test_no_done_at_end_bootstraps_every_episode_end():
-    batch = SampleBatch({B.OBS: np.zeros((3, 1), np.float32), B.NEXT_OBS: np.zeros((3, 1), np.float32),
-                         B.ACTIONS: np.zeros((3, 1), np.float32), B.REWARDS: np.ones(3, np.float32),
-                         B.TERMINATEDS: np.array([False, False, True]), B.TRUNCATEDS: np.zeros(3, bool),
-                         B.EPS_ID: np.zeros(3, np.int64)})
-    kept = postprocess_sac(batch.copy(), _config())
-    assert kept[B.TERMINATEDS].tolist() == [False, False, True]
-    assert kept[B.DISCOUNTS] == pytest.approx([GAMMA] * 3)
-    dropped = postprocess_sac(batch.copy(), _config(no_done_at_end=True))
-    assert not dropped[B.TERMINATEDS].any()
 
 
 # ----- acting ------------------------------------------------------------------------------------------------

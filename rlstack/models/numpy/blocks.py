@@ -7,13 +7,10 @@ forward pass is here too (for ``compute_values`` and for tests). Dense networks 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from rlstack.models.blocks import ActorCriticSpec
-from rlstack.models.numpy.model import _ACTIVATIONS
-from rlstack.models.specs import EncoderSpec, LayerSpec
+from rlstack.models.numpy.model import NumpyLayers
 
 
 def supports_blocks(spec: ActorCriticSpec) -> bool:
@@ -21,7 +18,7 @@ def supports_blocks(spec: ActorCriticSpec) -> bool:
     return not spec.actor.encoder.images and not any(critic.encoder.images for critic in spec.critics)
 
 
-class NumpyActorCritic:
+class NumpyActorCritic(NumpyLayers):
     """The actor and critics of a dense :class:`~rlstack.models.blocks.ActorCriticSpec`.
 
     Args:
@@ -34,46 +31,21 @@ class NumpyActorCritic:
     def __init__(self, spec: ActorCriticSpec) -> None:
         if not supports_blocks(spec):
             raise ValueError("NumpyActorCritic covers dense networks only; this one has conv layers.")
-        self.spec = spec
-        self.weights: dict[str, np.ndarray] = {}
-        self._layers: dict[str, tuple[np.ndarray, np.ndarray, Any]] = {}
+        super().__init__(spec)
+
+    # set_canonical_weights keeps float32 arrays as given (NumpyPolicy.share_weights).
+    keeps_given_arrays = True
 
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads canonical-layout weights. Float32 arrays are kept as given, not copied:
         the learner's ``get_weights()`` hands out fresh copies, and weights arrive after
-        every sampling round.
+        every sampling round (or they are views of a CPU learner's parameters, see
+        :meth:`~rlstack.policies.policy.Policy.shared_weights`).
 
         Raises:
             ValueError: If a weight is missing or has the wrong shape.
         """
-        loaded = {}
-        for layer in self.spec.layers:
-            for part, shape in (("kernel", layer.kernel_shape), ("bias", (layer.kernel_shape[-1],))):
-                name = f"{layer.name}/{part}"
-                if name not in weights:
-                    raise ValueError(f"Weight {name} is missing; was it saved with another model config?")
-                value = np.asarray(weights[name], dtype=np.float32)
-                if value.shape != tuple(shape):
-                    raise ValueError(f"Weight {name} has shape {value.shape}; the model expects {tuple(shape)}.")
-                loaded[name] = value
-        self.weights = loaded
-        self._layers = {layer.name: (loaded[f"{layer.name}/kernel"], loaded[f"{layer.name}/bias"],
-                                     _ACTIVATIONS[layer.activation]) for layer in self.spec.layers}
-
-    def get_canonical_weights(self) -> dict[str, np.ndarray]:
-        """The weights in the canonical layout (copies)."""
-        return {name: value.copy() for name, value in self.weights.items()}
-
-    def _run(self, layer: LayerSpec, x: np.ndarray) -> np.ndarray:
-        kernel, bias, activation = self._layers[layer.name]
-        x = x @ kernel + bias
-        return activation(x) if activation is not None else x
-
-    def _encode(self, encoder: EncoderSpec, x: np.ndarray) -> np.ndarray:
-        x = x[:, encoder.column_index]
-        for layer in (*encoder.fc, *encoder.post_fc):
-            x = self._run(layer, x)
-        return x
+        self._bind_layers(self._load_layers(weights, copy=False))
 
     def actor_outputs(self, obs: np.ndarray) -> np.ndarray:
         """The actor's outputs ``[B, num_outputs]`` for flat observations."""

@@ -33,56 +33,40 @@ def supports(spec: ModelSpec) -> bool:
     return not spec.encoder.images and (spec.vf_encoder is None or not spec.vf_encoder.images)
 
 
-class NumpyModel:
-    """The built-in dense policy-and-value network, in numpy (float32).
+class NumpyLayers:
+    """Dense layers of a spec and their weights, run in numpy (float32): what
+    :class:`NumpyModel` and ``blocks.py``'s ``NumpyActorCritic`` share.
 
     Args:
-        spec: The catalog's description of every layer.
-
-    Raises:
-        ValueError: If the model has conv layers.
+        spec: A spec whose ``layers`` lists every layer (a ModelSpec, an ActorCriticSpec).
     """
 
-    def __init__(self, spec: ModelSpec) -> None:
-        if not supports(spec):
-            raise ValueError("NumpyModel covers dense models only; this one has conv layers.")
+    def __init__(self, spec: Any) -> None:
         self.spec = spec
         self.weights: dict[str, np.ndarray] = {}
         # Per layer name: (kernel, bias, activation), bound when weights are loaded.
         self._layers: dict[str, tuple[np.ndarray, np.ndarray, Any]] = {}
-        # A separate value encoder of the policy encoder's shape (the default) runs with
-        # it as one stacked product per layer: (kernels [2, in, out], biases [2, 1, out],
-        # activation) per layer; None otherwise.
-        self._twin: list[tuple[np.ndarray, np.ndarray, Any]] | None = None
 
-    def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
-        """Loads weights in the canonical layout (copies them as float32).
-
-        Raises:
-            ValueError: If a weight is missing or has the wrong shape.
-        """
+    def _load_layers(self, weights: dict[str, np.ndarray], copy: bool) -> dict[str, np.ndarray]:
+        # Every layer's kernel and bias from canonical-layout ``weights`` as float32:
+        # copies, or the arrays themselves where already float32 (copy False).
+        to_array = np.array if copy else np.asarray
         loaded = {}
         for layer in self.spec.layers:
             for part, shape in (("kernel", layer.kernel_shape), ("bias", (layer.kernel_shape[-1],))):
                 name = f"{layer.name}/{part}"
                 if name not in weights:
                     raise ValueError(f"Weight {name} is missing; was it saved with another model config?")
-                value = np.array(weights[name], dtype=np.float32)
+                value = to_array(weights[name], dtype=np.float32)
                 if value.shape != tuple(shape):
                     raise ValueError(f"Weight {name} has shape {value.shape}; the model expects {tuple(shape)}.")
                 loaded[name] = value
-        if self.spec.free_log_std:
-            loaded["log_std"] = np.array(weights["log_std"], dtype=np.float32)
+        return loaded
+
+    def _bind_layers(self, loaded: dict[str, np.ndarray]) -> None:
         self.weights = loaded
         self._layers = {layer.name: (loaded[f"{layer.name}/kernel"], loaded[f"{layer.name}/bias"],
                                      _ACTIVATIONS[layer.activation]) for layer in self.spec.layers}
-        self._twin = None
-        pi, vf = self.spec.encoder, self.spec.vf_encoder
-        if twin_encoders(self.spec):
-            self._twin = [(np.stack([loaded[f"{a.name}/kernel"], loaded[f"{b.name}/kernel"]]),
-                           np.stack([loaded[f"{a.name}/bias"], loaded[f"{b.name}/bias"]])[:, None, :],
-                           _ACTIVATIONS[a.activation])
-                          for a, b in zip((*pi.fc, *pi.post_fc), (*vf.fc, *vf.post_fc))]
 
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """The weights in the canonical layout (copies)."""
@@ -98,6 +82,44 @@ class NumpyModel:
         for layer in (*encoder.fc, *encoder.post_fc):
             x = self._run(layer, x)
         return x
+
+
+class NumpyModel(NumpyLayers):
+    """The built-in dense policy-and-value network, in numpy (float32).
+
+    Args:
+        spec: The catalog's description of every layer.
+
+    Raises:
+        ValueError: If the model has conv layers.
+    """
+
+    def __init__(self, spec: ModelSpec) -> None:
+        if not supports(spec):
+            raise ValueError("NumpyModel covers dense models only; this one has conv layers.")
+        super().__init__(spec)
+        # A separate value encoder of the policy encoder's shape (the default) runs with
+        # it as one stacked product per layer: (kernels [2, in, out], biases [2, 1, out],
+        # activation) per layer; None otherwise.
+        self._twin: list[tuple[np.ndarray, np.ndarray, Any]] | None = None
+
+    def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads weights in the canonical layout (copies them as float32).
+
+        Raises:
+            ValueError: If a weight is missing or has the wrong shape.
+        """
+        loaded = self._load_layers(weights, copy=True)
+        if self.spec.free_log_std:
+            loaded["log_std"] = np.array(weights["log_std"], dtype=np.float32)
+        self._bind_layers(loaded)
+        self._twin = None
+        pi, vf = self.spec.encoder, self.spec.vf_encoder
+        if twin_encoders(self.spec):
+            self._twin = [(np.stack([loaded[f"{a.name}/kernel"], loaded[f"{b.name}/kernel"]]),
+                           np.stack([loaded[f"{a.name}/bias"], loaded[f"{b.name}/bias"]])[:, None, :],
+                           _ACTIVATIONS[a.activation])
+                          for a, b in zip((*pi.fc, *pi.post_fc), (*vf.fc, *vf.post_fc))]
 
     def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Returns ``(dist_inputs [B, num_outputs], values [B])`` for flat observations."""

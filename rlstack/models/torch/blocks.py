@@ -85,16 +85,17 @@ class TorchCritics(nn.Module):
                              for critic in critics])
         return q if self.discrete else q.squeeze(-1)
 
-    def get_canonical_weights(self) -> dict[str, np.ndarray]:
-        """The critics' weights in the canonical layout, as numpy copies."""
+    def get_canonical_weights(self, copy: bool = True) -> dict[str, np.ndarray]:
+        """The critics' weights in the canonical layout, as numpy copies (``copy=False``:
+        views of the CPU parameters)."""
         if not self.stacked:
-            return get_layer_weights(self.layers, self.layer_specs)
+            return get_layer_weights(self.layers, self.layer_specs, copy)
         weights = {}
         for j, (kernel, bias) in enumerate(zip(self.kernels, self.biases)):
             kernel, bias = kernel.detach().cpu().numpy(), bias.detach().cpu().numpy()
             for c, names in enumerate(self.layer_names):
-                weights[f"{names[j]}/kernel"] = kernel[c].copy()
-                weights[f"{names[j]}/bias"] = bias[c, 0].copy()
+                weights[f"{names[j]}/kernel"] = kernel[c].copy() if copy else kernel[c]
+                weights[f"{names[j]}/bias"] = bias[c, 0].copy() if copy else bias[c, 0]
         return weights
 
     @torch.no_grad()
@@ -192,6 +193,13 @@ class TorchActorCritic(TorchModelV2, nn.Module):
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """The actor's and critics' weights in the canonical layout, as numpy copies."""
         return {**get_layer_weights(self.actor, self.actor_specs), **self.critics.get_canonical_weights()}
+
+    def canonical_weight_views(self) -> dict[str, np.ndarray]:
+        """:meth:`get_canonical_weights` as views of the parameters' memory (CPU only): a
+        numpy acting copy that holds them acts with the weights of the moment, whatever
+        updated them in place (optimizer steps, ``set_canonical_weights``)."""
+        return {**get_layer_weights(self.actor, self.actor_specs, copy=False),
+                **self.critics.get_canonical_weights(copy=False)}
 
     @torch.no_grad()
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:

@@ -79,14 +79,16 @@ def encode(layers: nn.ModuleDict, encoder: EncoderSpec, obs: torch.Tensor) -> to
     return x
 
 
-def get_layer_weights(layers: nn.ModuleDict, specs: dict[str, LayerSpec]) -> dict[str, np.ndarray]:
-    """The weights of ``layers`` in the canonical (TF) layout, as numpy copies."""
+def get_layer_weights(layers: nn.ModuleDict, specs: dict[str, LayerSpec], copy: bool = True) -> dict[str, np.ndarray]:
+    """The weights of ``layers`` in the canonical (TF) layout, as numpy copies, or with
+    ``copy=False`` as views of the (CPU) parameters' memory."""
     weights = {}
     for name, module in layers.items():
         kernel = module.weight.detach().cpu().numpy()
         kernel = kernel.T if specs[name].kind == "dense" else kernel.transpose(2, 3, 1, 0)
-        weights[f"{name}/kernel"] = np.array(kernel, order="C", copy=True)  # never a view of the parameter
-        weights[f"{name}/bias"] = module.bias.detach().cpu().numpy().copy()
+        bias = module.bias.detach().cpu().numpy()
+        weights[f"{name}/kernel"] = np.array(kernel, order="C", copy=True) if copy else kernel
+        weights[f"{name}/bias"] = bias.copy() if copy else bias
     return weights
 
 

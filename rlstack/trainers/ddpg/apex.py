@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.trainers.config import DefaultConfig, merge_config
-from rlstack.trainers.ddpg.ddpg import (DEFAULT_CONFIG as DDPG_DEFAULT_CONFIG, ddpg_policy_class_path,
-                                        ExplorationInCheckpoints, validate_ddpg_config)
+from rlstack.trainers.ddpg.ddpg import DEFAULT_CONFIG as DDPG_DEFAULT_CONFIG
+from rlstack.trainers.ddpg.ddpg import DDPGFamily
 from rlstack.trainers.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, DistributedReplayTrainer,
                                                  validate_distributed_replay_config)
 
@@ -46,19 +45,14 @@ APEX_DDPG_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 ))
 
 
-class ApexDDPGTrainer(ExplorationInCheckpoints, DistributedReplayTrainer):
+class ApexDDPGTrainer(DDPGFamily, DistributedReplayTrainer):
     """Ape-X DDPG with the classic RLlib API (needs ``num_workers >= 1``; see
     :class:`~rlstack.trainers.distributed_replay.DistributedReplayTrainer`)."""
 
     _name = "APEX_DDPG"
     _default_config = APEX_DDPG_DEFAULT_CONFIG
-    postprocess_fn = staticmethod(postprocess_n_step)
-    numpy_policy_class = "rlstack.trainers.ddpg.ddpg_common:DDPGNumpyPolicy"
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:
-        validate_ddpg_config(config, cls._name)
+        super().validate_config(config)
         validate_distributed_replay_config(config, cls._name)
-
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        return ddpg_policy_class_path(config)

@@ -207,7 +207,27 @@ class ExplorationInCheckpoints:
         restore_exploration(self.workers, arrays)  # type: ignore[attr-defined]
 
 
-class DDPGTrainer(ExplorationInCheckpoints, OffPolicyTrainer):
+class DDPGFamily(ExplorationInCheckpoints):
+    """Trainer mixin of the trainers that run on DDPG's policies (DDPG, TD3, Ape-X DDPG):
+    n-step postprocessing, the numpy acting policy, DDPG's config checks, the policy class
+    for the framework, and the exploration state in checkpoints."""
+
+    postprocess_fn = staticmethod(postprocess_n_step)
+    numpy_policy_class = "rlstack.trainers.ddpg.ddpg_common:DDPGNumpyPolicy"
+
+    @classmethod
+    def validate_config(cls, config: dict[str, Any]) -> None:
+        validate_ddpg_config(config, cls._name)  # type: ignore[attr-defined]
+
+    def get_policy_class_path(self, config: dict[str, Any]) -> str:
+        return ddpg_policy_class_path(config)
+
+
+# The keys DDPG's and TD3's reset_config takes without rebuilding, beside the off-policy ones.
+DDPG_HOT_KEYS = ("actor_lr", "critic_lr", "tau", "l2_reg", "target_noise", "target_noise_clip", "policy_delay")
+
+
+class DDPGTrainer(DDPGFamily, OffPolicyTrainer):
     """Deep deterministic policy gradient with the classic RLlib API.
 
     >>> from rlstack.trainers.ddpg import DDPGTrainer, DEFAULT_CONFIG
@@ -223,14 +243,4 @@ class DDPGTrainer(ExplorationInCheckpoints, OffPolicyTrainer):
 
     _name = "DDPG"
     _default_config = DEFAULT_CONFIG
-    postprocess_fn = staticmethod(postprocess_n_step)
-    numpy_policy_class = "rlstack.trainers.ddpg.ddpg_common:DDPGNumpyPolicy"
-    _HOT_KEYS = (*OffPolicyTrainer._HOT_KEYS, "actor_lr", "critic_lr", "tau", "l2_reg", "target_noise",
-                 "target_noise_clip", "policy_delay")
-
-    @classmethod
-    def validate_config(cls, config: dict[str, Any]) -> None:
-        validate_ddpg_config(config, cls._name)
-
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        return ddpg_policy_class_path(config)
+    _HOT_KEYS = (*OffPolicyTrainer._HOT_KEYS, *DDPG_HOT_KEYS)

@@ -26,8 +26,8 @@ from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.sample_batch import SampleBatch
 from rlstack.utils.exploration import GaussianNoise, make_action_noise
 
-__all__ = ["LOSS_COLUMNS", "DDPGNumpyPolicy", "act_with_noise", "check_action_space", "ddpg_model_spec",
-           "make_exploration", "postprocess_ddpg", "td_errors"]
+__all__ = ["LOSS_COLUMNS", "DDPGLearningPolicyMixin", "DDPGNumpyPolicy", "DDPGPolicyMixin", "act_with_noise",
+           "check_action_space", "ddpg_model_spec", "make_exploration", "postprocess_ddpg", "td_errors"]
 
 # The columns DDPG's loss reads from a replayed batch.
 LOSS_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS, SampleBatch.NEXT_OBS,
@@ -129,7 +129,60 @@ def postprocess_ddpg(batch: SampleBatch, config: dict, actor_fn: ActorFn | None 
     return batch
 
 
-class DDPGNumpyPolicy(NumpyPolicy):
+class DDPGPolicyMixin:
+    """What DDPG's numpy, torch and TF policies share, put before their base
+    (``class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy)``): the networks for the
+    spaces, the exploration noise placed by worker, and acting with it. A policy sets
+    ``self.exploration = make_exploration(self)`` in ``__init__`` and supplies
+    ``actor_actions(obs) -> float32 [B, A]`` in [-1, 1]."""
+
+    needs_next_obs = True
+    needs_bootstrap_value = False
+    acts_in_unit_box = True
+
+    # Supplied by the policy and its Policy base.
+    config: dict
+    exploration: GaussianNoise
+    actor_actions: ActorFn
+
+    def bind_worker(self, worker_index: int, num_workers: int) -> None:
+        super().bind_worker(worker_index, num_workers)  # type: ignore[misc]
+        # PerWorkerGaussianNoise (ApeX-DDPG) scales its noise by the worker's index.
+        self.exploration = make_exploration(self)  # type: ignore[arg-type]
+
+    def model_spec(self) -> ActorCriticSpec:
+        return ddpg_model_spec(self)  # type: ignore[arg-type]
+
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        return act_with_noise(self, self.actor_actions(obs_batch), explore)  # type: ignore[arg-type]
+
+
+class DDPGLearningPolicyMixin(DDPGPolicyMixin):
+    """:class:`DDPGPolicyMixin` and what the torch and TF policies add alike: the loss's
+    columns and per-row TD errors, one gradient step per ``train_batch_size`` replayed rows
+    in order, the value and postprocessing through ``critic_values(obs, actions) ->
+    float32 [C, B]``, which they supply."""
+
+    loss_columns = LOSS_COLUMNS
+    # Replay priorities: one TD error per row, in the batch's order.
+    per_row_stats = ("td_error",)
+    shuffle_minibatches = False
+
+    critic_values: QFn
+
+    def minibatch_plan(self, n: int) -> tuple[int, int]:
+        # One gradient step per train_batch_size replayed rows, in order.
+        return int(self.config["train_batch_size"]), 1
+
+    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        """``min_j Q_j(s, mu(s))``: the critics' value of the actor's behaviour."""
+        return self.critic_values(obs_batch, self.actor_actions(obs_batch)).min(axis=0)
+
+    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        return postprocess_ddpg(batch, self.config, self.actor_actions, self.critic_values)
+
+
+class DDPGNumpyPolicy(DDPGPolicyMixin, NumpyPolicy):
     """Acts with DDPG's / TD3's built-in dense actor and exploration noise in numpy
     (rollout workers).
 
@@ -144,29 +197,15 @@ class DDPGNumpyPolicy(NumpyPolicy):
     """
 
     model_class = NumpyActorCritic
-    needs_next_obs = True
-    needs_bootstrap_value = False
-    acts_in_unit_box = True
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None, postprocess_fn: PostprocessFn | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed, postprocess_fn)
         self.exploration = make_exploration(self)
 
-    def bind_worker(self, worker_index: int, num_workers: int) -> None:
-        super().bind_worker(worker_index, num_workers)
-        # PerWorkerGaussianNoise (ApeX-DDPG) scales its noise by the worker's index.
-        self.exploration = make_exploration(self)
-
-    def model_spec(self) -> ActorCriticSpec:
-        return ddpg_model_spec(self)
-
     def actor_actions(self, obs_batch: np.ndarray) -> np.ndarray:
         """The actor's actions ``mu(s) = tanh(actor(s))``, ``float32 [B, A]`` in [-1, 1]."""
         return np.tanh(self.model.actor_outputs(np.asarray(obs_batch, dtype=np.float32))).astype(np.float32)
-
-    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return act_with_noise(self, self.actor_actions(obs_batch), explore)
 
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         """``min_j Q_j(s, mu(s))``: the critics' value of the actor's behaviour."""

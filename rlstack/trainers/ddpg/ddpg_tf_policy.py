@@ -7,16 +7,14 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from rlstack.models.blocks import ActorCriticSpec
 from rlstack.models.modelv2 import model_obs_space
 from rlstack.models.tf.blocks import TFActorCritic
 from rlstack.models.tf.framework import tf
-from rlstack.policies.policy import PolicyState
+from rlstack.policies.policy import PolicyState, saved_target_weights, target_state
 from rlstack.policies.tf_optimizers import Adam
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.ddpg.ddpg_common import (LOSS_COLUMNS, act_with_noise, ddpg_model_spec, make_exploration,
-                                               postprocess_ddpg)
+from rlstack.trainers.ddpg.ddpg_common import DDPGLearningPolicyMixin, make_exploration
 from rlstack.utils.schedules import make_schedule
 
 B = SampleBatch
@@ -33,19 +31,12 @@ def huber(x: tf.Tensor, delta: float) -> tf.Tensor:
     return tf.where(abs_x < delta, 0.5 * tf.square(x), delta * (abs_x - 0.5 * delta))
 
 
-class DDPGTFPolicy(TFPolicy):
+class DDPGTFPolicy(DDPGLearningPolicyMixin, TFPolicy):
     """DDPG / TD3 in TensorFlow; the loss equals :class:`DDPGTorchPolicy`'s to float32
     rounding. Two optimizers, in this order: the actor's (``actor_lr``, stepping every
     ``policy_delay``-th gradient step) and the critics' (``critic_lr``)."""
 
     model_class = TFActorCritic
-    needs_next_obs = True
-    needs_bootstrap_value = False
-    acts_in_unit_box = True
-    loss_columns = LOSS_COLUMNS
-    # Replay priorities: one TD error per row, in the batch's order.
-    per_row_stats = ("td_error",)
-    shuffle_minibatches = False
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
@@ -70,22 +61,10 @@ class DDPGTFPolicy(TFPolicy):
         self._polyak_fn = self.graph_function(self._polyak, [tf.TensorSpec([], tf.float32)])
         self.update_target(tau=1.0)
 
-    def bind_worker(self, worker_index: int, num_workers: int) -> None:
-        super().bind_worker(worker_index, num_workers)
-        # PerWorkerGaussianNoise (ApeX-DDPG) scales its noise by the worker's index.
-        self.exploration = make_exploration(self)
-
-    def model_spec(self) -> ActorCriticSpec:
-        return ddpg_model_spec(self)
-
     def make_optimizers(self) -> list[Adam]:
         eps = self.config["adam_epsilon"]
         return [Adam(self.model.actor_variables, self.lr, eps=eps),
                 Adam(self.model.critic_variables, self.critic_lr, eps=eps)]
-
-    def minibatch_plan(self, n: int) -> tuple[int, int]:
-        # One gradient step per train_batch_size replayed rows, in order.
-        return int(self.config["train_batch_size"]), 1
 
     def optimizer_step_mask(self, step: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         # TD3's delayed policy updates: the actor steps on gradient steps 0, k, 2k, ...
@@ -104,16 +83,6 @@ class DDPGTFPolicy(TFPolicy):
         with tf.device(self.device):
             return self._critic_fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32),
                                    tf.convert_to_tensor(actions, dtype=tf.float32)).numpy()
-
-    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return act_with_noise(self, self.actor_actions(obs_batch), explore)
-
-    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        """``min_j Q_j(s, mu(s))``: the critics' value of the actor's behaviour."""
-        return self.critic_values(obs_batch, self.actor_actions(obs_batch)).min(axis=0)
-
-    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
-        return postprocess_ddpg(batch, self.config, self.actor_actions, self.critic_values)
 
     # ----- learning ---------------------------------------------------------------
 
@@ -190,13 +159,13 @@ class DDPGTFPolicy(TFPolicy):
 
     def get_state(self) -> PolicyState:
         state = super().get_state()
-        state.update({f"target/{name}": value for name, value in self.target_model.get_canonical_weights().items()})
+        state.update(target_state(self.target_model.get_canonical_weights()))
         state["target_noise_rng"] = self.target_noise_rng.state.numpy()
         return state
 
     def set_state(self, state: PolicyState) -> None:
         super().set_state(state)
-        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        target = saved_target_weights(state)
         if target:
             self.target_model.set_canonical_weights(target)
         else:

@@ -13,15 +13,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rlstack.models.blocks import ActorCriticSpec
 from rlstack.models.torch import fused_actor_critic
 from rlstack.models.torch.blocks import TorchActorCritic
 from rlstack.models.torch.fused_actor_critic import ActorGraph, CriticsGraph
-from rlstack.policies.policy import PolicyState, decode_json, encode_json
+from rlstack.policies.policy import PolicyState, decode_json, encode_json, saved_target_weights, target_state
 from rlstack.policies.torch_policy import Adam, GradFn, TorchPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.ddpg.ddpg_common import (LOSS_COLUMNS, act_with_noise, ddpg_model_spec, make_exploration,
-                                               postprocess_ddpg)
+from rlstack.trainers.ddpg.ddpg_common import DDPGLearningPolicyMixin, make_exploration
 from rlstack.utils.schedules import make_schedule
 
 B = SampleBatch
@@ -32,7 +30,7 @@ def l2_loss(params: list[torch.nn.Parameter]) -> torch.Tensor:
     return sum(torch.sum(p * p) for p in params) / 2.0
 
 
-class DDPGTorchPolicy(TorchPolicy):
+class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy):
     """DDPG / TD3 in torch; the loss equals :class:`DDPGTFPolicy`'s to float32 rounding.
 
     Two optimizers, in this order: the actor's (``actor_lr``; it steps every
@@ -40,16 +38,9 @@ class DDPGTorchPolicy(TorchPolicy):
     """
 
     model_class = TorchActorCritic
-    needs_next_obs = True
-    needs_bootstrap_value = False
-    acts_in_unit_box = True
-    loss_columns = LOSS_COLUMNS
-    # Replay priorities: one TD error per row, in the batch's order.
-    per_row_stats = ("td_error",)
     # The actor's loss reads the critics through frozen weights and the targets carry no
     # gradient: one backward pass for both losses.
     losses_are_separate = True
-    shuffle_minibatches = False
     # Built-in dense actor-critics learn through the closed-form gradient of loss() in
     # _fused_grad_fn instead of autograd (same result to float32 rounding; BENCHMARKS.md
     # has the speed-up); False forces autograd.
@@ -81,22 +72,10 @@ class DDPGTorchPolicy(TorchPolicy):
         # Built at the first fused learn_on_batch: actor, critics, target actor, target critics.
         self._graphs: tuple[ActorGraph, CriticsGraph, ActorGraph, CriticsGraph] | None = None
 
-    def bind_worker(self, worker_index: int, num_workers: int) -> None:
-        super().bind_worker(worker_index, num_workers)
-        # PerWorkerGaussianNoise (ApeX-DDPG) scales its noise by the worker's index.
-        self.exploration = make_exploration(self)
-
-    def model_spec(self) -> ActorCriticSpec:
-        return ddpg_model_spec(self)
-
     def make_optimizers(self) -> list[Adam]:
         eps = self.config["adam_epsilon"]
         return [Adam(self.model.actor_parameters(), lr=self.config["actor_lr"], eps=eps),
                 Adam(self.model.critic_parameters(), lr=self.config["critic_lr"], eps=eps)]
-
-    def minibatch_plan(self, n: int) -> tuple[int, int]:
-        # One gradient step per train_batch_size replayed rows, in order.
-        return int(self.config["train_batch_size"]), 1
 
     def optimizer_step_mask(self, step: int) -> tuple[bool, bool]:
         # TD3's delayed policy updates: the actor steps on gradient steps 0, k, 2k, ...
@@ -116,16 +95,6 @@ class DDPGTorchPolicy(TorchPolicy):
         obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
         act = torch.from_numpy(np.asarray(actions, dtype=np.float32)).to(self.device)
         return self.model.critic_values(obs, act).cpu().numpy()
-
-    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return act_with_noise(self, self.actor_actions(obs_batch), explore)
-
-    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        """``min_j Q_j(s, mu(s))``: the critics' value of the actor's behaviour."""
-        return self.critic_values(obs_batch, self.actor_actions(obs_batch)).min(axis=0)
-
-    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
-        return postprocess_ddpg(batch, self.config, self.actor_actions, self.critic_values)
 
     # ----- learning ---------------------------------------------------------------
 
@@ -316,13 +285,13 @@ class DDPGTorchPolicy(TorchPolicy):
 
     def get_state(self) -> PolicyState:
         state = super().get_state()
-        state.update({f"target/{name}": value for name, value in self.target_model.get_canonical_weights().items()})
+        state.update(target_state(self.target_model.get_canonical_weights()))
         state["target_noise_rng"] = encode_json(self.target_noise_generator.get_state().tolist())
         return state
 
     def set_state(self, state: PolicyState) -> None:
         super().set_state(state)
-        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        target = saved_target_weights(state)
         if target:
             self.target_model.set_canonical_weights(target)
         else:

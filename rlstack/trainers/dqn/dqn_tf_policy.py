@@ -13,6 +13,7 @@ from rlstack.models.catalog import QModelSpec
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFQModel
 from rlstack.models.modelv2 import ModelV2
+from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.tf_policy import TFPolicy, get_model_weights, set_model_weights
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, make_exploration, postprocess_q_learning,
@@ -141,12 +142,12 @@ class DQNTFPolicy(TFPolicy):
             target = self.target_model.get_canonical_weights()
         else:
             target = get_model_weights(self.target_model)
-        state.update({f"target/{name}": value for name, value in target.items()})
+        state.update(target_state(target))
         return state
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         super().set_state(state)
-        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        target = saved_target_weights(state)
         if not target:
             self.update_target()
         elif self.builtin_model:

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from rlstack.models.catalog import QModelSpec
 from rlstack.models.torch.fused import QDenseGraph
 from rlstack.models.torch.model import TorchQModel
+from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.torch_policy import GradFn, TorchPolicy, load_model_weights, model_weights
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, make_exploration, postprocess_q_learning,
@@ -205,12 +206,12 @@ class DQNTorchPolicy(TorchPolicy):
     def get_state(self) -> dict[str, np.ndarray]:
         state = super().get_state()
         target = model_weights(self.target_model)
-        state.update({f"target/{name}": value for name, value in target.items()})
+        state.update(target_state(target))
         return state
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         super().set_state(state)
-        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        target = saved_target_weights(state)
         if not target:
             self.update_target()
         else:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import gymnasium as gym
 import numpy as np
 
+from rlstack.models.tf.distributions import CLOSED_FORM_TERMS
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.fused import DenseGraph
 from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
@@ -79,7 +78,7 @@ class PPOTFPolicy(TFPolicy):
     def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
         # Without a critic the value layers get no gradient; that case keeps the tape.
         if not (self.use_fused_sgd and self.config["use_critic"] and self.custom_dist_class is None
-                and self.dist_spec.kind in _FUSED_HEADS and DenseGraph.supports(self.model)):
+                and self.dist_spec.kind in CLOSED_FORM_TERMS and DenseGraph.supports(self.model)):
             return super().loss_and_gradients(minibatch)
         return self._fused_loss_and_gradients(minibatch)
 
@@ -93,7 +92,7 @@ class PPOTFPolicy(TFPolicy):
         graph = self._dense_graph
         dist_inputs, values, saved = graph.forward(minibatch[SampleBatch.OBS])
         rows = tf.cast(tf.shape(dist_inputs)[0], tf.float32)
-        logp, kl, entropy, dlogp, dkl, dentropy = _FUSED_HEADS[self.dist_spec.kind](
+        logp, kl, entropy, dlogp, dkl, dentropy = CLOSED_FORM_TERMS[self.dist_spec.kind].closed_form_terms(
             dist_inputs, minibatch[SampleBatch.ACTIONS], minibatch[SampleBatch.ACTION_DIST_INPUTS])
         advantages = minibatch[SampleBatch.ADVANTAGES]
         ratio = tf.exp(logp - minibatch[SampleBatch.ACTION_LOGP])
@@ -132,39 +131,3 @@ class PPOTFPolicy(TFPolicy):
         if "kl_coeff" in state:
             self.kl_coeff.assign(float(state["kl_coeff"]))
 
-
-def _categorical_terms(z: tf.Tensor, actions: tf.Tensor, old_inputs: tf.Tensor) -> tuple:
-    # Per-row logp, KL(old || new), entropy of a categorical over logits z and their
-    # d/dz: a - p, p - p_old, -p (log p + H) (a the one-hot action).
-    a = tf.one_hot(actions, z.shape[1], dtype=tf.float32)
-    logp_old_all = tf.nn.log_softmax(old_inputs)
-    p_old = tf.exp(logp_old_all)
-    logp_all = tf.nn.log_softmax(z)
-    p = tf.exp(logp_all)
-    entropy = -tf.reduce_sum(p * logp_all, axis=1)
-    kl = tf.reduce_sum(p_old * (logp_old_all - logp_all), axis=1)
-    return (tf.reduce_sum(logp_all * a, axis=1), kl, entropy, a - p, p - p_old,
-            -p * (logp_all + tf.expand_dims(entropy, 1)))
-
-
-def _diag_gaussian_terms(z: tf.Tensor, actions: tf.Tensor, old_inputs: tf.Tensor) -> tuple:
-    # The same for z = [mu, s] (s = log std): d logp = [(a - mu) / var, ((a - mu) / std)^2 - 1];
-    # d KL = [(mu - mu_old) / var, 1 - (var_old + (mu - mu_old)^2) / var]; d H = [0, 1].
-    mean, log_std = tf.split(z, 2, axis=1)
-    mean_old, log_std_old = tf.split(old_inputs, 2, axis=1)
-    inv_var = tf.exp(-2.0 * log_std)
-    diff = tf.reshape(tf.cast(actions, tf.float32), tf.shape(mean)) - mean
-    scaled = diff * diff * inv_var
-    k = float(mean.shape[1])
-    logp = -0.5 * tf.reduce_sum(scaled, axis=1) - 0.5 * math.log(2.0 * math.pi) * k - tf.reduce_sum(log_std, axis=1)
-    shift = mean - mean_old
-    spread = (tf.exp(2.0 * log_std_old) + shift * shift) * inv_var
-    kl = tf.reduce_sum(log_std - log_std_old + 0.5 * spread - 0.5, axis=1)
-    entropy = tf.reduce_sum(log_std + 0.5 * math.log(2.0 * math.pi * math.e), axis=1)
-    dlogp = tf.concat([diff * inv_var, scaled - 1.0], axis=1)
-    dkl = tf.concat([shift * inv_var, 1.0 - spread], axis=1)
-    dentropy = tf.concat([tf.zeros_like(mean), tf.ones_like(log_std)], axis=1)
-    return logp, kl, entropy, dlogp, dkl, dentropy
-
-
-_FUSED_HEADS = {"categorical": _categorical_terms, "diag_gaussian": _diag_gaussian_terms}

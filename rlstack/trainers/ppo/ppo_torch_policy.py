@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 import gymnasium as gym
 import numpy as np
 import torch
 
 from rlstack.models.torch.fused import DenseGraph
+from rlstack.models.torch.torch_action_dist import CLOSED_FORM_TERMS
 from rlstack.policies.postprocessing import adapt_kl_coeff, postprocess_advantages
 from rlstack.policies.torch_policy import GradFn, TorchPolicy
 from rlstack.sample_batch import SampleBatch
@@ -78,7 +77,7 @@ class PPOTorchPolicy(TorchPolicy):
         # Without a critic the value layers get no gradient (autograd leaves them out of
         # the update); that case keeps autograd.
         # Only built-in models (which define no custom_loss) qualify.
-        if not (self.use_fused_sgd and self.config["use_critic"] and self.dist_spec.kind in _FUSED_HEADS
+        if not (self.use_fused_sgd and self.config["use_critic"] and self.dist_spec.kind in CLOSED_FORM_TERMS
                 and DenseGraph.supports(self.model)):
             return super().make_grad_fn(tensors)
         return self._fused_grad_fn(tensors)
@@ -91,7 +90,8 @@ class PPOTorchPolicy(TorchPolicy):
         * surrogate: d/dz of ``-mean(min(A r, A clip(r)))`` is ``-g r dlogp/dz / B`` with
           ``g = A`` where the unclipped term is the minimum (ties included, which is
           every row inside the clip range) and 0 where the clip binds;
-        * KL(old || new) and the entropy H: their own d/dz over ``B`` (``_FUSED_HEADS``);
+        * KL(old || new) and the entropy H: their own d/dz over ``B`` (the distribution's
+          ``closed_form_terms``, ``CLOSED_FORM_TERMS``);
         * value loss ``clamp((v - v_target)^2, 0, vf_clip)``: ``2 (v - v_target) / B``
           where the square is within the clip, else 0.
         """
@@ -103,10 +103,11 @@ class PPOTorchPolicy(TorchPolicy):
         clip_low, clip_high = 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"]
         kl_coeff, entropy_coeff = self.kl_coeff, float(self.entropy_coeff)
         vf_coeff, vf_clip = float(cfg["vf_loss_coeff"]), float(cfg["vf_clip_param"])
-        head = _FUSED_HEADS[self.dist_spec.kind]
+        # The distribution's own derivatives (models/torch/torch_action_dist.py).
+        head = CLOSED_FORM_TERMS[self.dist_spec.kind]
         # Every column the loss reads in one matrix: one gather per minibatch.
         obs = tensors[SampleBatch.OBS].float()
-        dist_columns = head.columns(tensors[SampleBatch.ACTIONS], tensors[SampleBatch.ACTION_DIST_INPUTS].float())
+        dist_columns = head.closed_form_columns(tensors[SampleBatch.ACTIONS], tensors[SampleBatch.ACTION_DIST_INPUTS].float())
         packed = torch.cat([obs, *dist_columns,
                             torch.stack([tensors[SampleBatch.ACTION_LOGP].float(), tensors[SampleBatch.ADVANTAGES].float(),
                                          tensors[SampleBatch.VALUE_TARGETS].float()], dim=1)], dim=1)
@@ -120,7 +121,7 @@ class PPOTorchPolicy(TorchPolicy):
             logp_old, advantages, value_targets = rest.unbind(1)
             dist_inputs, values, saved = graph.forward(obs)
 
-            logp, kl, entropy, dlogp, dkl, dentropy = head.terms(dist_inputs, *dist_parts)
+            logp, kl, entropy, dlogp, dkl, dentropy = head.closed_form_terms(dist_inputs, *dist_parts)
             ratio = torch.exp(logp - logp_old)
             pg_loss1 = advantages * ratio
             pg_loss2 = advantages * ratio.clamp(clip_low, clip_high)
@@ -161,52 +162,3 @@ class PPOTorchPolicy(TorchPolicy):
         if "kl_coeff" in state:
             self.kl_coeff = float(state["kl_coeff"])
 
-
-class _CategoricalHead:
-    """Per-row logp, KL(old || new), entropy of a categorical over logits ``z``, and each
-    one's d/dz: ``a - p``, ``p - p_old``, ``-p (log p + H)`` (``a`` the one-hot action)."""
-
-    @staticmethod
-    def columns(actions: torch.Tensor, old_inputs: torch.Tensor) -> list[torch.Tensor]:
-        logp_old_all = torch.log_softmax(old_inputs, dim=1)
-        onehot = torch.nn.functional.one_hot(actions.long(), old_inputs.shape[1]).float()
-        return [onehot, logp_old_all.exp(), logp_old_all]
-
-    @staticmethod
-    def terms(z: torch.Tensor, a: torch.Tensor, p_old: torch.Tensor, logp_old_all: torch.Tensor) -> tuple:
-        logp_all = torch.log_softmax(z, dim=1)
-        p = logp_all.exp()
-        entropy = -(p * logp_all).sum(1)
-        kl = (p_old * (logp_old_all - logp_all)).sum(1)
-        return ((logp_all * a).sum(1), kl, entropy, a - p, p - p_old, -p * (logp_all + entropy.unsqueeze(1)))
-
-
-class _DiagGaussianHead:
-    """The same for a diagonal Gaussian with inputs ``z = [mu, s]`` (``s`` = log std):
-    d logp = ``[(a - mu) / var, ((a - mu) / std)^2 - 1]``; d KL = ``[(mu - mu_old) / var,
-    1 - (var_old + (mu - mu_old)^2) / var]``; d entropy = ``[0, 1]``."""
-
-    @staticmethod
-    def columns(actions: torch.Tensor, old_inputs: torch.Tensor) -> list[torch.Tensor]:
-        return [actions.float().reshape(old_inputs.shape[0], -1), old_inputs]
-
-    @staticmethod
-    def terms(z: torch.Tensor, a: torch.Tensor, old_inputs: torch.Tensor) -> tuple:
-        mean, log_std = z.chunk(2, dim=1)
-        mean_old, log_std_old = old_inputs.chunk(2, dim=1)
-        inv_var = torch.exp(-2.0 * log_std)
-        diff = a - mean
-        scaled = diff * diff * inv_var
-        k = mean.shape[1]
-        logp = -0.5 * scaled.sum(1) - 0.5 * math.log(2.0 * math.pi) * k - log_std.sum(1)
-        shift = mean - mean_old
-        spread = (torch.exp(2.0 * log_std_old) + shift * shift) * inv_var
-        kl = (log_std - log_std_old + 0.5 * spread - 0.5).sum(1)
-        entropy = (log_std + 0.5 * math.log(2.0 * math.pi * math.e)).sum(1)
-        dlogp = torch.cat([diff * inv_var, scaled - 1.0], dim=1)
-        dkl = torch.cat([shift * inv_var, 1.0 - spread], dim=1)
-        dentropy = torch.cat([torch.zeros_like(mean), torch.ones_like(log_std)], dim=1)
-        return logp, kl, entropy, dlogp, dkl, dentropy
-
-
-_FUSED_HEADS = {"categorical": _CategoricalHead, "diag_gaussian": _DiagGaussianHead}

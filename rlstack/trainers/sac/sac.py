@@ -78,8 +78,6 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "min_sample_timesteps_per_reporting": 100,
         # ...and for at least this many seconds.
         "min_time_s_per_reporting": 1,
-        # 1.x's key: every episode end bootstraps (no step counts as terminal).
-        "no_done_at_end": False,
         # === Replay buffer ===
         # Rows the replay buffer keeps.
         "buffer_size": int(1e6),
@@ -169,7 +167,7 @@ def validate_sac_config(config: dict[str, Any]) -> None:
     _require(config["_use_beta_distribution"] is False,
              "_use_beta_distribution=True is not implemented in rlstack's SAC (1.13 kept it for debugging only); "
              "remove it: Box actions use the squashed Gaussian.")
-    for key in ("twin_q", "no_done_at_end", "_deterministic_loss", "use_state_preprocessor", "normalize_actions"):
+    for key in ("twin_q", "_deterministic_loss", "use_state_preprocessor", "normalize_actions"):
         _require(isinstance(config[key], bool), f"{key} must be True or False, got {config[key]!r}.")
     if config["use_state_preprocessor"]:
         logger.warning("use_state_preprocessor is deprecated (as in 1.13) and has no effect: image observations "

@@ -74,14 +74,46 @@ def target_entropy(config: dict, action_space: gym.Space) -> float:
 
 
 def postprocess_sac(batch: SampleBatch, config: dict) -> SampleBatch:
-    """n-step returns; with ``no_done_at_end`` no step counts as terminal first (every
-    episode end bootstraps, as 1.x's key asked)."""
-    if config.get("no_done_at_end") and batch.count:
-        batch[SampleBatch.TERMINATEDS] = np.zeros_like(batch[SampleBatch.TERMINATEDS])
+    """n-step returns (``no_done_at_end`` is applied where episodes end, in the
+    rollout worker's VectorEnv)."""
     return postprocess_n_step(batch, config)
 
 
-class SACNumpyPolicy(NumpyPolicy):
+class SACPolicyMixin:
+    """What SAC's numpy, torch and TF policies share, put before their base
+    (``class SACTorchPolicy(SACLearningPolicyMixin, TorchPolicy)``): the actor acts in
+    [-1, 1] and replay keeps each step's next observation."""
+
+    needs_next_obs = True
+    needs_bootstrap_value = False
+    # The actor acts in [-1, 1]; Box actions are mapped onto the bounds whatever
+    # normalize_actions says (1.13's squashed Gaussian mapped onto them itself).
+    acts_in_unit_box = True
+
+
+class SACLearningPolicyMixin(SACPolicyMixin):
+    """:class:`SACPolicyMixin` and what the torch and TF policies add alike: the loss's
+    columns and per-row TD errors, one gradient step per ``train_batch_size`` replayed
+    rows in order, and :func:`postprocess_sac`."""
+
+    loss_columns = LOSS_COLUMNS
+    # One gradient step per train_batch_size replayed rows, in order; TD errors per row
+    # become the rows' new replay priorities.
+    shuffle_minibatches = False
+    per_row_stats = ("td_error",)
+
+    # The trainer's merged config (the policy's).
+    config: dict
+
+    def minibatch_plan(self, n: int) -> tuple[int, int]:
+        """One pass, ``train_batch_size`` rows per gradient step."""
+        return min(int(self.config["train_batch_size"]), n), 1
+
+    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        return postprocess_sac(batch, self.config)
+
+
+class SACNumpyPolicy(SACPolicyMixin, NumpyPolicy):
     """Acts with SAC's built-in dense actor in numpy (rollout workers).
 
     Args:
@@ -94,11 +126,6 @@ class SACNumpyPolicy(NumpyPolicy):
     """
 
     model_class = NumpyActorCritic
-    needs_next_obs = True
-    needs_bootstrap_value = False
-    # The actor acts in [-1, 1]; Box actions are mapped onto the bounds whatever
-    # normalize_actions says (1.13's squashed Gaussian mapped onto them itself).
-    acts_in_unit_box = True
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None, postprocess_fn: PostprocessFn | None = None) -> None:
@@ -121,5 +148,5 @@ class SACNumpyPolicy(NumpyPolicy):
 
 
 
-__all__ = ["LOSS_COLUMNS", "SACNumpyPolicy", "check_action_space", "postprocess_sac",
-           "sac_model_spec", "target_entropy"]
+__all__ = ["LOSS_COLUMNS", "SACLearningPolicyMixin", "SACNumpyPolicy", "SACPolicyMixin", "check_action_space",
+           "postprocess_sac", "sac_model_spec", "target_entropy"]

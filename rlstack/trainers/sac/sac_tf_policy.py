@@ -12,9 +12,10 @@ from rlstack.models.blocks import ActorCriticSpec
 from rlstack.models.tf.blocks import TFActorCritic, TFCritics
 from rlstack.models.tf.distributions import Categorical, SquashedGaussian
 from rlstack.models.tf.framework import tf
+from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.tf_policy import Optimizer, TFPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.sac.sac_common import (LOSS_COLUMNS, check_action_space, postprocess_sac, sac_model_spec,
+from rlstack.trainers.sac.sac_common import (SACLearningPolicyMixin, check_action_space, sac_model_spec,
                                              target_entropy)
 from rlstack.utils.schedules import make_schedule
 
@@ -27,20 +28,10 @@ def _huber(x: tf.Tensor) -> tf.Tensor:
     return tf.where(abs_x < 1.0, 0.5 * tf.square(x), abs_x - 0.5)
 
 
-class SACTFPolicy(TFPolicy):
+class SACTFPolicy(SACLearningPolicyMixin, TFPolicy):
     """SAC in TensorFlow; the losses equal :class:`SACTorchPolicy`'s to float32 rounding."""
 
     model_class = TFActorCritic
-    needs_next_obs = True
-    needs_bootstrap_value = False
-    # The actor acts in [-1, 1]; Box actions are mapped onto the bounds whatever
-    # normalize_actions says (1.13's squashed Gaussian mapped onto them itself).
-    acts_in_unit_box = True
-    loss_columns = LOSS_COLUMNS
-    # One gradient step per train_batch_size replayed rows, in order; TD errors per row
-    # become the rows' new replay priorities.
-    shuffle_minibatches = False
-    per_row_stats = ("td_error",)
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
@@ -75,10 +66,6 @@ class SACTFPolicy(TFPolicy):
                 self.make_optimizer(self.model.critic_variables, self.critic_lr),
                 self.make_optimizer([self.log_alpha], self.entropy_lr)]
 
-    def minibatch_plan(self, n: int) -> tuple[int, int]:
-        """One pass, ``train_batch_size`` rows per gradient step."""
-        return min(int(self.config["train_batch_size"]), n), 1
-
     # ----- acting -----------------------------------------------------------------
 
     def action_distribution(self, dist_inputs: tf.Tensor) -> SquashedGaussian | Categorical:
@@ -98,10 +85,6 @@ class SACTFPolicy(TFPolicy):
         with tf.device(self.device):
             actions, logp, dist_inputs = fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32))
         return actions.numpy(), {B.ACTION_DIST_INPUTS: dist_inputs.numpy(), B.ACTION_LOGP: logp.numpy()}
-
-
-    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
-        return postprocess_sac(batch, self.config)
 
     # ----- learning ---------------------------------------------------------------
 
@@ -214,13 +197,13 @@ class SACTFPolicy(TFPolicy):
 
     def get_state(self) -> dict[str, np.ndarray]:
         state = super().get_state()
-        state.update({f"target/{name}": value for name, value in self.target_critics.get_canonical_weights().items()})
+        state.update(target_state(self.target_critics.get_canonical_weights()))
         state["loss_rng"] = self.loss_rng.state.numpy()
         return state
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         super().set_state(state)
-        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        target = saved_target_weights(state)
         if target:
             self.target_critics.set_canonical_weights(target)
         else:

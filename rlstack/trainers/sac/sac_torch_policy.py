@@ -25,29 +25,20 @@ from rlstack.models.torch import fused_actor_critic
 from rlstack.models.torch.blocks import TorchActorCritic
 from rlstack.models.torch.fused_actor_critic import ActorGraph, CriticsGraph
 from rlstack.models.torch.torch_action_dist import TorchCategorical, TorchSquashedGaussian
+from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.torch_policy import GradFn, Optimizer, TorchPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.sac.sac_common import (LOSS_COLUMNS, check_action_space, postprocess_sac, sac_model_spec,
+from rlstack.trainers.sac.sac_common import (SACLearningPolicyMixin, check_action_space, sac_model_spec,
                                              target_entropy)
 from rlstack.utils.schedules import make_schedule
 
 B = SampleBatch
 
 
-class SACTorchPolicy(TorchPolicy):
+class SACTorchPolicy(SACLearningPolicyMixin, TorchPolicy):
     """SAC in torch; the losses equal :class:`SACTFPolicy`'s to float32 rounding."""
 
     model_class = TorchActorCritic
-    needs_next_obs = True
-    needs_bootstrap_value = False
-    # The actor acts in [-1, 1]; Box actions are mapped onto the bounds whatever
-    # normalize_actions says (1.13's squashed Gaussian mapped onto them itself).
-    acts_in_unit_box = True
-    loss_columns = LOSS_COLUMNS
-    # One gradient step per train_batch_size replayed rows, in order; TD errors per row
-    # become the rows' new replay priorities.
-    shuffle_minibatches = False
-    per_row_stats = ("td_error",)
     # The actor's loss reads the critics through frozen weights, alpha enters the actor's
     # and critics' losses detached, and the targets carry no gradient: one backward pass.
     losses_are_separate = True
@@ -87,10 +78,6 @@ class SACTorchPolicy(TorchPolicy):
                 self.make_optimizer(self.model.critic_parameters(), rates["critic_learning_rate"]),
                 self.make_optimizer([self.log_alpha], rates["entropy_learning_rate"])]
 
-    def minibatch_plan(self, n: int) -> tuple[int, int]:
-        """One pass, ``train_batch_size`` rows per gradient step."""
-        return min(int(self.config["train_batch_size"]), n), 1
-
     # ----- acting -----------------------------------------------------------------
 
     def action_dist(self, dist_inputs: torch.Tensor) -> TorchSquashedGaussian | TorchCategorical:
@@ -106,10 +93,6 @@ class SACTorchPolicy(TorchPolicy):
             logp = dist.logp(actions) if self.discrete else dist.sampled_action_logp()
         return actions.cpu().numpy(), {B.ACTION_DIST_INPUTS: dist_inputs.cpu().numpy(),
                                        B.ACTION_LOGP: logp.cpu().numpy()}
-
-
-    def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
-        return postprocess_sac(batch, self.config)
 
     # ----- learning ---------------------------------------------------------------
 
@@ -322,13 +305,13 @@ class SACTorchPolicy(TorchPolicy):
 
     def get_state(self) -> dict[str, np.ndarray]:
         state = super().get_state()
-        state.update({f"target/{name}": value for name, value in self.target_critics.get_canonical_weights().items()})
+        state.update(target_state(self.target_critics.get_canonical_weights()))
         state["loss_rng"] = self.loss_generator.get_state().numpy()
         return state
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         super().set_state(state)
-        target = {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
+        target = saved_target_weights(state)
         if target:
             self.target_critics.set_canonical_weights(target)
         else:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.trainers.config import DefaultConfig, merge_config
 from rlstack.trainers.ddpg.ddpg import DEFAULT_CONFIG as DDPG_DEFAULT_CONFIG
-from rlstack.trainers.ddpg.ddpg import (ExplorationInCheckpoints, ddpg_policy_class_path,
-                                        validate_ddpg_config)
+from rlstack.trainers.ddpg.ddpg import DDPG_HOT_KEYS, DDPGFamily
 from rlstack.trainers.off_policy import OffPolicyTrainer
 
 # Classic RLlib 1.13's TD3 defaults: DDPG's (comments in trainers/ddpg/ddpg.py) with these
@@ -68,7 +66,7 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 ))
 
 
-class TD3Trainer(ExplorationInCheckpoints, OffPolicyTrainer):
+class TD3Trainer(DDPGFamily, OffPolicyTrainer):
     """Twin delayed DDPG with the classic RLlib API.
 
     >>> from rlstack.trainers.td3 import TD3Trainer, DEFAULT_CONFIG
@@ -84,14 +82,4 @@ class TD3Trainer(ExplorationInCheckpoints, OffPolicyTrainer):
 
     _name = "TD3"
     _default_config = DEFAULT_CONFIG
-    postprocess_fn = staticmethod(postprocess_n_step)
-    numpy_policy_class = "rlstack.trainers.ddpg.ddpg_common:DDPGNumpyPolicy"
-    _HOT_KEYS = (*OffPolicyTrainer._HOT_KEYS, "actor_lr", "critic_lr", "tau", "l2_reg", "target_noise",
-                 "target_noise_clip", "policy_delay")
-
-    @classmethod
-    def validate_config(cls, config: dict[str, Any]) -> None:
-        validate_ddpg_config(config, cls._name)
-
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        return ddpg_policy_class_path(config)
+    _HOT_KEYS = (*OffPolicyTrainer._HOT_KEYS, *DDPG_HOT_KEYS)

@@ -1,0 +1,162 @@
+"""The pool that runs the learning cases (tests/learning) as `rlstack train` subprocesses.
+
+The pool starts as soon as the session knows which learning cases it selected, long before
+the first learning test: while the unit and integration tests run (mostly one busy core
+on CI's two), it trains the one-core cases one at a time on the other core
+(``capacity`` 1). When the session reaches the learning tests (they are ordered last, see
+tests/conftest.py) it gets both cores (``capacity`` 2): the one-core cases left run two at
+a time, and a case with rollout workers, Ape-X's replay shards or A3C's asynchronous
+workers takes both cores and runs alone, as its tuned example was tuned. Every bar is
+counted in env steps, so sharing the machine changes how long a run takes, not what it
+has to reach.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlstack.experiments import load_experiments, needed_cpus
+from rlstack.trainers.registry import get_trainer_class
+
+SLOTS = 2  # CI's cores
+RUN_TIMEOUT_S = 1800  # per run, sharing the machine; the longest alone took ~250 s
+
+
+@dataclass
+class Run:
+    """One `rlstack train` of one case, its place in the pool and how it ended."""
+
+    case_id: str
+    path: Path
+    name: str
+    framework: str
+    slots: int
+    storage: Path | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    returncode: int | None = None
+    log: str = ""
+    seconds: float = 0.0
+    started_at: float | None = None  # seconds after the pool started
+
+
+def slots_of(path: Path, name: str) -> int:
+    """How many of the pool's slots a case takes: one if its trial asks Ray for one CPU."""
+    spec = load_experiments(str(path))[name]
+    cpus = needed_cpus(get_trainer_class(spec["run"]), spec.get("config") or {})
+    return 1 if cpus <= 1 else SLOTS
+
+
+class LearningRuns:
+    """Runs the given cases as subprocesses in a background thread, at most ``capacity``
+    slots' worth at once; each learning test waits for its own case.
+
+    Args:
+        runs: The cases.
+        capacity: Slots to use until :meth:`use_all_slots` (1 while other tests run).
+    """
+
+    def __init__(self, runs: list[Run], capacity: int = SLOTS) -> None:
+        self.runs = runs
+        self.capacity = capacity
+        self.root = Path(tempfile.mkdtemp(prefix="rlstack-learning-"))
+        self._running: list[tuple[Run, subprocess.Popen, float]] = []
+        self._stopping = False
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._schedule, name="learning-runs", daemon=True)
+        self._thread.start()
+
+    def use_all_slots(self) -> None:
+        """The session has reached the learning tests: both cores are the pool's."""
+        self.capacity = SLOTS
+
+    def _next(self, pending: list[Run], free: int) -> Run | None:
+        # With every slot the pool's, a multi-slot case starts when the machine is free;
+        # one-core cases fill a free slot meanwhile (an idle core helps nobody), so they
+        # pair up, and the multi-slot cases follow. Before that, one-core cases only.
+        fitting = [run for run in pending if run.slots <= free]
+        if not fitting:
+            return None
+        if self.capacity == SLOTS:
+            heavy = [run for run in fitting if run.slots == SLOTS]
+            if heavy:
+                return heavy[0]
+        singles = [run for run in fitting if run.slots == 1]
+        return singles[0] if singles else None
+
+    def _schedule(self) -> None:
+        running = self._running
+        pending = list(self.runs)
+        while (pending or running) and not self._stopping:
+            busy = sum(run.slots for run, _, _ in running)
+            run = self._next(pending, self.capacity - busy) if pending else None
+            if run is not None:
+                pending.remove(run)
+                running.append((run, self._start(run), time.monotonic()))
+                continue
+            time.sleep(0.5)
+            for entry in list(running):
+                run, proc, started = entry
+                if proc.poll() is None and time.monotonic() - started < RUN_TIMEOUT_S:
+                    continue
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                    run.log = f"killed after {RUN_TIMEOUT_S} s\n"
+                self._finish(run, proc, time.monotonic() - started)
+                running.remove(entry)
+
+    def _start(self, run: Run) -> subprocess.Popen:
+        run.storage = self.root / run.case_id
+        run.storage.mkdir(parents=True, exist_ok=True)
+        run.started_at = time.monotonic() - self._t0
+        log = open(run.storage / "run.log", "w")  # noqa: SIM115 - closed in _finish
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rlstack", "train", "-f", str(run.path), "--framework", run.framework,
+             "--storage-path", str(run.storage)],
+            stdout=log, stderr=subprocess.STDOUT, text=True, env=self._env(run),
+        )
+        proc.log_file = log  # type: ignore[attr-defined]
+        return proc
+
+    @staticmethod
+    def _env(run: Run) -> dict[str, str]:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if run.slots < SLOTS:
+            # A run sharing the machine gets one core's worth of threads: two thread pools
+            # that each span both cores spin against each other.
+            env["OMP_NUM_THREADS"] = "1"
+        return env
+
+    def _finish(self, run: Run, proc: subprocess.Popen, seconds: float) -> None:
+        proc.log_file.close()  # type: ignore[attr-defined]
+        run.returncode = proc.returncode
+        run.seconds = seconds
+        run.log += (run.storage / "run.log").read_text(errors="replace")
+        run.done.set()
+
+    def wait(self, case_id: str) -> Run:
+        """Blocks until the case has ended; returns it (KeyError: not in this pool)."""
+        run = next(r for r in self.runs if r.case_id == case_id)
+        run.done.wait()
+        return run
+
+    def stop(self) -> None:
+        """Kills what is still running (an interrupted session leaves no training behind)."""
+        self._stopping = True
+        for _, proc, _ in list(self._running):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self._thread.join(timeout=10)
+
+    def remove_files(self) -> None:
+        """Deletes the runs' results (their logs were read into :attr:`Run.log`)."""
+        shutil.rmtree(self.root, ignore_errors=True)
