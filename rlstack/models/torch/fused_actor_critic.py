@@ -203,6 +203,33 @@ class CriticsGraph:
                 return torch.bmm(grad[:, input_rows], kernel.transpose(1, 2)).sum(dim=0)
         return None
 
+    @torch.no_grad()
+    def forward_first(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Stacked twins only: the first critic alone, ``(Q_0(s, a) [B], acts)`` (equal to
+        ``critic_values(obs, actions, first_only=True)[0]``), rows as two halves of one
+        batched product: what DDPG's and TD3's actor loss reads."""
+        acts = [x]
+        last = len(self.kernels) - 1
+        for i, (kernel, bias, activation) in enumerate(zip(self.kernels, self.biases, self.activations)):
+            halves = _halves(acts[-1])
+            out = None if i == last else \
+                self.workspace.get(("first", i), (len(x), kernel.shape[2]), x).view(*halves.shape[:2], -1)
+            y = torch.baddbmm(bias[0], halves, kernel[0].expand(len(halves), *kernel.shape[1:]), out=out)
+            acts.append(_activate(y, activation).view(len(x), -1))
+        return acts[-1].view(-1), acts
+
+    @torch.no_grad()
+    def backward_first(self, acts: list[torch.Tensor], grad_q: torch.Tensor, input_columns: slice) -> torch.Tensor:
+        """d loss / d ``x[:, input_columns]`` from d loss / d Q_0 ``[B]`` of
+        :meth:`forward_first` (the critic's weights take no gradient)."""
+        grad = grad_q.unsqueeze(1)
+        last = len(self.kernels) - 1
+        for i in range(last, 0, -1):
+            grad = _activation_grad_(grad, acts[i + 1], self.activations[i], in_place=i < last)
+            grad = _matmul_halves(grad, self.kernels[i][0].t(), self.workspace.get(("first_grad", i), acts[i].shape, grad))
+        grad = _activation_grad_(grad, acts[1], self.activations[0], in_place=last > 0)
+        return torch.mm(grad, self.kernels[0][0][input_columns].t())
+
     def _backward_single(self, acts: list[torch.Tensor], grad: torch.Tensor, param_rows: slice | None,
                          input_rows: slice | None, input_columns: slice | None) -> torch.Tensor | None:
         last = len(self.linears) - 1

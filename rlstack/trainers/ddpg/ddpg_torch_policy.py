@@ -178,9 +178,10 @@ class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy):
             d actor_loss / d u           = d actor_loss / d mu * (1 - mu^2)
             d l2_reg * sum(W^2) / 2 / d W = l2_reg * W                 (kernels only)
 
-        The targets carry no gradient. The critics see the replayed actions and the
-        actor's in one pass of ``2n`` rows (``n`` while the actor rests); their weights
-        take the gradient of the first ``n`` only.
+        The targets carry no gradient. One critic sees the replayed actions and the
+        actor's in one pass of ``2n`` rows (``n`` while the actor rests), its weights
+        taking the gradient of the first ``n`` only; twin critics see the replayed actions
+        together and the actor's through the first critic alone.
         """
         if self._graphs is None:
             self._graphs = (ActorGraph(self.model), CriticsGraph(self.model.critics),
@@ -200,16 +201,23 @@ class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy):
             actor_steps, critics_step = steps
             obs, actions = tensors[B.OBS][index], tensors[B.ACTIONS][index].float()
             n = obs.shape[0]
-            # Q_j(s, a) of the replayed actions (rows 0..n-1) and, when the actor steps,
-            # Q_j(s, mu(s)) (rows n..2n-1).
+            # Q_j(s, a) of the replayed actions (rows 0..n-1) and, when the actor steps, the
+            # first critic's Q_0(s, mu(s)): on rows n..2n-1 of the same pass for one critic,
+            # apart for twins (their second critic would be wasted work on those rows).
+            merged = actor_steps and not critics.stacked
             if actor_steps:
                 actor_outputs, actor_acts = actor.forward(obs)
                 policy_t = torch.tanh(actor_outputs)
+            if merged:
                 critic_in = torch.cat([obs.repeat(2, 1), torch.cat([actions, policy_t])], dim=1)
             else:
                 critic_in = torch.cat([obs, actions], dim=1)
             q, critic_acts = critics.forward(critic_in)
             q_t = q[:, :n]
+            if merged:
+                q_policy = q[0, n:]
+            elif actor_steps:
+                q_policy, first_acts = critics.forward_first(torch.cat([obs, policy_t], dim=1))
             # y = R^(n) + gamma^n * (1 - terminated) * Q'(s', a'), as in loss().
             next_obs = tensors[B.NEXT_OBS][index]
             policy_tp1 = torch.tanh(target_actor.forward(next_obs)[0])
@@ -226,23 +234,26 @@ class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy):
                 errors = 0.5 * td**2
             weights = tensors[B.WEIGHTS][index]
             critic_loss = torch.mean(weights * errors.sum(dim=0))
-            actor_loss = -q[0, n:].mean() if actor_steps else torch.zeros((), device=self.device)
+            actor_loss = -q_policy.mean() if actor_steps else torch.zeros((), device=self.device)
             if l2_reg:
                 if actor_steps:
                     actor_loss = actor_loss + l2_reg * l2_loss(kernels[0])
                 critic_loss = critic_loss + l2_reg * l2_loss(kernels[1])
 
-            if actor_steps or critics_step:
+            if critics_step or merged:
                 grad_q = torch.zeros_like(q)
                 if critics_step:
                     grad_td = td if delta is None else td.clamp(-delta, delta)
                     grad_q[:, :n] = grad_td * (weights / n)
-                if actor_steps:
+                if merged:
                     grad_q[0, n:] = -1.0 / n
                 grad_policy_t = critics.backward(critic_acts, grad_q, slice(0, n) if critics_step else None,
-                                                 slice(n, 2 * n) if actor_steps else None, action_columns)
-                if actor_steps:
-                    actor.backward(actor_acts, grad_policy_t * (1.0 - policy_t * policy_t))
+                                                 slice(n, 2 * n) if merged else None, action_columns)
+            if actor_steps:
+                if not merged:
+                    grad_policy_t = critics.backward_first(first_acts, q_policy.new_full((n,), -1.0 / n),
+                                                           action_columns)
+                actor.backward(actor_acts, grad_policy_t * (1.0 - policy_t * policy_t))
             if l2_reg:
                 for on, group in zip(steps, kernels):
                     if on:
