@@ -40,6 +40,10 @@ class _SegmentTree:
     def _op(left: np.ndarray, right: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    @staticmethod
+    def _scalar_op(left: float, right: float) -> float:
+        raise NotImplementedError
+
     def update(self, indices: np.ndarray, values: np.ndarray) -> None:
         """Sets the leaves ``indices`` to ``values`` and refreshes their ancestors.
 
@@ -57,13 +61,26 @@ class _SegmentTree:
         if indices.min() < 0 or indices.max() >= self.capacity:
             raise IndexError(f"Segment-tree index out of range [0, {self.capacity}): {indices.min()}..{indices.max()}")
         nodes = indices + self._size
-        self._tree[nodes] = values  # numpy assigns in order: the last duplicate wins
+        tree = self._tree
+        tree[nodes] = values  # numpy assigns in order: the last duplicate wins
+        if nodes.size == 1:  # one row added per env step: plain floats beat numpy calls
+            node, combine = int(nodes[0]) >> 1, self._scalar_op
+            while node:
+                tree[node] = combine(tree.item(2 * node), tree.item(2 * node + 1))
+                node >>= 1
+            return
+        # Sorted and distinct; halving keeps them sorted, so the next level's distinct
+        # parents are where neighbours differ (no sort per level).
         nodes = np.unique(nodes >> 1)
-        while nodes[0] >= 1:
-            self._tree[nodes] = self._op(self._tree[2 * nodes], self._tree[2 * nodes + 1])
+        while nodes[0] >= 1:  # node 0 is unused (capacity 1: the leaf is the root)
+            tree[nodes] = self._op(tree[2 * nodes], tree[2 * nodes + 1])
             if nodes[0] == 1:
                 break
-            nodes = np.unique(nodes >> 1)
+            parents = nodes >> 1
+            distinct = np.empty(parents.size, dtype=bool)
+            distinct[0] = True
+            np.not_equal(parents[1:], parents[:-1], out=distinct[1:])
+            nodes = parents[distinct]
 
     def __getitem__(self, indices: np.ndarray | int) -> np.ndarray:
         """The leaf values at ``indices``."""
@@ -85,6 +102,10 @@ class SumSegmentTree(_SegmentTree):
 
     @staticmethod
     def _op(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        return left + right
+
+    @staticmethod
+    def _scalar_op(left: float, right: float) -> float:
         return left + right
 
     def total(self) -> float:
@@ -126,6 +147,10 @@ class MinSegmentTree(_SegmentTree):
     @staticmethod
     def _op(left: np.ndarray, right: np.ndarray) -> np.ndarray:
         return np.minimum(left, right)
+
+    @staticmethod
+    def _scalar_op(left: float, right: float) -> float:
+        return min(left, right)
 
     def min(self) -> float:
         """The minimum over all slots."""

@@ -54,8 +54,9 @@ def test_segment_trees_match_brute_force(capacity):
     leaves_sum = np.zeros(capacity)  # unused slots: 0 in the sum tree, +inf in the min tree
     leaves_min = np.full(capacity, np.inf)
     assert sum_tree.total() == 0.0 and min_tree.min() == np.inf
-    for _ in range(30):
-        k = int(rng.integers(1, 2 * capacity + 2))
+    for step in range(40):
+        # Every other update sets one slot (the per-env-step add: its own code path).
+        k = int(rng.integers(2, 2 * capacity + 3)) if step % 2 else 1
         indices = rng.integers(0, capacity, size=k)  # with repeats when k > 1
         # Multiples of 1/8 (zeros included): every partial sum is exact in float64, so the
         # tree's and numpy's summation orders agree bit for bit, boundaries included.
