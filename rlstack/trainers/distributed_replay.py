@@ -80,6 +80,10 @@ class DistributedReplayTrainer(Trainer):
 
     # ----- set-up -----------------------------------------------------------------------
 
+    @classmethod
+    def learns_asynchronously(cls, config: dict[str, Any]) -> bool:
+        return True  # the learner thread replays while the workers sample
+
     def setup(self, config: dict[str, Any]) -> None:
         super().setup(config)
         cfg = self.config

@@ -522,6 +522,16 @@ class Trainer(ActingMixin, tune.Trainable):
         bundles += [dict(worker_bundle) for _ in range(cfg["evaluation_num_workers"])]
         return PlacementGroupFactory(bundles, strategy=cfg["placement_strategy"])
 
+    @classmethod
+    def learns_asynchronously(cls, config: dict[str, Any]) -> bool:
+        """Whether what a run of ``config`` learns depends on how fast its processes run,
+        not only on its seed: workers sample while the learner learns on what arrived
+        (ApeX, IMPALA, A3C with several workers), so a busier machine changes the ratio
+        of learning to sampling. A synchronous trainer learns the same steps at any
+        speed. rlstack's learning tests share the machine only between synchronous runs.
+        """
+        return False
+
     def cleanup(self) -> None:
         if getattr(self, "_result_logger", None) is not None:
             self._result_logger.close()

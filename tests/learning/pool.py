@@ -2,13 +2,13 @@
 
 The pool starts as soon as the session knows which learning cases it selected, long before
 the first learning test: while the unit and integration tests run (mostly one busy core
-on CI's two), it trains the one-core cases one at a time on the other core
+on CI's two), it trains the one-slot cases one at a time on the other core
 (``capacity`` 1). When the session reaches the learning tests (they are ordered last, see
-tests/conftest.py) it gets both cores (``capacity`` 2): the one-core cases left run two at
-a time, and a case with rollout workers, Ape-X's replay shards or A3C's asynchronous
-workers takes both cores and runs alone, as its tuned example was tuned. Every bar is
-counted in env steps, so sharing the machine changes how long a run takes, not what it
-has to reach.
+tests/conftest.py) it gets both cores (``capacity`` 2): the one-slot cases left run two at
+a time, and an asynchronous case with several processes (Ape-X, IMPALA: see
+``Trainer.learns_asynchronously``) takes both cores and runs alone, as its tuned example
+was tuned. Every bar is counted in env steps, so sharing the machine changes how long a
+synchronous run takes, not what it learns.
 """
 
 from __future__ import annotations
@@ -48,10 +48,18 @@ class Run:
 
 
 def slots_of(path: Path, name: str) -> int:
-    """How many of the pool's slots a case takes: one if its trial asks Ray for one CPU."""
+    """How many of the pool's slots a case takes: both when its trial asks Ray for
+    several CPUs and its trainer learns asynchronously (what it learns per env step
+    depends on its speed), one otherwise. A synchronous run with rollout workers (PPO,
+    A3C with one worker) keeps ~1.25 cores busy on average (workers sample while the
+    driver waits, then the driver learns while they wait), so it shares the machine
+    like the one-CPU cases: slower, with the same result."""
     spec = load_experiments(str(path))[name]
-    cpus = needed_cpus(get_trainer_class(spec["run"]), spec.get("config") or {})
-    return 1 if cpus <= 1 else SLOTS
+    config = spec.get("config") or {}
+    trainer = get_trainer_class(spec["run"])
+    if needed_cpus(trainer, config) <= 1 or not trainer.learns_asynchronously(config):
+        return 1
+    return SLOTS
 
 
 class LearningRuns:

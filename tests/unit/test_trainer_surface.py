@@ -221,3 +221,20 @@ def test_logger_creator_and_1_13_arguments_are_checked(tmp_path):
 def test_placement_timeout_must_be_positive_seconds(value):
     with pytest.raises(ConfigError, match="placement_timeout_s must be a number of seconds > 0"):
         PPOTrainer({**SMALL, "placement_timeout_s": value}, "CartPole-v1")
+
+
+# ----- learns_asynchronously ---------------------------------------------------------------------
+@pytest.mark.parametrize("run, config, expected", [
+    ("PPO", {"num_workers": 2}, False),
+    ("DQN", {}, False),
+    ("SAC", {}, False),
+    ("A3C", {"num_workers": 1}, False),  # one worker waits for the weights its gradients made
+    ("A3C", {}, True),  # 1.13's default: 2 workers whose gradients arrive in any order
+    ("APEX", {}, True),
+    ("APEX_DDPG", {"num_workers": 3}, True),
+    ("IMPALA", {"num_workers": 2}, True),
+])
+def test_learns_asynchronously_says_which_runs_depend_on_their_speed(run, config, expected):
+    from rlstack.trainers.registry import get_trainer_class
+
+    assert get_trainer_class(run).learns_asynchronously(config) is expected

@@ -97,6 +97,11 @@ class A3CTrainer(Trainer):
     def get_policy_class_path(self, config: dict[str, Any]) -> str:
         return actor_critic_policy_path(config)
 
+    @classmethod
+    def learns_asynchronously(cls, config: dict[str, Any]) -> bool:
+        # One worker waits for the weights its gradients produced: a sequential loop.
+        return merge_config(cls._default_config, config, cls._name)["num_workers"] > 1
+
     def setup(self, config: dict[str, Any]) -> None:
         super().setup(config)
         self._in_flight: dict[Any, int] = {}

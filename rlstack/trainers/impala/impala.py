@@ -124,6 +124,10 @@ class IMPALATrainer(Trainer):
 
     # ----- set-up -----------------------------------------------------------------------
 
+    @classmethod
+    def learns_asynchronously(cls, config: dict[str, Any]) -> bool:
+        return True  # the learner thread learns on whatever batches the workers have queued
+
     def setup(self, config: dict[str, Any]) -> None:
         super().setup(config)
         cfg = self.config
