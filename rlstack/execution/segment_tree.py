@@ -18,6 +18,9 @@ batch of ``k`` operations costs ``O(k log n)`` numpy work in ``log n`` vectorise
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
+
 import numpy as np
 
 __all__ = ["MinSegmentTree", "SumSegmentTree"]
@@ -40,9 +43,8 @@ class _SegmentTree:
     def _op(left: np.ndarray, right: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    @staticmethod
-    def _scalar_op(left: float, right: float) -> float:
-        raise NotImplementedError
+    # The same operation on two floats (the one-slot path of update()).
+    _scalar_op: Callable[[float, float], float]
 
     def update(self, indices: np.ndarray, values: np.ndarray) -> None:
         """Sets the leaves ``indices`` to ``values`` and refreshes their ancestors.
@@ -104,9 +106,7 @@ class SumSegmentTree(_SegmentTree):
     def _op(left: np.ndarray, right: np.ndarray) -> np.ndarray:
         return left + right
 
-    @staticmethod
-    def _scalar_op(left: float, right: float) -> float:
-        return left + right
+    _scalar_op = staticmethod(operator.add)
 
     def total(self) -> float:
         """The sum over all slots."""
@@ -148,9 +148,7 @@ class MinSegmentTree(_SegmentTree):
     def _op(left: np.ndarray, right: np.ndarray) -> np.ndarray:
         return np.minimum(left, right)
 
-    @staticmethod
-    def _scalar_op(left: float, right: float) -> float:
-        return min(left, right)
+    _scalar_op = staticmethod(min)
 
     def min(self) -> float:
         """The minimum over all slots."""

@@ -108,7 +108,7 @@ class ActorGraph:
         for i, (linear, activation) in enumerate(zip(self.linears, self.activations)):
             # The outputs (small) are fresh: the caller keeps them.
             out = None if i == last else self.workspace.get(("act", i), (len(obs), linear.out_features), obs)
-            acts.append(_activate(_addmm_halves(linear, acts[-1], out), activation))
+            acts.append(_activate(_addmm_halves(acts[-1], linear.weight.t(), linear.bias, out), activation))
         return acts[-1], acts
 
     @torch.no_grad()
@@ -164,7 +164,7 @@ class CriticsGraph:
         acts = [x]
         for i, (linear, activation) in enumerate(zip(self.linears, self.activations)):
             out = None if i == last else self.workspace.get(("act", i), (len(x), linear.out_features), x)
-            acts.append(_activate(_addmm_halves(linear, acts[-1], out), activation))
+            acts.append(_activate(_addmm_halves(acts[-1], linear.weight.t(), linear.bias, out), activation))
         return acts[-1].view(1, -1), acts
 
     @torch.no_grad()
@@ -211,11 +211,8 @@ class CriticsGraph:
         acts = [x]
         last = len(self.kernels) - 1
         for i, (kernel, bias, activation) in enumerate(zip(self.kernels, self.biases, self.activations)):
-            halves = _halves(acts[-1])
-            out = None if i == last else \
-                self.workspace.get(("first", i), (len(x), kernel.shape[2]), x).view(*halves.shape[:2], -1)
-            y = torch.baddbmm(bias[0], halves, kernel[0].expand(len(halves), *kernel.shape[1:]), out=out)
-            acts.append(_activate(y, activation).view(len(x), -1))
+            out = None if i == last else self.workspace.get(("first", i), (len(x), kernel.shape[2]), x)
+            acts.append(_activate(_addmm_halves(acts[-1], kernel[0], bias[0], out), activation))
         return acts[-1].view(-1), acts
 
     @torch.no_grad()
@@ -262,13 +259,13 @@ def _halves(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(2, rows // 2, x.shape[1]) if rows % 2 == 0 else x.unsqueeze(0)
 
 
-def _addmm_halves(linear: nn.Linear, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    # linear(x) [B, out_features] (into out when given), computed as two halves of rows
-    # in one batched product.
-    weight = linear.weight.t()
+def _addmm_halves(x: torch.Tensor, kernel: torch.Tensor, bias: torch.Tensor,
+                  out: torch.Tensor | None = None) -> torch.Tensor:
+    # bias + x @ kernel [B, out] for kernel [in, out] (into out when given), computed as
+    # two halves of rows in one batched product.
     halves = _halves(x)
     out_halves = None if out is None else out.view(*halves.shape[:2], -1)
-    y = torch.baddbmm(linear.bias, halves, weight.expand(len(halves), *weight.shape), out=out_halves)
+    y = torch.baddbmm(bias, halves, kernel.expand(len(halves), *kernel.shape), out=out_halves)
     return y.view(x.shape[0], -1)
 
 
