@@ -154,10 +154,6 @@ MISSING: dict[str, str] = {
                                     "(ReplayBuffer, PrioritizedReplayBuffer) and rlstack.execution.replay_actor "
                                     "(ApeX's shards); DQN's are configured with buffer_size and prioritized_replay",
     # --- models and policies -----------------------------------------------------------
-    "rlstack.models.torch.recurrent_net": "recurrent models (LSTM wrappers, use_lstm) are issue 18, not yet in "
-                                          "rlstack yet; stack frames with model.framestack (Atari) instead",
-    "rlstack.models.tf.recurrent_net": "recurrent models (LSTM wrappers, use_lstm) are issue 18, not yet in "
-                                       "rlstack yet; stack frames with model.framestack (Atari) instead",
     "rlstack.models.torch.attention_net": "attention models (GTrXL, use_attention) are issue 18, not yet in "
                                           "rlstack",
     "rlstack.models.tf.attention_net": "attention models (GTrXL, use_attention) are issue 18, not yet in rlstack",
@@ -165,8 +161,6 @@ MISSING: dict[str, str] = {
                                               "itself (one encoder per key) for the default model",
     "rlstack.models.tf.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders itself "
                                            "(one encoder per key) for the default model",
-    "rlstack.policies.rnn_sequencing": "recurrent models are not implemented in rlstack; batches are not "
-                                       "split into sequences",
     "rlstack.policies.policy_template": "rlstack has no policy templates: subclass "
                                         "rlstack.policies.torch_policy.TorchPolicy or "
                                         "rlstack.policies.tf_policy.TFPolicy and implement loss()",

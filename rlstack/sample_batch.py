@@ -60,6 +60,12 @@ class SampleBatch(dict):
     PRIORITIES = "priorities"
     WEIGHTS = "weights"
     BATCH_INDEXES = "batch_indexes"
+    # Recurrent models (1.13's names): the length of each sequence of a padded train
+    # batch, and the state a row acted from / its step returned (``state_in_0``,
+    # ``state_out_0``, ...; see rlstack.policies.rnn_sequencing).
+    SEQ_LENS = "seq_lens"
+    STATE_IN = "state_in"
+    STATE_OUT = "state_out"
 
     def __init__(self, columns: Mapping[str, object] | None = None, **kwargs: object) -> None:
         super().__init__()

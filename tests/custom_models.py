@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 
 def _torch_model():
     import torch
@@ -78,6 +80,41 @@ def _keras_model():
     return KerasMetricsModel
 
 
+def _tf_rnn_model():
+    import tensorflow as tf
+
+    from rlstack.models.tf.recurrent_net import RecurrentNetwork
+
+    class TFRNNModel(RecurrentNetwork):
+        """RLlib 1.13's ``examples/models/rnn_model.py`` (RNNModel) shape in Keras: a dense
+        layer, a Keras LSTM over [B, T, ...] from the given state, the two heads."""
+
+        seen_input_shapes: list = []
+
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name, cell_size=8):
+            super().__init__(obs_space, action_space, num_outputs, model_config, name)
+            self.cell_size = cell_size
+            self.dense = tf.keras.layers.Dense(16, activation=tf.nn.tanh)
+            self.lstm = tf.keras.layers.LSTM(cell_size, return_sequences=True, return_state=True)
+            self.logits = tf.keras.layers.Dense(num_outputs)
+            self.values = tf.keras.layers.Dense(1)
+
+        def get_initial_state(self):
+            return [np.zeros(self.cell_size, np.float32), np.zeros(self.cell_size, np.float32)]
+
+        def forward_rnn(self, inputs, state, seq_lens):
+            type(self).seen_input_shapes.append(tuple(inputs.shape))
+            mask = tf.sequence_mask(seq_lens, maxlen=tf.shape(inputs)[1])
+            features, h, c = self.lstm(self.dense(inputs), mask=mask, initial_state=list(state))
+            self._value_out = self.values(features)
+            return self.logits(features), [h, c]
+
+        def value_function(self):
+            return tf.reshape(self._value_out, [-1])
+
+    return TFRNNModel
+
+
 def __getattr__(name):
     if name == "TinyTorchModel":
         return _torch_model()
@@ -85,4 +122,6 @@ def __getattr__(name):
         return _tf_model()
     if name == "KerasMetricsModel":
         return _keras_model()
+    if name == "TFRNNModel":
+        return _tf_rnn_model()
     raise AttributeError(name)

@@ -10,6 +10,7 @@ def _classes() -> dict[str, type]:
 
     from rlstack.models.torch.fcnet import FullyConnectedNetwork
     from rlstack.models.torch.misc import SlimFC, normc_initializer
+    from rlstack.models.torch.recurrent_net import RecurrentNetwork
     from rlstack.models.torch.torch_action_dist import TorchCategorical
     from rlstack.models.torch.torch_modelv2 import TorchModelV2
 
@@ -57,16 +58,34 @@ def _classes() -> dict[str, type]:
         def metrics(self):
             return {"extra_loss": self.extra_loss.detach()}
 
-    class RecurrentModel(TorchModelV2, nn.Module):
-        """Declares a recurrent state (refused until issue 18)."""
+    class RecurrentModel(RecurrentNetwork, nn.Module):
+        """RLlib 1.13's ``examples/models/rnn_model.py`` (RNNModel) shape: a dense layer,
+        an nn.LSTM over [B, T, ...], then the logits and value heads."""
 
-        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
-            TorchModelV2.__init__(self, obs_space, action_space, num_outputs, model_config, name)
+        seen_input_shapes: list = []
+
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name, lstm_state_size=8):
             nn.Module.__init__(self)
-            self.cell = nn.Linear(4, 4)
+            super().__init__(obs_space, action_space, num_outputs, model_config, name)
+            self.lstm_state_size = lstm_state_size
+            self.fc1 = nn.Linear(int(obs_space.shape[0]), 16)
+            self.lstm = nn.LSTM(16, lstm_state_size, batch_first=True)
+            self.action_branch = nn.Linear(lstm_state_size, num_outputs)
+            self.value_branch = nn.Linear(lstm_state_size, 1)
+            self._features = None
 
         def get_initial_state(self):
-            return [torch.zeros(4)]
+            return [self.fc1.weight.new(1, self.lstm_state_size).zero_().squeeze(0),
+                    self.fc1.weight.new(1, self.lstm_state_size).zero_().squeeze(0)]
+
+        def value_function(self):
+            return torch.reshape(self.value_branch(self._features), [-1])
+
+        def forward_rnn(self, inputs, state, seq_lens):
+            type(self).seen_input_shapes.append(tuple(inputs.shape))
+            x = nn.functional.relu(self.fc1(inputs))
+            self._features, [h, c] = self.lstm(x, [torch.unsqueeze(state[0], 0), torch.unsqueeze(state[1], 0)])
+            return self.action_branch(self._features), [torch.squeeze(h, 0), torch.squeeze(c, 0)]
 
     class TemperatureCategorical(TorchCategorical):
         """A categorical whose last input column is a learned inverse temperature: needs

@@ -19,6 +19,9 @@ EnvCreator = Callable[[EnvContext], Any]
 EnvSpec = Union[str, type, EnvCreator]
 
 _REGISTRY: dict[str, EnvCreator] = {}
+# Example envs every process knows by name (as 1.13's examples were imported by path):
+# name -> "module:Class", imported on first use.
+_EXAMPLE_ENVS = {"StatelessCartPole": "rlstack.examples.env.stateless_cartpole:StatelessCartPole"}
 logger = logging.getLogger(__name__)
 
 
@@ -81,7 +84,17 @@ def restore_registry(entries: dict[str, EnvCreator]) -> None:
 
 
 def _known_names() -> list[str]:
-    return sorted(set(_REGISTRY) | set(gym.registry.keys()))
+    return sorted(set(_REGISTRY) | set(_EXAMPLE_ENVS) | set(gym.registry.keys()))
+
+
+def _example_env(name: str) -> EnvCreator | None:
+    import importlib
+
+    path = _EXAMPLE_ENVS.get(name)
+    if path is None:
+        return None
+    module, cls = path.split(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def make_env(
@@ -110,7 +123,8 @@ def make_env(
     if spec is None:
         raise EnvError("No env given: pass PPOTrainer(config, env='CartPole-v1') or set config['env'].")
     if isinstance(spec, str):
-        creator = _REGISTRY.get(spec) or (None if spec in gym.registry else _from_tune_registry(spec))
+        creator = _REGISTRY.get(spec) or _example_env(spec) or (
+            None if spec in gym.registry else _from_tune_registry(spec))
         if creator is not None:
             env = creator(context)
         elif spec in gym.registry or atari.ensure_ale_registered(spec):

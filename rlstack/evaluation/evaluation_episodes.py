@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlstack.evaluation import recurrent_states
 from rlstack.evaluation.metrics import EpisodeStats
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ def run_episodes(worker: RolloutWorker, num_episodes: int | None = None,
     lengths = np.zeros(env.num_envs, dtype=np.int64)
     episodes: list[EpisodeStats] = []
     steps = 0
+    # A recurrent policy carries each sub-env's state through its episodes.
+    states = recurrent_states.initial_states(worker.sampling_policy, env.num_envs)
     tracker = worker._make_tracker()
     if tracker is not None:
         # Evaluation episodes get ids of their own, apart from the sampling ones.
@@ -48,7 +51,7 @@ def run_episodes(worker: RolloutWorker, num_episodes: int | None = None,
             return episodes[:num_episodes]
         if num_steps is not None and steps >= num_steps:
             return episodes
-        actions, _ = worker.sampling_policy.compute_actions(obs)
+        actions, _, states = recurrent_states.act(worker.sampling_policy, obs, states)
         raw_obs, rewards, _, _, final_obs, infos = env.step(worker.sampling_policy.unsquash_actions(actions))
         if not np.isfinite(rewards).all():
             worker._raise_non_finite("reward", rewards, lambda i: f"at step {lengths[i] + 1} of an evaluation "
@@ -66,6 +69,7 @@ def run_episodes(worker: RolloutWorker, num_episodes: int | None = None,
         for i in env.broken:
             # A sub-env restarted mid-episode: that episode is not reported.
             returns[i], lengths[i] = 0.0, 0
+        recurrent_states.reset(worker.sampling_policy, states, [*final_obs, *env.broken])
         obs = worker.filter(next_obs, update=False)
         if tracker is not None:
             tracker.after_step(actions, rewards, raw_obs, obs, infos, final_obs, env.broken, finish)

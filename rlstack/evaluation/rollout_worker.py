@@ -31,6 +31,7 @@ from rlstack.env.atari import is_atari
 from rlstack.env.registry import restore_registry
 from rlstack.env.vector_env import VectorEnv, env_name
 from rlstack.errors import EnvError, EnvFailureError, NonFiniteError
+from rlstack.evaluation import recurrent_states
 from rlstack.evaluation.evaluation_episodes import run_episodes
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.worker_access import WorkerAccessMixin
@@ -38,6 +39,7 @@ from rlstack.evaluation.worker_episodes import WorkerEpisodesMixin
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
+from rlstack.policies.rnn_sequencing import state_in_key
 from rlstack.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
 from rlstack.utils.filters import make_filter
 from rlstack.utils.seeding import env_seed, seed_everything
@@ -177,6 +179,8 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         self.preprocessor = self.policy.preprocessor
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._obs: np.ndarray | None = None
+        # A recurrent policy's state per sub-env, [num_envs, ...] per state tensor.
+        self._states: list[np.ndarray] | None = None
         self._init_episodes(self.env.num_envs if self.env is not None else 0)
         self._pending: dict[int, SampleBatch] = {}
         self._perf = {"env_wait": 0.0, "inference": 0.0, "action_processing": 0.0, "obs_processing": 0.0}
@@ -218,6 +222,7 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         self._bind_policies()
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._episodes = []
+        self._states = None
 
     def _bind_policies(self) -> None:
         self.policy.bind_worker(self.worker_index, self.num_workers)
@@ -457,9 +462,17 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         bootstrap = policy.needs_bootstrap_value
         if record_next_obs:
             buf[_B.NEXT_OBS] = np.empty_like(buf[_B.OBS])
+        # A recurrent policy acts from each sub-env's state (reset at its episodes' starts);
+        # rows record the state they acted from (state_in_<i>) and the one they returned
+        # (state_out_<i>, from the policy's extras).
+        if self._states is None:
+            self._states = recurrent_states.initial_states(policy, N)
+        states = self._states
         for t in range(T):
             t0 = time.perf_counter()
-            actions, extras = policy.compute_actions(obs)
+            for k, value in enumerate(states or ()):
+                buf.setdefault(state_in_key(k), np.empty((T, *value.shape), value.dtype))[t] = value
+            actions, extras, states = recurrent_states.act(policy, obs, states)
             t1 = time.perf_counter()
             env_actions = policy.unsquash_actions(actions)
             t2 = time.perf_counter()
@@ -503,11 +516,13 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
                 if truncated_rows:
                     # A time limit is not the end of the MDP: bootstrap from V(final obs).
                     last = self.filter(last_obs[truncated_rows], update=False)
-                    buf[_B.BOOTSTRAP_VALUE][t, [last_envs[k] for k in truncated_rows]] = policy.compute_values(last)
+                    rows = [last_envs[k] for k in truncated_rows]
+                    buf[_B.BOOTSTRAP_VALUE][t, rows] = recurrent_states.values(policy, last, states, rows)
                 if tracker is None:
                     for i in done_envs:
                         self._episodes.append(EpisodeStats(float(self._returns[i]), int(lengths[i])))
                         self._start_episode(i)
+            recurrent_states.reset(policy, states, [*final_obs, *failed])
             if failed:
                 if broken is None:
                     broken = np.zeros((T, N), dtype=bool)
@@ -531,13 +546,15 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             perf["obs_processing"] += t4 - t3
         self._perf_steps += T * N
         self._obs = obs
+        self._states = states
         done = buf[_B.TERMINATEDS] | buf[_B.TRUNCATEDS]
         # truncate_episodes: a sub-env that failed in this fragment gives no rows at all.
         dropped = broken.any(axis=0) if broken is not None and not complete_episodes else np.zeros(N, dtype=bool)
         if not complete_episodes and bootstrap:
             open_envs = np.flatnonzero(~done[-1] & ~dropped)
             if len(open_envs):
-                buf[_B.BOOTSTRAP_VALUE][-1, open_envs] = policy.compute_values(obs[open_envs])
+                buf[_B.BOOTSTRAP_VALUE][-1, open_envs] = recurrent_states.values(policy, obs[open_envs], states,
+                                                                                 open_envs)
         pieces: list[tuple[int, SampleBatch | None, bool]] = []
         for i in range(N):
             if dropped[i]:

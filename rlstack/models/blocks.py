@@ -114,6 +114,7 @@ class ActorCriticSpec:
     # Fields the catalog's generic code reads (initial_weights, the TF policy base).
     free_log_std: bool = False
     vf_encoder: None = None
+    lstm: None = None  # no recurrent actor-critic blocks
 
     @property
     def encoder(self) -> EncoderSpec:

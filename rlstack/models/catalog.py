@@ -25,6 +25,7 @@ from rlstack.models.specs import (  # noqa: F401
     EncoderSpec,
     ImageBranch,
     LayerSpec,
+    LSTMSpec,
     ModelSpec,
     QModelSpec,
     build_encoder,
@@ -60,14 +61,19 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "custom_model": None,
     # Extra keyword arguments passed to the custom model's constructor.
     "custom_model_config": {},
-    # Recurrent and attention models are not implemented; True is rejected.
+    # Wrap the built-in model in an LSTM (1.13's LSTM wrapper): encoder, LSTM, then the
+    # policy and value heads on the LSTM's output. Workers keep each sub-env's state.
     "use_lstm": False,
-    "use_attention": False,
-    # Not used: actions are never concatenated to observations.
+    # Size of the LSTM's cell (and of each of its two state tensors, h and c).
+    "lstm_cell_size": 256,
+    # Longest sequence a train batch is chopped into (episodes never cross a sequence);
+    # also how far back the loss backpropagates through time.
+    "max_seq_len": 20,
+    # Not supported yet (True is rejected): feeding the previous action / reward to the LSTM.
     "lstm_use_prev_action": False,
     "lstm_use_prev_reward": False,
-    "max_seq_len": 20,
-    "lstm_cell_size": 256,
+    # Attention (GTrXL) models are not implemented; True is rejected.
+    "use_attention": False,
     # Atari envs under preprocessor_pref="deepmind" (env/atari.py): stack the last 4 screens
     # (True) or give one, and the side of the square grey screen (84 or 42).
     "framestack": True,
@@ -83,8 +89,9 @@ MODEL_DEFAULTS: dict[str, Any] = {
 }
 
 # Keys accepted for old configs but without effect: a non-default value is an error.
-_UNUSED_MODEL_KEYS = ("use_lstm", "use_attention", "lstm_use_prev_action", "lstm_use_prev_reward", "max_seq_len",
-                      "lstm_cell_size", "grayscale", "zero_mean", "custom_preprocessor")
+_UNUSED_MODEL_KEYS = ("use_attention", "grayscale", "zero_mean", "custom_preprocessor")
+# Keys of the LSTM wrapper that are not implemented yet: a non-default value is an error.
+_NOT_YET_LSTM_KEYS = ("lstm_use_prev_action", "lstm_use_prev_reward")
 
 ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
 
@@ -131,6 +138,18 @@ def validate_model_config(model_config: dict) -> None:
                 "remove it from the config, or register a custom model with "
                 "ModelCatalog.register_custom_model."
             )
+    for key in _NOT_YET_LSTM_KEYS:
+        if model_config.get(key, False):
+            raise ConfigError(
+                f"model.{key}=True is not supported yet: rlstack's LSTM sees only the observations. Remove the key "
+                "(or add the previous action / reward to the observation with a gymnasium wrapper).")
+    for key in ("max_seq_len", "lstm_cell_size"):
+        value = model_config.get(key, MODEL_DEFAULTS[key])
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"model.{key} must be an integer >= 1 (1.13's default: {MODEL_DEFAULTS[key]}); "
+                              f"got {value!r}.")
+    if not isinstance(model_config.get("use_lstm", False), bool):
+        raise ConfigError(f"model.use_lstm must be True or False; got {model_config['use_lstm']!r}.")
     for key in ("fcnet_activation", "conv_activation", "post_fcnet_activation"):
         value = model_config.get(key)
         if value is None:
@@ -371,14 +390,21 @@ class ModelCatalog:
             if free_log_std and num_outputs % 2:
                 raise ConfigError(f"model.free_log_std needs an even num_outputs (means and log stds); got {num_outputs}.")
         encoder = build_encoder(preprocessor.layout, config, "")
-        vf_encoder = None if config["vf_share_layers"] else build_encoder(preprocessor.layout, config, "vf_")
+        lstm = None
+        if config["use_lstm"]:
+            # 1.13's LSTM wrapper: both heads read the LSTM's output; no value encoder.
+            lstm = LSTMSpec(encoder.out_size, config["lstm_cell_size"], config["max_seq_len"])
+            vf_encoder = None
+        else:
+            vf_encoder = None if config["vf_share_layers"] else build_encoder(preprocessor.layout, config, "vf_")
+        features = encoder.out_size if lstm is None else lstm.cell_size
         # With free_log_std the network predicts only the means; log_std is a variable.
         num_logits = num_outputs - (action_dim if free_log_std else 0)
-        logits = LayerSpec("logits", "dense", (encoder.out_size, num_logits), init_std=0.01) if num_logits else None
-        value_in = encoder.out_size if vf_encoder is None else vf_encoder.out_size
+        logits = LayerSpec("logits", "dense", (features, num_logits), init_std=0.01) if num_logits else None
+        value_in = features if vf_encoder is None else vf_encoder.out_size
         value_out = LayerSpec("value_out", "dense", (value_in, 1), init_std=0.01)
         return ModelSpec(preprocessor.size, encoder, vf_encoder, logits, value_out,
-                         free_log_std and logits is not None, action_dim, config)
+                         free_log_std and logits is not None, action_dim, config, lstm)
 
     @staticmethod
     def get_q_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict,

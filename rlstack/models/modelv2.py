@@ -58,6 +58,37 @@ def _reshape(x: TensorType, shape: tuple[int, ...], tensorlib: str) -> TensorTyp
     return x.reshape(shape)
 
 
+def add_time_dimension(padded_inputs: Any, *, max_seq_len: int | None = None, seq_lens: Any = None,
+                       framework: str = "torch", time_major: bool = False) -> Any:
+    """``[B * T, ...]`` rows to ``[B, T, ...]`` (1.13's helper), with ``T`` given as
+    ``max_seq_len`` or found from ``B = len(seq_lens)``; ``time_major`` gives
+    ``[T, B, ...]``. Works on torch and TF tensors (in a graph too) and numpy arrays.
+
+    Raises:
+        ValueError: If neither ``max_seq_len`` nor ``seq_lens`` is given.
+    """
+    tail = [int(d) for d in padded_inputs.shape[1:]]
+    tf_tensor = framework in ("tf", "tf2", "tfe")
+    if max_seq_len is not None:
+        shape = [-1, int(max_seq_len), *tail]
+    elif seq_lens is None:
+        raise ValueError("add_time_dimension needs max_seq_len or seq_lens to find the time dimension.")
+    elif tf_tensor:
+        from rlstack.models.tf.framework import tf
+
+        shape = tf.concat([tf.shape(seq_lens)[:1], [-1], tf.constant(tail, tf.int32)], axis=0)
+    else:
+        shape = [int(seq_lens.shape[0]), -1, *tail]
+    shaped = _reshape(padded_inputs, shape, framework)
+    if not time_major:
+        return shaped
+    if tf_tensor:
+        from rlstack.models.tf.framework import tf
+
+        return tf.transpose(shaped, [1, 0, *range(2, 2 + len(tail))])
+    return shaped.transpose(0, 1) if framework == "torch" else np.swapaxes(shaped, 0, 1)
+
+
 def _unflatten(obs: TensorType, space: gym.Space, start: int, tensorlib: str) -> tuple[Any, int]:
     if isinstance(space, gym.spaces.Box):
         shape = tuple(int(d) for d in space.shape)
@@ -192,6 +223,16 @@ class ModelV2:
         policies call. Built-in models override this with their direct path."""
         outputs, _ = self({"obs": obs_flat, "obs_flat": obs_flat}, self.get_initial_state(), None)
         return outputs, _flat_values(self.value_function(), self.framework)
+
+    def policy_and_value_rnn(self, obs_flat: TensorType, state: list[TensorType],
+                             seq_lens: TensorType) -> tuple[TensorType, TensorType, list[TensorType]]:
+        """``(dist_inputs [B * T, num_outputs], values [B * T], state_out)`` for a
+        recurrent model: flat observations ``[B * T, obs_size]`` of ``B`` sequences padded
+        to ``T`` steps (``T`` = 1 when acting), ``state`` as ``[B, ...]`` tensors at
+        each sequence's start, ``seq_lens [B]``. What the policies call; it runs
+        ``forward(input_dict, state, seq_lens)`` (1.13's call) and ``value_function()``."""
+        outputs, state_out = self({"obs": obs_flat, "obs_flat": obs_flat}, state, seq_lens)
+        return outputs, _flat_values(self.value_function(), self.framework), state_out
 
     def value(self, obs_flat: TensorType) -> TensorType:
         """``values [B]`` for flat observations."""

@@ -19,7 +19,13 @@ Network shape (classic RLlib semantics):
   through ``post_fcnet_hiddens``;
 * heads: ``logits`` (the action distribution's inputs) and ``value_out``. With
   ``vf_share_layers`` False (the default) the value head has its own copy of the encoder
-  (layer names prefixed ``vf_``).
+  (layer names prefixed ``vf_``);
+* ``use_lstm`` (1.13's LSTM wrapper): the encoder, then one LSTM of ``lstm_cell_size``
+  units (:class:`LSTMSpec`, weights ``lstm/kernel [in, 4 cell]``,
+  ``lstm/recurrent_kernel [cell, 4 cell]``, ``lstm/bias [4 cell]``, gates in Keras's
+  order input, forget, cell, output), then both heads on the LSTM's output; no separate
+  value encoder. The state is ``[h, c]``, each ``[cell]`` per row, zeros at an
+  episode's start.
 """
 
 from __future__ import annotations
@@ -108,6 +114,28 @@ class EncoderSpec:
 
 
 @dataclass(frozen=True)
+class LSTMSpec:
+    """The LSTM of a ``use_lstm`` model (1.13's LSTM wrapper around the encoder).
+
+    Attributes:
+        in_size: Size of its input (the encoder's features).
+        cell_size: ``lstm_cell_size``: units, and the size of each state tensor.
+        max_seq_len: ``max_seq_len``: the longest sequence a train batch holds.
+    """
+
+    in_size: int
+    cell_size: int
+    max_seq_len: int
+
+    @property
+    def weight_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The canonical weights: gates in the order input, forget, cell, output."""
+        four = 4 * self.cell_size
+        return {"lstm/kernel": (self.in_size, four), "lstm/recurrent_kernel": (self.cell_size, four),
+                "lstm/bias": (four,)}
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """The complete built-in network: encoder(s) and heads."""
 
@@ -121,10 +149,13 @@ class ModelSpec:
     free_log_std: bool
     action_dim: int
     model_config: dict = field(default_factory=dict, compare=False)
+    # use_lstm: the LSTM between the encoder and the heads (None: a feed-forward model).
+    lstm: LSTMSpec | None = None
 
     @property
     def layers(self) -> list[LayerSpec]:
-        """Every layer of the model, in build order."""
+        """Every dense or conv layer of the model, in build order (the LSTM's weights are
+        :attr:`lstm`'s)."""
         vf = self.vf_encoder.layers if self.vf_encoder is not None else []
         logits = [self.logits] if self.logits is not None else []
         return [*self.encoder.layers, *vf, *logits, self.value_out]
@@ -134,7 +165,7 @@ class ModelSpec:
         """Size of the model's output: the distribution inputs (with the free log stds),
         or the features when there is no ``logits`` layer."""
         if self.logits is None:
-            return self.encoder.out_size
+            return self.encoder.out_size if self.lstm is None else self.lstm.cell_size
         return self.logits.kernel_shape[1] + (self.action_dim if self.free_log_std else 0)
 
 
@@ -158,6 +189,7 @@ class QModelSpec:
     vf_encoder: None = None
     free_log_std: bool = False
     action_dim: int = 0
+    lstm: None = None
 
     @property
     def dueling(self) -> bool:
@@ -300,4 +332,21 @@ def initial_weights(spec: ModelSpec | QModelSpec, seed: int | None) -> dict[str,
         weights[f"{layer.name}/bias"] = np.zeros(shape[-1], dtype=np.float32)
     if spec.free_log_std:
         weights["log_std"] = np.zeros(spec.action_dim, dtype=np.float32)
+    if spec.lstm is not None:
+        weights.update(lstm_initial_weights(spec.lstm, rng))
     return weights
+
+
+def lstm_initial_weights(lstm: LSTMSpec, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Keras's LSTM init (as 1.13's TF wrapper had it): a Glorot-uniform input kernel, an
+    orthogonal recurrent kernel, zero biases but 1.0 on the forget gate (Jozefowicz et al.
+    2015: the cell remembers by default early in training)."""
+    n_in, cell = lstm.in_size, lstm.cell_size
+    limit = math.sqrt(6.0 / (n_in + 4 * cell))
+    kernel = rng.uniform(-limit, limit, size=(n_in, 4 * cell))
+    q, r = np.linalg.qr(rng.standard_normal((4 * cell, cell)))
+    recurrent = (q * np.sign(np.diag(r))).T  # [cell, 4 cell] with orthonormal rows
+    bias = np.zeros(4 * cell)
+    bias[cell : 2 * cell] = 1.0
+    return {"lstm/kernel": kernel.astype(np.float32), "lstm/recurrent_kernel": recurrent.astype(np.float32),
+            "lstm/bias": bias.astype(np.float32)}

@@ -18,7 +18,9 @@ from rlstack.errors import RLStackError
 from rlstack.models.catalog import ModelCatalog, initial_weights
 from rlstack.models.numpy.distributions import DISTRIBUTIONS
 from rlstack.models.numpy.model import NumpyModel, supports
+from rlstack.models.numpy.recurrent import NumpyLSTMModel
 from rlstack.policies.policy import Policy
+from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import SampleBatch
 
 PostprocessFn = Callable[[SampleBatch, dict], SampleBatch]
@@ -61,6 +63,8 @@ class NumpyPolicy(Policy):
     framework = "numpy"
     # The numpy network built from model_spec().
     model_class: type[NumpyModel] = NumpyModel
+    # Acts with use_lstm's model too (the learner's policy decides whether it may train).
+    supports_recurrent_models = True
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
@@ -68,25 +72,41 @@ class NumpyPolicy(Policy):
     ) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         spec = self.model_spec()
-        self.model = self.model_class(spec)
+        self.model = self.model_class(spec) if spec.lstm is None else NumpyLSTMModel(spec)
         self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
         self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
         self.sampling_rng = np.random.default_rng(sampling_seed)
         self.postprocess_fn = postprocess_fn
 
-    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
+                        state_batches: list[np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         explore = self.config.get("explore", True) if explore is None else bool(explore)
-        dist_inputs, values = self.model.policy_and_value(np.asarray(obs_batch, dtype=np.float32))
+        obs = np.asarray(obs_batch, dtype=np.float32)
+        state_out: list[np.ndarray] = []
+        if self.is_recurrent:
+            dist_inputs, values, state_out = self._step(obs, state_batches)
+        else:
+            dist_inputs, values = self.model.policy_and_value(obs)
         dist = self.dist_class(dist_inputs, self.dist_spec)
         actions = dist.sample(self.sampling_rng) if explore else dist.deterministic_sample()
-        return actions, {
+        extras = {
             SampleBatch.ACTION_LOGP: dist.logp(actions),
             SampleBatch.ACTION_DIST_INPUTS: dist_inputs.astype(np.float32, copy=False),
             SampleBatch.VF_PREDS: values.astype(np.float32, copy=False),
         }
+        extras.update({state_out_key(i): value.astype(np.float32, copy=False) for i, value in enumerate(state_out)})
+        return actions, extras
 
-    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        return self.model.value(np.asarray(obs_batch, dtype=np.float32)).astype(np.float32, copy=False)
+    def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None) -> np.ndarray:
+        obs = np.asarray(obs_batch, dtype=np.float32)
+        if self.is_recurrent:
+            return self._step(obs, state_batches)[1].astype(np.float32, copy=False)
+        return self.model.value(obs).astype(np.float32, copy=False)
+
+    def _step(self, obs: np.ndarray, state_batches: list[np.ndarray] | None,
+              ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        states = self.initial_state_batch(len(obs)) if state_batches is None else state_batches
+        return self.model.step(obs, [np.asarray(value, dtype=np.float32) for value in states])
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return self.postprocess_fn(batch, self.config) if self.postprocess_fn is not None else batch

@@ -147,6 +147,9 @@ class Policy(ABC):
     # Statistics a summed loss reports as means over rows (A3C's entropy): weighted by
     # rows, not added up, where compute_gradients sums a batch's microbatches.
     row_mean_stats: tuple[str, ...] = ()
+    # The loss reads padded sequences (learner_batch, the framework bases' unroll):
+    # recurrent models (use_lstm, a custom RecurrentNetwork) may train with this policy.
+    supports_recurrent_models: bool = False
 
     @staticmethod
     def pin_threads(config: dict) -> None:
@@ -180,7 +183,12 @@ class Policy(ABC):
     def model_spec(self) -> Any:
         """The built-in network for this policy's spaces and model config (the catalog's
         policy-and-value network; Q-learning policies return a Q-network spec)."""
-        return ModelCatalog.get_model_spec(self.observation_space, self.action_space, self.config.get("model", {}))
+        spec = ModelCatalog.get_model_spec(self.observation_space, self.action_space, self.config.get("model", {}))
+        if spec.lstm is not None and not self.supports_recurrent_models:
+            raise ConfigError(
+                f"model.use_lstm=True, but {type(self).__name__} does not train recurrent models yet; use PPO, or "
+                "set use_lstm=False.")
+        return spec
 
     def bind_worker(self, worker_index: int, num_workers: int) -> None:
         """Tells the policy which rollout worker holds it (index 0: the driver's copy);
@@ -231,13 +239,89 @@ class Policy(ABC):
             model = model_class(*args)
         if not isinstance(model, ModelV2):
             return self.adapt_shortcut_model(model)
-        if len(model.get_initial_state()):
+        if len(model.get_initial_state()) and not self.supports_recurrent_models:
             raise ConfigError(
                 f"custom_model {model_class.__name__} is recurrent (get_initial_state() returns "
-                f"{len(model.get_initial_state())} state tensors); rlstack does not feed recurrent state or "
-                "sequences to models yet (issue 18, LSTM support). Use a model whose get_initial_state() returns [] "
-                "(e.g. stack past observations with a gymnasium wrapper) until then.")
+                f"{len(model.get_initial_state())} state tensors), which {type(self).__name__} does not support "
+                "yet; recurrent models train with PPO. Use PPO, or a model whose get_initial_state() returns [] "
+                "(e.g. stack past observations with a gymnasium wrapper).")
         return model
+
+    # ----- recurrent state ------------------------------------------------------------
+
+    def get_initial_state(self) -> list[np.ndarray]:
+        """The model's state at an episode's start, one numpy array per state tensor
+        (without a batch dimension; ``[h, c]`` for ``use_lstm``), or ``[]`` for a model
+        without state (1.13's ``Policy.get_initial_state``). Read from the model once."""
+        initial = self.__dict__.get("_initial_state")
+        if initial is None:
+            model = getattr(self, "model", None)
+            if model is None or not hasattr(model, "get_initial_state"):
+                return []
+            initial = self.__dict__["_initial_state"] = [np.array(_as_number(value), dtype=np.float32)
+                                                         for value in model.get_initial_state()]
+        return [value.copy() for value in initial]
+
+    @property
+    def is_recurrent(self) -> bool:
+        """Whether the model carries state from step to step (1.13's ``is_recurrent()``)."""
+        return self.num_state_tensors() > 0
+
+    def num_state_tensors(self) -> int:
+        """How many state tensors the model carries (0: none)."""
+        initial = self.__dict__.get("_initial_state")
+        return len(initial) if initial is not None else len(self.get_initial_state())
+
+    def initial_state_batch(self, n: int) -> list[np.ndarray]:
+        """The initial state for ``n`` rows: one ``[n, ...]`` array per state tensor."""
+        return [np.repeat(value[None], n, axis=0) for value in self.get_initial_state()]
+
+    def check_state(self, state: Any, what: str = "state") -> list[np.ndarray]:
+        """``state`` as float32 arrays, checked against :meth:`get_initial_state` (count
+        and shapes; a leading batch dimension is allowed if it is the same on all).
+
+        Raises:
+            ValueError: Saying what was given, what the model expects and the fix.
+        """
+        expected = self.get_initial_state()
+        shapes = [tuple(value.shape) for value in expected]
+        fix = ("Pass policy.get_initial_state() at an episode's start (trainer.get_policy().get_initial_state()), "
+               "then the state_out that the previous call returned.")
+        if not isinstance(state, (list, tuple)):
+            raise ValueError(f"The {what} must be a list of {len(expected)} arrays of shapes {shapes}; got a "
+                             f"{type(state).__name__}. {fix}")
+        if len(state) != len(expected):
+            raise ValueError(f"The {what} has {len(state)} tensors but this policy's model has {len(expected)} "
+                             f"(shapes {shapes}). {fix}")
+        arrays = [np.asarray(value, dtype=np.float32) for value in state]
+        for i, (array, shape) in enumerate(zip(arrays, shapes)):
+            if array.shape != shape and array.shape[1:] != shape:
+                raise ValueError(f"The {what}'s tensor {i} has shape {array.shape}; the model expects {shape} (or "
+                                 f"[batch, {', '.join(map(str, shape))}]). {fix}")
+        return arrays
+
+    def max_seq_len(self) -> int:
+        """``model.max_seq_len``: the longest sequence a train batch is chopped into."""
+        return int(self.config.get("model", {}).get("max_seq_len", 20))
+
+    def learner_batch(self, batch: SampleBatch) -> SampleBatch:
+        """The batch the learner loop cuts into minibatches: ``batch`` itself, or for a
+        recurrent model its padded sequences (``rnn_sequencing.pad_batch_to_sequences``),
+        one row per sequence."""
+        if not self.is_recurrent:
+            return batch
+        from rlstack.policies.rnn_sequencing import pad_batch_to_sequences
+
+        return pad_batch_to_sequences(batch, self.max_seq_len())
+
+    def learner_columns(self, batch: SampleBatch) -> tuple[str, ...]:
+        """The columns of a :meth:`learner_batch` the loss reads: ``loss_columns`` (all
+        when empty), with a recurrent model's ``seq_lens``, ``seq_mask`` and states."""
+        columns = tuple(getattr(self, "loss_columns", ()) or batch.keys())
+        if self.is_recurrent:
+            extra = [key for key in batch if key in ("seq_lens", "seq_mask") or key.startswith("state_in_")]
+            columns = (*columns, *(key for key in extra if key not in columns))
+        return columns
 
     def model_metrics(self) -> dict[str, Any]:
         """The model's ``metrics()`` read out as numbers (scalars as floats, others as
@@ -254,17 +338,21 @@ class Policy(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not support custom models.")
 
     @abstractmethod
-    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
+                        state_batches: list[np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Chooses actions for a batch of preprocessed observations.
 
         Args:
             obs_batch: ``float32 [B, obs_size]``.
             explore: Sample from the action distribution (True) or take its mode
                 (False); None uses ``config["explore"]``.
+            state_batches: A recurrent model's state, one ``[B, ...]`` array per state
+                tensor (None: the initial state); only recurrent policies take it.
 
         Returns:
             ``(actions, extras)``: actions ``[B, ...]`` and numpy columns such as
-            ``action_logp``, ``action_dist_inputs`` and ``vf_preds``.
+            ``action_logp``, ``action_dist_inputs`` and ``vf_preds``; a recurrent
+            policy adds the new state as ``state_out_0``, ``state_out_1``, ...
         """
 
     def compute_single_action(
@@ -289,8 +377,9 @@ class Policy(ABC):
 
         Args:
             obs: One preprocessed observation ``[obs_size]``.
-            state: RNN state inputs; rlstack's models are not recurrent, so this is
-                accepted and ignored.
+            state: A recurrent model's state: one array per state tensor, as
+                :meth:`get_initial_state` gives them (the previous call's state_out
+                after that); ignored (may be None or ``[]``) for a model without state.
             prev_action: Accepted for 1.13 compatibility; unused by rlstack's models.
             prev_reward: Accepted for 1.13 compatibility; unused.
             info: Accepted for 1.13 compatibility; unused.
@@ -302,23 +391,40 @@ class Policy(ABC):
             **kwargs: Forward-compatibility placeholder, as in 1.13.
 
         Returns:
-            ``(action, state_outs, extra_fetches)``: ``state_outs`` is ``[]`` (no RNN
-            state); ``extra_fetches`` holds this row of ``action_logp``,
-            ``action_dist_inputs``, ``vf_preds`` and the like.
+            ``(action, state_outs, extra_fetches)``: ``state_outs`` is the model's
+            new state (``[]`` for a model without state); ``extra_fetches`` holds this
+            row of ``action_logp``, ``action_dist_inputs``, ``vf_preds`` and the like.
 
         Raises:
-            ValueError: If neither ``obs`` nor ``input_dict["obs"]`` is given.
+            ValueError: If neither ``obs`` nor ``input_dict["obs"]`` is given, or a
+                state of the wrong count or shape.
         """
         if input_dict is not None:
             obs = input_dict[SampleBatch.OBS]
+            state = state if state is not None else [input_dict[key] for key in sorted(input_dict)
+                                                     if key.startswith("state_in_")] or None
         if obs is None:
             raise ValueError("compute_single_action() needs an observation: pass obs=... or input_dict={'obs': ...}.")
-        actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore)
-        return actions[0], [], {key: value[0] for key, value in extras.items()}
+        if not self.is_recurrent:
+            actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore)
+            return actions[0], [], {key: value[0] for key, value in extras.items()}
+        states = self.get_initial_state() if state is None or len(state) == 0 else self.check_state(state)
+        # One row: [1, ...] per state tensor (a state given with its batch dimension of 1 too).
+        batches = [value.reshape(1, *init.shape) if value.size == init.size else None
+                   for value, init in zip(states, self.get_initial_state())]
+        if any(value is None for value in batches):
+            raise ValueError("compute_single_action() acts on one observation; its state must be one row "
+                             f"(shapes {[init.shape for init in self.get_initial_state()]}), got shapes "
+                             f"{[value.shape for value in states]}. Use compute_actions() for a batch.")
+        actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore, state_batches=batches)
+        n = self.num_state_tensors()
+        state_out = [extras.pop(f"state_out_{i}")[0] for i in range(n)]
+        return actions[0], state_out, {key: value[0] for key, value in extras.items()}
 
     @abstractmethod
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        """Returns the value estimates ``float32 [B]`` of preprocessed observations."""
+        """Returns the value estimates ``float32 [B]`` of preprocessed observations (a
+        recurrent policy's also takes ``state_batches``, as :meth:`compute_actions`)."""
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         """Adds algorithm columns (advantages, n-step returns) to one trajectory piece."""
@@ -335,9 +441,15 @@ class Policy(ABC):
             ``(minibatch_size, num_epochs)``: ``sgd_minibatch_size`` (the whole batch when
             unset) and ``num_sgd_iter`` (1 when unset). The minibatches of an epoch are
             consecutive ``minibatch_size``-row slices of the (shuffled, see
-            :attr:`shuffle_minibatches`) batch; one gradient step each.
+            :attr:`shuffle_minibatches`) batch; one gradient step each. For a recurrent
+            model the rows are whole sequences (:meth:`learner_batch`), and
+            ``sgd_minibatch_size // max_seq_len`` of them make a minibatch.
         """
-        return min(int(self.config.get("sgd_minibatch_size") or n), n), int(self.config.get("num_sgd_iter", 1))
+        size = int(self.config.get("sgd_minibatch_size") or 0)
+        if self.is_recurrent and size:
+            # n counts sequences here; sgd_minibatch_size counts rows, as in 1.13.
+            size = max(1, size // self.max_seq_len())
+        return min(size or n, n), int(self.config.get("num_sgd_iter", 1))
 
     @abstractmethod
     def get_weights(self) -> dict[str, np.ndarray]:

@@ -350,7 +350,8 @@ class TFLearner(Policy):
         """
         if self.calls_learn_hook:
             self.run_learn_on_batch_callback(batch)
-        columns = self.loss_columns or tuple(batch.keys())
+        batch = self.learner_batch(batch)  # recurrent models: one row per padded sequence
+        columns = self.learner_columns(batch)
         n = batch.count
         minibatch_size, num_epochs = self.minibatch_plan(n)
         minibatch_size = max(1, min(int(minibatch_size), n))
@@ -424,7 +425,7 @@ class TFLearner(Policy):
         size = int(self.config.get("microbatch_size") or n) or 1
         optimizers = self.optimizers
         with tf.device(self.device):
-            tensors = {key: tf.convert_to_tensor(batch[key]) for key in self.loss_columns or tuple(batch.keys())}
+            tensors = {key: tf.convert_to_tensor(batch[key]) for key in self.learner_columns(batch)}
             if self._grad_fn is None:
                 signature = ({key: tf.TensorSpec([None, *value.shape[1:]], value.dtype)
                               for key, value in tensors.items()},)

@@ -28,6 +28,7 @@ from rlstack.models.tf.model import TFModel
 from rlstack.models.tf.tf_modelv2 import ShortcutTFModel, TFModelV2
 from rlstack.policies.learner_loop import load_optimizers_state, optimizers_state
 from rlstack.policies.policy import PolicyState, decode_json, encode_json
+from rlstack.policies.rnn_sequencing import SEQ_MASK, is_per_sequence, state_in_key, state_out_key
 # Re-exported: the algorithm policies import these from here, as before the learner loop
 # moved to tf_learner.py.
 from rlstack.policies.tf_learner import Optimizer, TFLearner, nest_model_stats  # noqa: F401
@@ -145,7 +146,12 @@ class TFPolicy(TFLearner):
                 self.builtin_model = False
                 self.train_variables, self.variable_names = self._find_variables(custom)
             else:
-                self.model = self.model_class(spec, model_obs_space(observation_space), action_space, model_config)
+                model_class = self.model_class
+                if spec.lstm is not None:
+                    from rlstack.models.tf.recurrent_net import TFLSTMModel
+
+                    model_class = TFLSTMModel
+                self.model = model_class(spec, model_obs_space(observation_space), action_space, model_config)
                 self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
                 self.builtin_model = True
                 self.train_variables = self.model.variables_list
@@ -154,9 +160,16 @@ class TFPolicy(TFLearner):
         self.dist_class = self.custom_dist_class or DISTRIBUTIONS[self.dist_spec.kind]
         self._init_learner(config)
         obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
-        self._act_explore = self.graph_function(lambda obs: self._act(obs, True), [obs_spec])
-        self._act_greedy = self.graph_function(lambda obs: self._act(obs, False), [obs_spec])
-        self._value_fn = self.graph_function(self.model.value, [obs_spec])
+        if self.is_recurrent:
+            # One step of every row: (obs, *state) in, the outputs and the new state out.
+            specs = [obs_spec, *(tf.TensorSpec([None, *value.shape], tf.float32) for value in self.get_initial_state())]
+            self._act_explore = self.graph_function(lambda obs, *state: self._act(obs, True, state), specs)
+            self._act_greedy = self.graph_function(lambda obs, *state: self._act(obs, False, state), specs)
+            self._value_fn = self.graph_function(lambda obs, *state: self._step(obs, state)[1], specs)
+        else:
+            self._act_explore = self.graph_function(lambda obs: self._act(obs, True), [obs_spec])
+            self._act_greedy = self.graph_function(lambda obs: self._act(obs, False), [obs_spec])
+            self._value_fn = self.graph_function(self.model.value, [obs_spec])
 
     def adapt_shortcut_model(self, model: Any) -> ModelV2:
         """Wraps rlstack's shortcut custom model (called on flat observations, returns
@@ -167,15 +180,16 @@ class TFPolicy(TFLearner):
     def first_model_call(self, model: ModelV2, obs: tf.Tensor) -> None:
         """Calls a custom model once on ``obs`` so that lazily built layers create their
         variables (Q-learning policies call it as they act)."""
-        model.policy_and_value(obs)
+        initial = model.get_initial_state()
+        if initial:
+            n = tf.shape(obs)[0]
+            state = [tf.repeat(tf.convert_to_tensor(value, tf.float32)[None], n, axis=0) for value in initial]
+            model.policy_and_value_rnn(obs, state, tf.ones([n], tf.int32))
+        else:
+            model.policy_and_value(obs)
 
     def _find_variables(self, model: ModelV2) -> tuple[list[tf.Variable], list[str]]:
         # A custom model's trainable variables and their names, after a first call.
-        if model.get_initial_state():
-            raise ConfigError(
-                f"Custom model {type(model).__name__} is recurrent (get_initial_state() returns a non-empty "
-                "state), which rlstack's TF policies do not support yet: recurrent models and use_lstm are "
-                "issue 18's LSTM work. Use a model without state for now.")
         if not isinstance(model, TFModelV2):
             raise ConfigError(
                 f"Custom model {type(model).__name__} is a ModelV2 but not a TFModelV2, so its variables cannot "
@@ -205,8 +219,16 @@ class TFPolicy(TFLearner):
 
     # ----- acting -----------------------------------------------------------------
 
-    def _act(self, obs: tf.Tensor, explore: bool) -> tuple[tf.Tensor, ...]:
-        dist_inputs, values = self.model.policy_and_value(obs)
+    def _step(self, obs: tf.Tensor, state: Any) -> tuple[tf.Tensor, tf.Tensor, list[tf.Tensor]]:
+        # One step of a recurrent model for a batch of rows (sequences of length 1).
+        return self.model.policy_and_value_rnn(obs, list(state), tf.ones(tf.shape(obs)[:1], tf.int32))
+
+    def _act(self, obs: tf.Tensor, explore: bool, state: Any = None) -> tuple[tf.Tensor, ...]:
+        state_out: list[tf.Tensor] = []
+        if state is None:
+            dist_inputs, values = self.model.policy_and_value(obs)
+        else:
+            dist_inputs, values, state_out = self._step(obs, state)
         dist = self.action_distribution(dist_inputs)
         if not explore:
             actions = dist.deterministic_sample()
@@ -214,22 +236,56 @@ class TFPolicy(TFLearner):
             actions = dist.sample(self.sampling_rng)
         else:  # 1.13's distributions sample without a generator argument
             actions = dist.sample()
-        return actions, dist.logp(actions), dist_inputs, values
+        return (actions, dist.logp(actions), dist_inputs, values, *state_out)
 
-    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def _graph_inputs(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None) -> list[tf.Tensor]:
+        obs = np.asarray(obs_batch, dtype=np.float32)
+        if not self.is_recurrent:
+            return [tf.convert_to_tensor(obs)]
+        states = self.initial_state_batch(len(obs)) if state_batches is None else state_batches
+        return [tf.convert_to_tensor(obs), *(tf.convert_to_tensor(np.asarray(v, np.float32)) for v in states)]
+
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
+                        state_batches: list[np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         explore = self.config.get("explore", True) if explore is None else bool(explore)
         fn = self._act_explore if explore else self._act_greedy
         with tf.device(self.device):
-            actions, logp, dist_inputs, values = fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32))
-        return actions.numpy(), {
+            actions, logp, dist_inputs, values, *state_out = fn(*self._graph_inputs(obs_batch, state_batches))
+        extras = {
             SampleBatch.ACTION_LOGP: logp.numpy(),
             SampleBatch.ACTION_DIST_INPUTS: dist_inputs.numpy(),
             SampleBatch.VF_PREDS: values.numpy(),
         }
+        extras.update({state_out_key(i): value.numpy() for i, value in enumerate(state_out)})
+        return actions.numpy(), extras
 
-    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
+    def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None) -> np.ndarray:
         with tf.device(self.device):
-            return self._value_fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32)).numpy()
+            return self._value_fn(*self._graph_inputs(obs_batch, state_batches)).numpy()
+
+    # ----- what losses read -------------------------------------------------------
+
+    def unroll(self, train_batch: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], Callable]:
+        """``(rows, mean)`` for a loss: the minibatch's columns one row per step, and the
+        mean a loss term takes over them; see :meth:`TorchPolicy.unroll
+        <rlstack.policies.torch_policy.TorchPolicy.unroll>`."""
+        if not self.is_recurrent:
+            return train_batch, tf.reduce_mean
+        rows = {key: value if is_per_sequence(key) else tf.reshape(value, [-1, *value.shape[2:]])
+                for key, value in train_batch.items()}
+        mask = rows[SEQ_MASK]
+        count = tf.maximum(tf.reduce_sum(mask), 1.0)
+        return rows, lambda x: tf.reduce_sum(x * mask) / count
+
+    def model_outputs(self, rows: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        """``(dist_inputs, values)`` of :meth:`unroll`'s rows: the model on ``obs``, a
+        recurrent one over the sequences from their ``state_in_<i>`` and ``seq_lens``."""
+        if not self.is_recurrent:
+            return self.model.policy_and_value(rows[SampleBatch.OBS])
+        state = [rows[state_in_key(i)] for i in range(self.num_state_tensors())]
+        dist_inputs, values, _ = self.model.policy_and_value_rnn(rows[SampleBatch.OBS], state,
+                                                                 rows[SampleBatch.SEQ_LENS])
+        return dist_inputs, values
 
     # ----- weights and state ------------------------------------------------------
 

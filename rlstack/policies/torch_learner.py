@@ -222,7 +222,7 @@ class TorchLearner(Policy):
         return tensors
 
     def _to_tensors(self, batch: SampleBatch) -> dict[str, torch.Tensor]:
-        columns = self.loss_columns or tuple(batch.keys())
+        columns = self.learner_columns(batch)
         return {key: torch.from_numpy(_writable(batch[key])).to(self.device) for key in columns}
 
     def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
@@ -368,6 +368,7 @@ class TorchLearner(Policy):
         """
         if self.calls_learn_hook:
             self.run_learn_on_batch_callback(batch)
+        batch = self.learner_batch(batch)  # recurrent models: one row per padded sequence
         n = batch.count
         minibatch_size, num_epochs = self.minibatch_plan(n)
         minibatch_size = max(1, min(int(minibatch_size), n))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -31,6 +32,7 @@ from rlstack.models.torch.torch_action_dist import TorchDistributionWrapper
 from rlstack.models.torch.torch_modelv2 import ShortcutTorchModel
 from rlstack.policies.learner_loop import load_optimizers_state, optimizers_state
 from rlstack.policies.policy import PolicyState, decode_json, encode_json
+from rlstack.policies.rnn_sequencing import SEQ_MASK, is_per_sequence, state_in_key, state_out_key
 # Re-exported: the algorithm policies import these from here, as before the learner loop
 # moved to torch_learner.py.
 from rlstack.policies.torch_learner import GradFn, Optimizer, StepRecord, TorchLearner  # noqa: F401
@@ -115,7 +117,12 @@ class TorchPolicy(TorchLearner):
             self.builtin_model = False
         else:
             spec = self.model_spec()
-            self.model = self.model_class(spec, model_obs_space(observation_space), action_space)
+            model_class = self.model_class
+            if spec.lstm is not None:
+                from rlstack.models.torch.recurrent_net import TorchLSTMModel
+
+                model_class = TorchLSTMModel
+            self.model = model_class(spec, model_obs_space(observation_space), action_space)
             self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
             self.builtin_model = True
         self.model.to(self.device)
@@ -161,23 +168,66 @@ class TorchPolicy(TorchLearner):
     def _explore(self, explore: bool | None) -> bool:
         return self.config.get("explore", True) if explore is None else bool(explore)
 
-    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
+                        state_batches: list[np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        state_out: list[torch.Tensor] = []
         with torch.no_grad():
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
-            dist_inputs, values = self.model.policy_and_value(obs)
+            if self.is_recurrent:
+                dist_inputs, values, state_out = self._step(obs, state_batches)
+            else:
+                dist_inputs, values = self.model.policy_and_value(obs)
             dist = self.action_dist(dist_inputs)
             actions = self._sample(dist) if self._explore(explore) else dist.deterministic_sample()
             logp = dist.logp(actions)
-        return actions.cpu().numpy(), {
+        extras = {
             SampleBatch.ACTION_LOGP: logp.cpu().numpy(),
             SampleBatch.ACTION_DIST_INPUTS: dist_inputs.cpu().numpy(),
             SampleBatch.VF_PREDS: values.cpu().numpy(),
         }
+        extras.update({state_out_key(i): value.cpu().numpy() for i, value in enumerate(state_out)})
+        return actions.cpu().numpy(), extras
 
-    def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
+    def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None) -> np.ndarray:
         with torch.no_grad():
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
+            if self.is_recurrent:
+                return self._step(obs, state_batches)[1].cpu().numpy()
             return self.model.value(obs).cpu().numpy()
+
+    def _step(self, obs: torch.Tensor, state_batches: list[np.ndarray] | None,
+              ) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+        # One step of a recurrent model for a batch of rows (sequences of length 1).
+        states = self.initial_state_batch(len(obs)) if state_batches is None else state_batches
+        state = [torch.from_numpy(np.asarray(value, dtype=np.float32)).to(self.device) for value in states]
+        seq_lens = torch.ones(len(obs), dtype=torch.int32, device=self.device)
+        return self.model.policy_and_value_rnn(obs, state, seq_lens)
+
+    # ----- what losses read -------------------------------------------------------
+
+    def unroll(self, train_batch: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], Callable]:
+        """``(rows, mean)`` for a loss: the minibatch's columns one row per step, and the
+        mean a loss term takes over them. For a recurrent model the minibatch holds
+        padded sequences: step columns ``[S, T, ...]`` become ``[S * T, ...]`` rows and
+        ``mean`` counts only real steps (``seq_mask``); otherwise the batch and
+        ``torch.mean``."""
+        if not self.is_recurrent:
+            return train_batch, torch.mean
+        rows = {key: value if is_per_sequence(key) else value.reshape(-1, *value.shape[2:])
+                for key, value in train_batch.items()}
+        mask = rows[SEQ_MASK]
+        count = mask.sum().clamp(min=1.0)
+        return rows, lambda x: (x * mask).sum() / count
+
+    def model_outputs(self, rows: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(dist_inputs, values)`` of :meth:`unroll`'s rows: the model on ``obs``, a
+        recurrent one over the sequences from their ``state_in_<i>`` and ``seq_lens``."""
+        if not self.is_recurrent:
+            return self.model.policy_and_value(rows[SampleBatch.OBS])
+        state = [rows[state_in_key(i)] for i in range(self.num_state_tensors())]
+        dist_inputs, values, _ = self.model.policy_and_value_rnn(rows[SampleBatch.OBS], state,
+                                                                 rows[SampleBatch.SEQ_LENS])
+        return dist_inputs, values
 
     # ----- weights and state ------------------------------------------------------
 

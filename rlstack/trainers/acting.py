@@ -19,6 +19,7 @@ import ray
 from rlstack.evaluation.metrics import episode_results
 from rlstack.evaluation.worker_set import WorkerSet
 from rlstack.policies.policy import Policy, check_observation
+from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import DEFAULT_POLICY_ID
 from rlstack.trainers.config import evaluation_config_of
 
@@ -94,8 +95,10 @@ class ActingMixin:
 
         Args:
             observation: One observation as the env returns it.
-            state: RNN state inputs. rlstack's models are not recurrent: the state is
-                not used, but a non-empty one asks for the 3-tuple return, as in 1.13.
+            state: A recurrent policy's state (``use_lstm``: ``[h, c]``): start an
+                episode from ``trainer.get_policy().get_initial_state()`` and feed each
+                call's ``state_out`` to the next. A non-empty state asks for the
+                3-tuple return, as in 1.13 (for a model without state it is not used).
             prev_action: Accepted for 1.13 compatibility; unused by rlstack's models.
             prev_reward: Accepted for 1.13 compatibility; unused.
             info: Accepted for 1.13 compatibility; unused.
@@ -116,13 +119,15 @@ class ActingMixin:
 
         Returns:
             The action; or ``(action, state_out, extra_fetches)`` when ``state`` is
-            non-empty or ``full_fetch`` is set (``state_out`` is ``[]``;
+            non-empty or ``full_fetch`` is set (``state_out``: the new state, ``[]``
+            for a model without state;
             ``extra_fetches`` holds ``action_logp``, ``action_dist_inputs``, ``vf_preds``
             and the like for this observation).
 
         Raises:
             ObservationError: (a ValueError) If the observation does not fit the
                 observation space (wrong shape, a non-numeric dtype, an (obs, info) pair).
+            ValueError: If ``state`` has the wrong number or shapes of tensors.
             KeyError: For a policy id other than ``"default_policy"``.
         """
         unsquash_action = _renamed("unsquash_actions", unsquash_actions, "unsquash_action", unsquash_action)
@@ -168,8 +173,9 @@ class ActingMixin:
             observations: A dict ``{agent_id: obs}`` as in 1.13 (a dict of actions comes
                 back), or, as an rlstack convenience, a sequence or batch array of
                 observations (an array of actions comes back).
-            state: RNN states (a dict by agent id for dict observations); rlstack's models
-                are not recurrent, so it is only used to ask for the 3-tuple return.
+            state: A recurrent policy's state for the batch: one ``[B, ...]`` array per
+                state tensor (None: the initial state). For a model without state it
+                only asks for the 3-tuple return.
             prev_action: Accepted for 1.13 compatibility; unused.
             prev_reward: Accepted for 1.13 compatibility; unused.
             info: Accepted for 1.13 compatibility; unused.
@@ -196,13 +202,23 @@ class ActingMixin:
                 keys = list(observations)
                 observations = [observations[key] for key in keys]
         obs = self._prepare_observations(list(observations), policy)
-        actions, extras = policy.compute_actions(obs, explore=explore)
+        if policy.is_recurrent:
+            states = policy.initial_state_batch(len(obs)) if not state else policy.check_state(state)
+            if any(value.shape[:1] != (len(obs),) for value in states):
+                raise ValueError(f"compute_actions() got {len(obs)} observations but states of shapes "
+                                 f"{[value.shape for value in states]}; give one state row per observation.")
+            actions, extras = policy.compute_actions(obs, explore=explore, state_batches=states)
+            recurrent_out = [extras.pop(state_out_key(i)) for i in range(len(states))]
+        else:
+            actions, extras = policy.compute_actions(obs, explore=explore)
+            recurrent_out = []
         actions = policy.unsquash_actions(actions, normalize=unsquash_actions, clip=clip_actions)
         if keys is not None:
             actions = dict(zip(keys, actions))
         if state is None and not full_fetch:
             return actions
-        state_outs: Any = {key: [] for key in keys} if keys is not None else []
+        state_outs: Any = {key: [value[i] for value in recurrent_out] for i, key in enumerate(keys)} \
+            if keys is not None else recurrent_out
         return actions, state_outs, extras
 
     # ----- export ------------------------------------------------------------------------

@@ -82,6 +82,9 @@ class Trainer(ActingMixin, tune.Trainable):
     numpy_policy_class: str | None = None
     # The remote rollout workers compute gradients (A3C), so they keep the framework policy.
     remote_workers_learn: bool = False
+    # The algorithm trains recurrent models (model.use_lstm): its loss reads padded
+    # sequences and its workers record each step's state.
+    supports_recurrent_models: bool = False
 
     def __init__(
         self,
@@ -142,6 +145,14 @@ class Trainer(ActingMixin, tune.Trainable):
         """
         merged = merge_config(cls._default_config, config, cls._name)
         validate_common_config(merged)
+        if merged["model"].get("use_lstm") and not cls.supports_recurrent_models:
+            from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
+
+            able = sorted(name for name in ALGORITHMS if get_trainer_class(name).supports_recurrent_models)
+            raise ConfigError(
+                f"model.use_lstm=True is not supported by {cls._name} yet; recurrent models train with "
+                f"{', '.join(able)}. Use one of those, or set use_lstm=False (stack past observations with a "
+                "gymnasium wrapper for a little memory).")
         cls.validate_config(merged)
         return merged
 

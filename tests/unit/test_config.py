@@ -113,7 +113,7 @@ def test_default_config_copy_is_deep():
         ({"evaluation_duration": "auto"}, "'auto' is not supported"),
         ({"exploration_config": {"type": "EpsilonGreedy"}}, "explore by sampling"),
         ({"optimizer": {"type": "SGD"}}, "remove the optimizer key"),
-        ({"model": {"use_lstm": True}}, "model.use_lstm=True is not supported"),
+        ({"model": {"use_lstm": True, "max_seq_len": 0}}, "model.max_seq_len must be an integer >= 1"),
         ({"model": {"framestack": "yes"}}, "model.framestack must be True or False"),
         ({"no_done_at_end": 1}, "no_done_at_end must be True or False, got 1"),
         ({"sgd_minibatch_size": "128"}, "sgd_minibatch_size must be an integer >= 1, got '128'"),

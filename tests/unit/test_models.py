@@ -145,10 +145,17 @@ def test_model_spec_unknown_key_names_the_key():
     assert "did you mean 'fcnet_hiddens'" in str(info.value)
 
 
-@pytest.mark.parametrize("key", ["use_lstm", "use_attention"])
-def test_model_spec_rejects_unimplemented_recurrent_models(key):
-    with pytest.raises(ConfigError, match=key):
-        ModelCatalog.get_model_spec(CARTPOLE_OBS, CARTPOLE_ACT, {key: True})
+def test_model_spec_rejects_unimplemented_attention_models():
+    with pytest.raises(ConfigError, match="use_attention"):
+        ModelCatalog.get_model_spec(CARTPOLE_OBS, CARTPOLE_ACT, {"use_attention": True})
+
+
+def test_use_lstm_puts_an_lstm_between_the_encoder_and_both_heads():
+    spec = ModelCatalog.get_model_spec(CARTPOLE_OBS, CARTPOLE_ACT, {"use_lstm": True, "fcnet_hiddens": [32]})
+    # 1.13's defaults: 256 cells, sequences of at most 20 steps.
+    assert (spec.lstm.in_size, spec.lstm.cell_size, spec.lstm.max_seq_len) == (32, 256, 20)
+    assert spec.vf_encoder is None
+    assert spec.logits.kernel_shape == (256, 2) and spec.value_out.kernel_shape == (256, 1)
 
 
 def test_model_spec_bad_activation_and_hiddens():

@@ -250,13 +250,37 @@ def test_custom_loss_changes_the_update():
     assert norm(penalised) < norm(plain)
 
 
-def test_recurrent_custom_models_are_refused():
-    class Recurrent(KerasMetricsModel):
-        def get_initial_state(self):
-            return [np.zeros(4, np.float32)]
+def test_recurrent_custom_model_trains_with_ppo_on_sequences():
+    # 1.13's RecurrentNetwork contract: forward_rnn sees [B, T, obs] (T = 1 when acting).
+    from tests.custom_models import TFRNNModel
 
-    with pytest.raises(ConfigError, match="issue 18"):
-        _policy({"custom_model": Recurrent})
+    policy = _policy({"custom_model": TFRNNModel, "max_seq_len": 4})
+    assert [value.shape for value in policy.get_initial_state()] == [(8,), (8,)]
+    TFRNNModel.seen_input_shapes.clear()
+    obs = np.random.default_rng(0).uniform(-1, 1, (3, 4)).astype(np.float32)
+    _, extras = policy.compute_actions(obs, state_batches=policy.initial_state_batch(3))
+    # In a graph the batch and time sizes are dynamic: [B, T, 4] with B, T unknown at trace.
+    assert len(TFRNNModel.seen_input_shapes[-1]) == 3 and TFRNNModel.seen_input_shapes[-1][-1] == 4
+    assert extras["state_out_1"].shape == (3, 8)
+    batch = _batch(policy, n=12)
+    batch["eps_id"] = np.repeat([0, 1], [7, 5])
+    for i in range(2):
+        batch[f"state_in_{i}"] = np.zeros((12, 8), np.float32)
+    before = [value.copy() for value in policy.get_weights().values()]
+    stats = policy.learn_on_batch(batch)
+    assert np.isfinite(stats["total_loss"])
+    assert len(TFRNNModel.seen_input_shapes) > 1  # traced again for the padded sequences
+    assert any(not np.array_equal(a, b) for a, b in zip(before, policy.get_weights().values()))
+
+
+def test_recurrent_custom_models_are_refused_by_an_algorithm_without_sequences():
+    from rlstack.trainers.dqn import DEFAULT_CONFIG as DQN_DEFAULTS
+    from rlstack.trainers.dqn.dqn_tf_policy import DQNTFPolicy
+    from tests.custom_models import TFRNNModel
+
+    config = {**DQN_DEFAULTS, "framework": "tf", "model": {**DQN_DEFAULTS["model"], "custom_model": TFRNNModel}}
+    with pytest.raises(ConfigError, match="is recurrent.*PPO"):
+        DQNTFPolicy(OBS, ACT, config)
 
 
 def test_shortcut_module_is_wrapped_as_a_tfmodelv2():

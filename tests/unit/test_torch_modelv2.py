@@ -169,9 +169,31 @@ def test_unknown_custom_action_dist_is_a_config_error():
         _ppo({"custom_action_dist": "no_such_dist"})
 
 
-def test_recurrent_custom_model_is_refused_naming_issue_18():
-    with pytest.raises(ConfigError, match="issue 18"):
-        _ppo({"custom_model": models.RecurrentModel})
+def test_recurrent_custom_model_trains_with_ppo_on_sequences():
+    # 1.13's RecurrentNetwork contract: forward_rnn sees [B, T, obs], T = 1 when acting
+    # and max_seq_len (padded) when learning.
+    policy = _ppo({"custom_model": models.RecurrentModel, "max_seq_len": 4})
+    assert [value.shape for value in policy.get_initial_state()] == [(8,), (8,)]
+    models.RecurrentModel.seen_input_shapes.clear()
+    obs = _obs(3)
+    actions, extras = policy.compute_actions(obs, state_batches=policy.initial_state_batch(3))
+    assert models.RecurrentModel.seen_input_shapes[-1] == (3, 1, 5)
+    assert extras["state_out_0"].shape == (3, 8)
+    n = 12
+    batch = _acted_batch(policy, n)
+    batch[B.EPS_ID] = np.repeat([0, 1], [7, 5])
+    for i in range(2):
+        batch[f"state_in_{i}"] = np.zeros((n, 8), np.float32)
+    stats = policy.learn_on_batch(batch)
+    assert np.isfinite(stats["total_loss"])
+    # Episodes of 7 and 5 steps in sequences of 4: 4 sequences of 4 padded steps.
+    assert (4, 4, 5) in models.RecurrentModel.seen_input_shapes
+
+
+def test_recurrent_custom_model_is_refused_by_an_algorithm_without_sequences():
+    config = merge_config(DQN_DEFAULTS, {"model": {"custom_model": models.RecurrentModel}}, "DQN")
+    with pytest.raises(ConfigError, match="is recurrent.*PPO"):
+        DQNTorchPolicy(OBS, ACT, config)
 
 
 def test_custom_q_model_drives_dqn_and_its_target_network():

@@ -75,6 +75,7 @@ class PPOTrainer(Trainer):
     _name = "PPO"
     _default_config = DEFAULT_CONFIG
     postprocess_fn = staticmethod(postprocess_advantages)
+    supports_recurrent_models = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

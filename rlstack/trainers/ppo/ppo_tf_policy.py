@@ -17,6 +17,8 @@ class PPOTFPolicy(TFPolicy):
     """PPO in TensorFlow; the loss equals :class:`PPOTorchPolicy`'s to float32 rounding."""
 
     schedules_entropy_coeff = True
+    # use_lstm and custom recurrent models: the loss reads padded sequences (unroll).
+    supports_recurrent_models = True
     # The closed-form gradient (see _fused_loss_and_gradients) where the model and the
     # action distribution allow it; False: always the GradientTape.
     use_fused_sgd = True
@@ -42,25 +44,27 @@ class PPOTFPolicy(TFPolicy):
 
     def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         cfg = self.config
-        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        # One row per step; `mean` is over real steps only (padded sequences of a recurrent model).
+        batch, mean = self.unroll(train_batch)
+        dist_inputs, values = self.model_outputs(batch)
         curr_dist = self.action_distribution(dist_inputs)
-        prev_dist = self.action_distribution(train_batch[SampleBatch.ACTION_DIST_INPUTS])
+        prev_dist = self.action_distribution(batch[SampleBatch.ACTION_DIST_INPUTS])
 
         # ratio = pi_new(a|s) / pi_old(a|s)
-        ratio = tf.exp(curr_dist.logp(train_batch[SampleBatch.ACTIONS]) - train_batch[SampleBatch.ACTION_LOGP])
-        advantages = train_batch[SampleBatch.ADVANTAGES]
+        ratio = tf.exp(curr_dist.logp(batch[SampleBatch.ACTIONS]) - batch[SampleBatch.ACTION_LOGP])
+        advantages = batch[SampleBatch.ADVANTAGES]
         pg_loss1 = advantages * ratio
         pg_loss2 = advantages * tf.clip_by_value(ratio, 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"])
-        surrogate = tf.reduce_mean(tf.minimum(pg_loss1, pg_loss2))
+        surrogate = mean(tf.minimum(pg_loss1, pg_loss2))
 
         # KL(pi_old || pi_new), penalised with the adaptive kl_coeff.
-        mean_kl = tf.reduce_mean(prev_dist.kl(curr_dist))
-        entropy = tf.reduce_mean(curr_dist.entropy())
+        mean_kl = mean(prev_dist.kl(curr_dist))
+        entropy = mean(curr_dist.entropy())
 
         if cfg["use_critic"]:
             # vf_clip_param clips the squared value error (the loss), not the value.
-            vf_loss = tf.reduce_mean(
-                tf.clip_by_value(tf.square(values - train_batch[SampleBatch.VALUE_TARGETS]), 0.0, cfg["vf_clip_param"])
+            vf_loss = mean(
+                tf.clip_by_value(tf.square(values - batch[SampleBatch.VALUE_TARGETS]), 0.0, cfg["vf_clip_param"])
             )
         else:
             vf_loss = tf.constant(0.0)
@@ -77,8 +81,10 @@ class PPOTFPolicy(TFPolicy):
 
     def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict, list[tf.Tensor]]:
         # Without a critic the value layers get no gradient; that case keeps the tape.
+        # Recurrent models (BPTT over padded sequences) keep the tape too.
         if not (self.use_fused_sgd and self.config["use_critic"] and self.custom_dist_class is None
-                and self.dist_spec.kind in CLOSED_FORM_TERMS and DenseGraph.supports(self.model)):
+                and self.dist_spec.kind in CLOSED_FORM_TERMS and not self.is_recurrent
+                and DenseGraph.supports(self.model)):
             return super().loss_and_gradients(minibatch)
         return self._fused_loss_and_gradients(minibatch)
 

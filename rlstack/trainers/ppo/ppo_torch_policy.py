@@ -17,6 +17,8 @@ class PPOTorchPolicy(TorchPolicy):
     """PPO in torch; the loss equals :class:`PPOTFPolicy`'s to float32 rounding."""
 
     schedules_entropy_coeff = True
+    # use_lstm and custom recurrent models: the loss reads padded sequences (unroll).
+    supports_recurrent_models = True
     # Built-in dense models with Discrete or Box actions learn through the closed-form
     # gradient below instead of autograd (same result; 1.6x the SGD steps per second on
     # RLlib's 256x256 nets, 1.8x on 64x64 ones, bench/learner.py); False forces autograd.
@@ -42,24 +44,26 @@ class PPOTorchPolicy(TorchPolicy):
 
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         cfg = self.config
-        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        # One row per step; `mean` is over real steps only (padded sequences of a recurrent model).
+        batch, mean = self.unroll(train_batch)
+        dist_inputs, values = self.model_outputs(batch)
         curr_dist = self.action_dist(dist_inputs)
-        prev_dist = self.action_dist(train_batch[SampleBatch.ACTION_DIST_INPUTS])
+        prev_dist = self.action_dist(batch[SampleBatch.ACTION_DIST_INPUTS])
 
         # ratio = pi_new(a|s) / pi_old(a|s)
-        ratio = torch.exp(curr_dist.logp(train_batch[SampleBatch.ACTIONS]) - train_batch[SampleBatch.ACTION_LOGP])
-        advantages = train_batch[SampleBatch.ADVANTAGES]
+        ratio = torch.exp(curr_dist.logp(batch[SampleBatch.ACTIONS]) - batch[SampleBatch.ACTION_LOGP])
+        advantages = batch[SampleBatch.ADVANTAGES]
         pg_loss1 = advantages * ratio
         pg_loss2 = advantages * torch.clamp(ratio, 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"])
-        surrogate = torch.min(pg_loss1, pg_loss2).mean()
+        surrogate = mean(torch.min(pg_loss1, pg_loss2))
 
         # KL(pi_old || pi_new), penalised with the adaptive kl_coeff.
-        mean_kl = prev_dist.kl(curr_dist).mean()
-        entropy = curr_dist.entropy().mean()
+        mean_kl = mean(prev_dist.kl(curr_dist))
+        entropy = mean(curr_dist.entropy())
 
         if cfg["use_critic"]:
             # vf_clip_param clips the squared value error (the loss), not the value.
-            vf_loss = torch.clamp((values - train_batch[SampleBatch.VALUE_TARGETS]) ** 2, 0.0, cfg["vf_clip_param"]).mean()
+            vf_loss = mean(torch.clamp((values - batch[SampleBatch.VALUE_TARGETS]) ** 2, 0.0, cfg["vf_clip_param"]))
         else:
             vf_loss = torch.zeros((), device=values.device)
 
@@ -77,8 +81,9 @@ class PPOTorchPolicy(TorchPolicy):
         # Without a critic the value layers get no gradient (autograd leaves them out of
         # the update); that case keeps autograd.
         # Only built-in models (which define no custom_loss) qualify.
+        # Recurrent models (BPTT over padded sequences) keep autograd of loss() too.
         if not (self.use_fused_sgd and self.config["use_critic"] and self.dist_spec.kind in CLOSED_FORM_TERMS
-                and DenseGraph.supports(self.model)):
+                and not self.is_recurrent and DenseGraph.supports(self.model)):
             return super().make_grad_fn(tensors)
         return self._fused_grad_fn(tensors)
 

@@ -1,0 +1,211 @@
+"""The built-in LSTM (``model.use_lstm``): torch, TF and numpy give the same outputs and
+the same PPO loss on padded sequences with equal weights; numpy acting step by step
+matches the frameworks' sequence pass; padding never reaches the loss; the 1.13 keys,
+their errors, and acting with state (``compute_single_action``)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlstack.errors import ConfigError
+from rlstack.policies.numpy_policy import NumpyPolicy
+from rlstack.policies.rnn_sequencing import SEQ_MASK, pad_batch_to_sequences
+from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.config import merge_config
+from rlstack.trainers.ppo import DEFAULT_CONFIG
+from tests.unit.test_ppo_loss import numpy_ppo_loss
+
+B = SampleBatch
+OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+ACTION_SPACE = gym.spaces.Discrete(3)
+CELL = 6
+MODEL = {"use_lstm": True, "lstm_cell_size": CELL, "max_seq_len": 4, "fcnet_hiddens": [8]}
+CONFIG = {"seed": 0, "entropy_coeff": 0.01, "clip_param": 0.2, "vf_clip_param": 5.0, "sgd_minibatch_size": 16,
+          "num_sgd_iter": 1, "model": MODEL}
+# Episodes of 6, 3 and 5 steps: with max_seq_len 4, sequences of 4, 2, 3, 4 and 1 steps.
+EPISODE_LENGTHS = (6, 3, 5)
+
+
+def _policy(framework, **overrides):
+    config = merge_config(DEFAULT_CONFIG, {**CONFIG, **overrides}, "PPO")
+    if framework == "torch":
+        pytest.importorskip("torch")
+        from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy
+
+        return PPOTorchPolicy(OBS_SPACE, ACTION_SPACE, config)
+    if framework == "tf":
+        pytest.importorskip("tensorflow")
+        from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy
+
+        return PPOTFPolicy(OBS_SPACE, ACTION_SPACE, config)
+    return NumpyPolicy(OBS_SPACE, ACTION_SPACE, config)
+
+
+def _tensors(framework, batch):
+    if framework == "torch":
+        import torch
+
+        return {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in batch.items()}
+    import tensorflow as tf
+
+    return {key: tf.convert_to_tensor(value) for key, value in batch.items()}
+
+
+def _numpy(value):
+    if hasattr(value, "detach"):
+        value = value.detach()
+    return np.asarray(value)
+
+
+def _rollout(policy, seed=0):
+    """Steps through hand-made episodes with the numpy policy as a worker does: the state
+    starts at zeros for each episode and follows state_out; returns the rows."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for eps_id, length in enumerate(EPISODE_LENGTHS):
+        state = policy.initial_state_batch(1)
+        for _ in range(length):
+            obs = rng.uniform(-1, 1, (1, 3)).astype(np.float32)
+            actions, extras = policy.compute_actions(obs, explore=False, state_batches=state)
+            rows.append({B.OBS: obs[0], B.EPS_ID: eps_id, B.ACTION_DIST_INPUTS: extras[B.ACTION_DIST_INPUTS][0],
+                         B.VF_PREDS: extras[B.VF_PREDS][0], "state_in_0": state[0][0], "state_in_1": state[1][0]})
+            state = [extras["state_out_0"], extras["state_out_1"]]
+    batch = SampleBatch({key: np.stack([row[key] for row in rows]) for key in rows[0]})
+    n = batch.count
+    # PPO's columns: an "old" policy that differs from the current one, spread targets.
+    old = batch[B.ACTION_DIST_INPUTS] + rng.normal(0, 0.5, batch[B.ACTION_DIST_INPUTS].shape).astype(np.float32)
+    actions = rng.integers(0, 3, n)
+    shifted = old - old.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    batch[B.ACTIONS] = actions
+    batch[B.ACTION_DIST_INPUTS] = old.astype(np.float32)
+    batch[B.ACTION_LOGP] = logp[np.arange(n), actions].astype(np.float32)
+    batch[B.ADVANTAGES] = rng.normal(0, 1, n).astype(np.float32)
+    batch[B.VALUE_TARGETS] = rng.normal(0, 3, n).astype(np.float32)
+    return batch
+
+
+@pytest.fixture(scope="module")
+def stepped():
+    """A numpy policy with non-trivial weights, and its step-by-step outputs per row."""
+    policy = _policy("numpy")
+    rng = np.random.default_rng(1)
+    weights = {key: (value + rng.normal(0, 0.3, value.shape)).astype(np.float32)
+               for key, value in policy.get_weights().items()}
+    policy.set_weights(weights)
+    batch = _rollout(policy)
+    _, extras = policy.compute_actions(batch[B.OBS], explore=False,
+                                       state_batches=[batch["state_in_0"], batch["state_in_1"]])
+    return weights, batch, extras[B.ACTION_DIST_INPUTS], extras[B.VF_PREDS]
+
+
+def test_the_spec_keeps_one_weight_layout_with_the_lstm_between_encoder_and_heads():
+    weights = _policy("numpy").get_weights()
+    assert weights["lstm/kernel"].shape == (8, 4 * CELL)
+    assert weights["lstm/recurrent_kernel"].shape == (CELL, 4 * CELL)
+    assert weights["lstm/bias"].shape == (4 * CELL,)
+    # The forget gate starts open (1.0), the other biases at zero.
+    assert weights["lstm/bias"][CELL : 2 * CELL].tolist() == [1.0] * CELL
+    assert weights["logits/kernel"].shape == (CELL, 3) and weights["value_out/kernel"].shape == (CELL, 1)
+    assert not any(key.startswith("vf_") for key in weights)  # both heads read the LSTM
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf", "numpy"])
+def test_initial_state_is_zeros_h_and_c(framework):
+    state = _policy(framework).get_initial_state()
+    assert [value.shape for value in state] == [(CELL,), (CELL,)]
+    assert all(not value.any() for value in state)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_framework_sequence_pass_matches_numpy_acting_step_by_step(framework, stepped):
+    weights, batch, dist_inputs, values = stepped
+    policy = _policy(framework)
+    policy.set_weights(weights)
+    seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
+    rows, _ = policy.unroll(_tensors(framework, seqs))
+    out, out_values = (_numpy(x) for x in policy.model_outputs(rows))
+    real = seqs[SEQ_MASK].reshape(-1).astype(bool)
+    # The sequences start from their first step's state_in: same outputs as acting.
+    np.testing.assert_allclose(out[real], dist_inputs, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out_values[real], values, rtol=1e-4, atol=1e-5)
+    # Weights come back in the same canonical layout.
+    for key, value in policy.get_weights().items():
+        np.testing.assert_array_equal(value, weights[key], err_msg=key)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_ppo_loss_on_padded_sequences_is_the_reference_on_the_real_steps(framework, stepped):
+    weights, batch, dist_inputs, values = stepped
+    policy = _policy(framework)
+    policy.set_weights(weights)
+    expected = numpy_ppo_loss(dist_inputs, values, batch, policy.config, 0.2, 0.01)
+    seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
+    assert seqs[B.SEQ_LENS].tolist() == [4, 2, 3, 4, 1]
+    loss, stats = policy.loss(_tensors(framework, seqs))
+    np.testing.assert_allclose(float(_numpy(loss)), expected["total_loss"], rtol=1e-4)
+    for key in ("policy_loss", "vf_loss", "kl", "entropy"):
+        np.testing.assert_allclose(float(_numpy(stats[key])), expected[key], rtol=1e-4, atol=1e-6, err_msg=key)
+    # Whatever the padding holds, the loss counts only the real steps.
+    noisy = SampleBatch({key: value.copy() for key, value in seqs.items()})
+    pad = ~seqs[SEQ_MASK].astype(bool)
+    for key in (B.OBS, B.ADVANTAGES, B.VALUE_TARGETS, B.ACTION_LOGP):
+        noisy[key][pad] = 7.0
+    np.testing.assert_allclose(float(_numpy(policy.loss(_tensors(framework, noisy))[0])), float(_numpy(loss)),
+                               rtol=1e-6)
+
+
+def test_torch_and_tf_learn_the_same_step_on_sequences(stepped):
+    weights, batch, _, _ = stepped
+    policies = {framework: _policy(framework) for framework in ("torch", "tf")}
+    for policy in policies.values():
+        policy.set_weights(weights)
+        policy.learn_on_batch(batch)
+    torch_weights, tf_weights = (policies[f].get_weights() for f in ("torch", "tf"))
+    assert not np.allclose(torch_weights["lstm/kernel"], weights["lstm/kernel"])
+    for key in weights:
+        np.testing.assert_allclose(torch_weights[key], tf_weights[key], rtol=1e-3, atol=1e-5, err_msg=key)
+
+
+def test_minibatches_are_whole_sequences_sized_in_rows():
+    policy = _policy("numpy", sgd_minibatch_size=40)
+    # 40 rows of max_seq_len 4: 10 sequences per minibatch.
+    assert policy.minibatch_plan(25) == (10, 1)
+
+
+@pytest.mark.parametrize(("key", "value", "fragment"), [
+    ("max_seq_len", 0, "max_seq_len must be an integer >= 1"),
+    ("lstm_cell_size", -3, "lstm_cell_size must be an integer >= 1"),
+    ("lstm_use_prev_action", True, "not supported yet"),
+    ("lstm_use_prev_reward", True, "not supported yet"),
+])
+def test_bad_lstm_keys_are_config_errors(key, value, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        _policy("numpy", model={**MODEL, key: value})
+
+
+@pytest.mark.parametrize("algorithm", ["DQN", "APEX", "SAC", "DDPG", "TD3", "A2C", "A3C", "IMPALA"])
+def test_use_lstm_with_an_algorithm_without_sequences_names_the_ones_with(algorithm):
+    from rlstack.trainers.registry import get_trainer_class
+
+    with pytest.raises(ConfigError, match=rf"use_lstm=True is not supported by {algorithm} yet.*PPO"):
+        get_trainer_class(algorithm).merge_and_validate({"model": {"use_lstm": True}})
+
+
+def test_compute_single_action_carries_the_state_and_checks_it():
+    policy = _policy("numpy")
+    obs = np.array([0.1, -0.2, 0.3], np.float32)
+    action, state_out, info = policy.compute_single_action(obs, state=policy.get_initial_state(), explore=False)
+    assert [value.shape for value in state_out] == [(CELL,), (CELL,)] and state_out[0].any()
+    assert "state_out_0" not in info and "vf_preds" in info
+    # Feeding state_out back changes the next outputs (the model remembers).
+    _, again, info2 = policy.compute_single_action(obs, state=state_out, explore=False)
+    assert not np.allclose(info2[B.ACTION_DIST_INPUTS], info[B.ACTION_DIST_INPUTS])
+    with pytest.raises(ValueError, match="has 1 tensors but this policy's model has 2"):
+        policy.compute_single_action(obs, state=[state_out[0]])
+    with pytest.raises(ValueError, match=r"tensor 1 has shape \(4,\); the model expects \(6,\)"):
+        policy.compute_single_action(obs, state=[state_out[0], np.zeros(4)])
+    with pytest.raises(ValueError, match="must be a list of 2 arrays"):
+        policy.compute_single_action(obs, state=np.zeros(CELL))
