@@ -167,6 +167,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     # --explore forces sampling; otherwise the merged config's `explore` decides (the
     # checkpoint's evaluation_config makes it greedy by default).
     explore = True if args.explore else None
+    policy = trainer.get_policy()
     columns: dict[str, list] = {"obs": [], "actions": [], "rewards": [], "terminateds": [], "truncateds": [],
                                 "new_obs": [], "eps_id": []}
     returns = []
@@ -176,8 +177,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         while _keep_going(steps, args.steps, episode, args.episodes):
             obs, _ = env.reset(seed=None if args.seed is None else args.seed + episode)
             total, done = 0.0, False
+            # A recurrent policy (use_lstm) starts each episode from its initial state
+            # and carries the state it returns from step to step.
+            state = policy.get_initial_state()
             while not done and _keep_going(steps, args.steps, episode, args.episodes):
-                action = trainer.compute_single_action(obs, explore=explore)
+                if state:
+                    action, state, _ = trainer.compute_single_action(obs, state=state, explore=explore)
+                else:
+                    action = trainer.compute_single_action(obs, explore=explore)
                 next_obs, reward, terminated, truncated, _ = env.step(action)
                 if args.out:
                     row = (obs, action, reward, terminated, truncated, next_obs, episode)

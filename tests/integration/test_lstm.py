@@ -1,0 +1,128 @@
+"""PPO with use_lstm in trainers: remote workers act in numpy with state, evaluation
+workers carry it, 1.13's "policy inference after training with LSTM" loop runs, a
+checkpoint restores the same actions for the same state, and `rlstack rollout` carries
+the state through its episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlstack.cli import main
+from rlstack.examples.env.stateless_cartpole import StatelessCartPole
+from rlstack.trainers.ppo import PPOTrainer
+
+FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow"}
+
+
+def _config(framework, **overrides):
+    return {"framework": framework, "num_workers": 1, "train_batch_size": 400, "sgd_minibatch_size": 100,
+            "num_sgd_iter": 2, "rollout_fragment_length": 100, "seed": 1, "evaluation_interval": 1,
+            "evaluation_duration": 2, "evaluation_num_workers": 1,
+            "model": {"use_lstm": True, "lstm_cell_size": 16, "max_seq_len": 10, "fcnet_hiddens": [16]},
+            **overrides}
+
+
+def _inference_loop(trainer, seed, explore=False, steps=None, carry=True):
+    """RLlib 1.13's docs loop ("policy inference after training, with LSTM"), after the
+    import renames: start from the policy's initial state, feed each state_out back
+    (``carry=False``: start every step from the initial state, a policy without memory)."""
+    env = StatelessCartPole()
+    obs, _ = env.reset(seed=seed)
+    initial = trainer.get_policy().get_initial_state()
+    state = initial
+    actions, done = [], False
+    while not done and (steps is None or len(actions) < steps):
+        action, state, _ = trainer.compute_single_action(obs, state if carry else initial, explore=explore)
+        obs, _, terminated, truncated, _ = env.step(action)
+        actions.append(int(action))
+        done = terminated or truncated
+    return actions, state
+
+
+@pytest.fixture(scope="module", params=["torch", "tf"])
+def trained(request, ray_local, tmp_path_factory):
+    pytest.importorskip(FRAMEWORK_MODULES[request.param])
+    trainer = PPOTrainer(_config(request.param), "StatelessCartPole")
+    result = trainer.train()
+    checkpoint = trainer.save(str(tmp_path_factory.mktemp("lstm_ckpt")))
+    yield request.param, trainer, result, str(getattr(checkpoint, "path", checkpoint))
+    trainer.stop()
+
+
+def test_trains_with_remote_workers_and_evaluates_with_state(trained):
+    _, trainer, result, _ = trained
+    assert result["timesteps_total"] >= 400
+    assert np.isfinite(result["info"]["learner"]["default_policy"]["learner_stats"]["total_loss"])
+    assert result["evaluation"]["episodes_this_iter"] >= 2
+    # The remote worker acts in numpy with the learner's LSTM weights.
+    weights = trainer.workers.foreach_worker(lambda w: (w.sampling_policy.framework, w.get_weights()))
+    learner = trainer.get_policy().get_weights()
+    for framework, worker_weights in weights:
+        assert framework in ("numpy", trained[0])
+        np.testing.assert_allclose(worker_weights["lstm/kernel"], learner["lstm/kernel"], rtol=1e-6)
+
+
+def test_the_113_inference_loop_carries_the_state(trained):
+    _, trainer, _, _ = trained
+    actions, state = _inference_loop(trainer, seed=3)
+    assert len(actions) >= 1 and [value.shape for value in state] == [(16,), (16,)]
+    # The same greedy loop twice: the same actions; a stateless call differs in form.
+    assert _inference_loop(trainer, seed=3)[0] == actions
+    assert np.asarray(trainer.compute_single_action(np.zeros(2, np.float32), explore=False)).shape == ()
+
+
+def test_wrong_state_is_an_error_that_names_the_fix(trained):
+    _, trainer, _, _ = trained
+    with pytest.raises(ValueError, match="get_initial_state"):
+        trainer.compute_single_action(np.zeros(2, np.float32), [np.zeros(3)], explore=False)
+
+
+def test_checkpoint_restores_the_same_actions_for_the_same_state(trained):
+    framework, trainer, _, checkpoint = trained
+    rng = np.random.default_rng(0)
+    observations = rng.uniform(-0.2, 0.2, (20, 2)).astype(np.float32)
+    states = [rng.normal(0, 1, (20, 16)).astype(np.float32) for _ in range(2)]
+
+    def act(t):
+        policy = t.get_policy()
+        _, extras = policy.compute_actions(observations, explore=False, state_batches=states)
+        return extras
+
+    before = act(trainer)
+    restored = PPOTrainer(_config(framework, num_workers=0, evaluation_num_workers=0), "StatelessCartPole")
+    restored.restore(checkpoint)
+    after = act(restored)
+    loop_before, loop_after = _inference_loop(trainer, seed=5, steps=50), _inference_loop(restored, seed=5, steps=50)
+    restored.stop()
+    for key in ("action_dist_inputs", "vf_preds", "state_out_0", "state_out_1"):
+        np.testing.assert_allclose(after[key], before[key], rtol=1e-6, atol=1e-7, err_msg=key)
+    assert loop_after[0] == loop_before[0]
+
+
+def test_rollout_cli_carries_the_state_through_episodes(trained, tmp_path, monkeypatch):
+    framework, _, _, checkpoint = trained
+    if framework != "torch":
+        pytest.skip("one framework is enough for the CLI")
+    calls = []
+    act = PPOTrainer.compute_single_action
+
+    def spy(self, observation=None, state=None, *args, **kwargs):
+        out = act(self, observation, state, *args, **kwargs)
+        calls.append(([np.array(value) for value in state or []], out))
+        return out
+
+    monkeypatch.setattr(PPOTrainer, "compute_single_action", spy)
+    out = tmp_path / "rollout.npz"
+    assert main(["rollout", checkpoint, "--episodes", "2", "--out", str(out), "--seed", "7"]) == 0
+    with np.load(out, allow_pickle=False) as data:
+        eps_id = data["eps_id"]
+    assert len(calls) == len(eps_id)
+    for i, (state, _) in enumerate(calls):
+        assert [value.shape for value in state] == [(16,), (16,)]
+        if i == 0 or eps_id[i] != eps_id[i - 1]:
+            assert not any(value.any() for value in state)  # each episode starts from zeros
+        else:
+            previous_out = calls[i - 1][1][1]
+            for given, returned in zip(state, previous_out):
+                np.testing.assert_array_equal(given, returned)  # then follows state_out
