@@ -226,6 +226,11 @@ class ModelCatalog:
         ``value_function()``), or rlstack's shortcut form: a ``torch.nn.Module`` /
         ``tf.Module`` called on a ``float32 [batch, obs_size]`` tensor of flattened
         observations that returns ``(dist_inputs [batch, num_outputs], values [batch])``.
+        A recurrent model subclasses 1.13's ``RecurrentNetwork``
+        (``rlstack.models.torch.recurrent_net`` / ``rlstack.models.tf.recurrent_net``)
+        with ``forward_rnn(inputs [B, T, ...], state, seq_lens)`` and a non-empty
+        ``get_initial_state()``; algorithms that train on sequences (PPO) take it, the
+        others refuse it.
 
         Args:
             name: The name to use in the model config.
