@@ -154,9 +154,6 @@ MISSING: dict[str, str] = {
                                     "(ReplayBuffer, PrioritizedReplayBuffer) and rlstack.execution.replay_actor "
                                     "(ApeX's shards); DQN's are configured with buffer_size and prioritized_replay",
     # --- models and policies -----------------------------------------------------------
-    "rlstack.models.torch.attention_net": "attention models (GTrXL, use_attention) are issue 18, not yet in "
-                                          "rlstack",
-    "rlstack.models.tf.attention_net": "attention models (GTrXL, use_attention) are issue 18, not yet in rlstack",
     "rlstack.models.torch.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders "
                                               "itself (one encoder per key) for the default model",
     "rlstack.models.tf.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders itself "

@@ -21,7 +21,8 @@ EnvSpec = Union[str, type, EnvCreator]
 _REGISTRY: dict[str, EnvCreator] = {}
 # Example envs every process knows by name (as 1.13's examples were imported by path):
 # name -> "module:Class", imported on first use.
-_EXAMPLE_ENVS = {"StatelessCartPole": "rlstack.examples.env.stateless_cartpole:StatelessCartPole"}
+_EXAMPLE_ENVS = {"StatelessCartPole": "rlstack.examples.env.stateless_cartpole:StatelessCartPole",
+                 "RepeatAfterMeEnv": "rlstack.examples.env.repeat_after_me_env:RepeatAfterMeEnv"}
 logger = logging.getLogger(__name__)
 
 

@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import ConfigError, did_you_mean
+from rlstack.models.attention import ATTENTION_DEFAULTS, check_attention_config
 from rlstack.models.preprocessors import Preprocessor
 
 # Re-exported: the spec types and helpers have been imported from the catalog.
@@ -72,8 +73,14 @@ MODEL_DEFAULTS: dict[str, Any] = {
     # Not supported yet (True is rejected): feeding the previous action / reward to the LSTM.
     "lstm_use_prev_action": False,
     "lstm_use_prev_reward": False,
-    # Attention (GTrXL) models are not implemented; True is rejected.
-    "use_attention": False,
+    # Attention (GTrXL, 1.13's attention wrapper): the dense encoder, then
+    # attention_num_transformer_units gated Transformer-XL units of attention_dim with
+    # attention_num_heads heads of attention_head_dim, each step reading the unit inputs of
+    # the attention_memory_inference (acting) / attention_memory_training (training) steps
+    # before it, a position-wise MLP of attention_position_wise_mlp_dim, GRU gates whose
+    # bias starts at attention_init_gru_gate_bias. Past actions / rewards as inputs
+    # (attention_use_n_prev_*) are not supported yet: 0 only. See models/attention.py.
+    **ATTENTION_DEFAULTS,
     # Atari envs under preprocessor_pref="deepmind" (env/atari.py): stack the last 4 screens
     # (True) or give one, and the side of the square grey screen (84 or 42).
     "framestack": True,
@@ -89,7 +96,7 @@ MODEL_DEFAULTS: dict[str, Any] = {
 }
 
 # Keys accepted for old configs but without effect: a non-default value is an error.
-_UNUSED_MODEL_KEYS = ("use_attention", "grayscale", "zero_mean", "custom_preprocessor")
+_UNUSED_MODEL_KEYS = ("grayscale", "zero_mean", "custom_preprocessor")
 # Keys of the LSTM wrapper that are not implemented yet: a non-default value is an error.
 _NOT_YET_LSTM_KEYS = ("lstm_use_prev_action", "lstm_use_prev_reward")
 
@@ -143,6 +150,10 @@ def validate_model_config(model_config: dict) -> None:
             raise ConfigError(
                 f"model.{key}=True is not supported yet: rlstack's LSTM sees only the observations. Remove the key "
                 "(or add the previous action / reward to the observation with a gymnasium wrapper).")
+    check_attention_config(model_config)
+    if model_config.get("use_attention") and model_config.get("use_lstm"):
+        raise ConfigError("model.use_attention and model.use_lstm are both True: choose one memory (1.13 refused "
+                          "the pair too).")
     for key in ("max_seq_len", "lstm_cell_size"):
         value = model_config.get(key, MODEL_DEFAULTS[key])
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -382,6 +393,10 @@ class ModelCatalog:
         config = copy.deepcopy(MODEL_DEFAULTS)
         config.update(model_config or {})
         validate_model_config(config)
+        if config["use_attention"]:
+            raise ConfigError(
+                "model.use_attention=True: the attention network (GTrXL) has no built-in spec; the policy builds "
+                "it as AttentionWrapper (rlstack.models.torch.attention_net / rlstack.models.tf.attention_net).")
         obs_space = getattr(obs_space, "original_space", obs_space)
         preprocessor = Preprocessor(obs_space)
         free_log_std = bool(config["free_log_std"])

@@ -34,6 +34,8 @@ def numpy_inference_applies(observation_space: gym.Space, action_space: gym.Spac
     model_config = config.get("model", {})
     eligible = (
         not model_config.get("custom_model")
+        # Attention (GTrXL) has no numpy implementation: the framework's model acts.
+        and not model_config.get("use_attention")
         # A custom action distribution is a framework class: the framework policy acts.
         and not model_config.get("custom_action_dist")
         and not num_gpus
@@ -41,7 +43,8 @@ def numpy_inference_applies(observation_space: gym.Space, action_space: gym.Spac
     )
     if mode == "numpy" and not eligible:
         raise RLStackError(
-            "rollout_inference='numpy' needs a built-in dense model (no conv layers, no custom_model) with a "
+            "rollout_inference='numpy' needs a built-in dense model (no conv layers, no custom_model, no "
+            "use_attention) with a "
             "built-in action distribution (no custom_action_dist) and "
             "no GPU on the workers; use rollout_inference='auto' or 'framework'."
         )

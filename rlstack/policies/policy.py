@@ -7,6 +7,7 @@ filtered; actions leave in the layout of the action space.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from abc import ABC, abstractmethod
@@ -150,6 +151,8 @@ class Policy(ABC):
     # The loss reads padded sequences (learner_batch, the framework bases' unroll):
     # recurrent models (use_lstm, a custom RecurrentNetwork) may train with this policy.
     supports_recurrent_models: bool = False
+    # use_attention's model in this policy's framework, "module:Class" (imported on use).
+    attention_model_class: str = ""
 
     @staticmethod
     def pin_threads(config: dict) -> None:
@@ -224,7 +227,7 @@ class Policy(ABC):
         model_config = self.config.get("model", {})
         custom = model_config.get("custom_model")
         if not custom:
-            return None
+            return self._make_attention_model(model_config) if model_config.get("use_attention") else None
         model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)
         args = (model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
                 model_config, "model")
@@ -245,6 +248,21 @@ class Policy(ABC):
                 f"{len(model.get_initial_state())} state tensors), which {type(self).__name__} does not support "
                 "yet; recurrent models train with PPO. Use PPO, or a model whose get_initial_state() returns [] "
                 "(e.g. stack past observations with a gymnasium wrapper).")
+        return model
+
+    def _make_attention_model(self, model_config: dict) -> ModelV2:
+        # use_attention: the framework's AttentionWrapper (a 1.13 RecurrentNetwork, acting
+        # in the framework on workers too), on the initial weights of the config's seed:
+        # the same in torch and TF.
+        if not self.supports_recurrent_models:
+            raise ConfigError(
+                f"model.use_attention=True, but {type(self).__name__} does not train recurrent models yet; use PPO, "
+                "or set use_attention=False.")
+        module, _, name = self.attention_model_class.partition(":")
+        model_class = getattr(importlib.import_module(module), name)
+        model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
+                            model_config, "model")
+        model.load_canonical_weights(model.gtrxl_spec.initial_weights(self.config.get("seed")))
         return model
 
     # ----- recurrent state ------------------------------------------------------------

@@ -103,6 +103,7 @@ class TFPolicy(TFLearner):
     framework = "tf"
 
     # The module class built from model_spec() for built-in models.
+    attention_model_class = "rlstack.models.tf.attention_net:AttentionWrapper"
     model_class: type[TFModel] = TFModel
 
     @staticmethod
@@ -123,14 +124,16 @@ class TFPolicy(TFLearner):
         # A custom action distribution (the catalog resolved it and sized the model's
         # outputs by its required_model_output_shape).
         self.custom_dist_class = self.dist_spec.custom_class
-        spec = None if model_config.get("custom_model") else self.model_spec()  # built-in models
+        builtin = not (model_config.get("custom_model") or model_config.get("use_attention"))
+        spec = self.model_spec() if builtin else None  # built-in models
         # The driver's (learner's) pools, unless a rollout worker's pin came first. On
         # vector observations one intra-op thread is faster: a dense layer's matmul is too
         # small to split (PPO learner on 2 cores, 64x64 to 1024x1024 tanh nets: 1.15-1.45x
         # the samples/s of TF's default of one thread per core; BENCHMARKS.md).
         args = config.get("local_tf_session_args") or {}
         intra = args.get("intra_op_parallelism_threads")
-        if intra is None and spec is not None and not spec.encoder.images:
+        dense = model_config.get("use_attention") or (spec is not None and not spec.encoder.images)
+        if intra is None and dense:
             intra = 1
         size_thread_pools(intra, args.get("inter_op_parallelism_threads"))
         self.device = "/CPU:0"

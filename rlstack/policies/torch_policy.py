@@ -94,6 +94,7 @@ class TorchPolicy(TorchLearner):
         torch.set_num_threads(1)
 
     # The ModelV2 class built from model_spec() for built-in models.
+    attention_model_class = "rlstack.models.torch.attention_net:AttentionWrapper"
     model_class: type[TorchModel] = TorchModel
 
     def __init__(

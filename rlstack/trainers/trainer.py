@@ -145,13 +145,14 @@ class Trainer(ActingMixin, tune.Trainable):
         """
         merged = merge_config(cls._default_config, config, cls._name)
         validate_common_config(merged)
-        if merged["model"].get("use_lstm") and not cls.supports_recurrent_models:
+        memory = next((key for key in ("use_lstm", "use_attention") if merged["model"].get(key)), None)
+        if memory and not cls.supports_recurrent_models:
             from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
 
             able = sorted(name for name in ALGORITHMS if get_trainer_class(name).supports_recurrent_models)
             raise ConfigError(
-                f"model.use_lstm=True is not supported by {cls._name} yet; recurrent models train with "
-                f"{', '.join(able)}. Use one of those, or set use_lstm=False (stack past observations with a "
+                f"model.{memory}=True is not supported by {cls._name} yet; recurrent models train with "
+                f"{', '.join(able)}. Use one of those, or set {memory}=False (stack past observations with a "
                 "gymnasium wrapper for a little memory).")
         cls.validate_config(merged)
         return merged
