@@ -506,6 +506,19 @@ class Policy(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} has no model to export (it only acts in numpy).")
 
+    def refuse_recurrent_export(self) -> None:
+        """Raises for a recurrent model: the exported graph maps ``obs`` alone to the
+        outputs and would drop the state.
+
+        Raises:
+            NotImplementedError: Naming what to use instead.
+        """
+        if self.is_recurrent:
+            raise NotImplementedError(
+                "export_model does not export recurrent models yet (its graph maps obs alone to the outputs); "
+                "save the weights with export_checkpoint() or trainer.save() and act with "
+                "compute_single_action(obs, state).")
+
     def export_checkpoint(self, export_dir: str, filename_prefix: str = "model") -> str:
         """Writes :meth:`get_state` (weights, optimizer state, counters) to
         ``<export_dir>/<filename_prefix>.npz`` and returns its path (classic RLlib's

@@ -307,6 +307,7 @@ class TFPolicy(TFLearner):
         return {}
 
     def export_model(self, export_dir: str, onnx: int | None = None) -> str:
+        self.refuse_recurrent_export()
         from rlstack.models.tf.export import export_tf_model
 
         return export_tf_model(self.model, list(self.model.variables()), self.preprocessor.size, export_dir, onnx)

@@ -244,6 +244,7 @@ class TorchPolicy(TorchLearner):
         return views() if views is not None and self.device.type == "cpu" else None
 
     def export_model(self, export_dir: str, onnx: int | None = None) -> str:
+        self.refuse_recurrent_export()
         from rlstack.models.torch.export import export_torch_model
 
         return export_torch_model(self.model, self.preprocessor.size, export_dir, onnx)

@@ -72,6 +72,19 @@ def test_the_113_inference_loop_carries_the_state(trained):
     assert np.asarray(trainer.compute_single_action(np.zeros(2, np.float32), explore=False)).shape == ()
 
 
+def test_compute_actions_takes_one_state_row_per_observation(trained):
+    _, trainer, _, _ = trained
+    observations = [np.zeros(2, np.float32), np.full(2, 0.1, np.float32)]
+    rows = [np.repeat(value[None], 2, axis=0) for value in trainer.get_policy().get_initial_state()]
+    actions, state_out, extras = trainer.compute_actions(observations, state=rows, explore=False)
+    assert actions.shape == (2,) and [value.shape for value in state_out] == [(2, 16), (2, 16)]
+    # Row by row, the same as compute_single_action from the same state.
+    single = trainer.compute_single_action(observations[1], [value[1] for value in rows], explore=False)
+    np.testing.assert_allclose(single[1][0], state_out[0][1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="one state row per observation"):
+        trainer.compute_actions(observations, state=[value[:1] for value in rows])
+
+
 def test_wrong_state_is_an_error_that_names_the_fix(trained):
     _, trainer, _, _ = trained
     with pytest.raises(ValueError, match="get_initial_state"):

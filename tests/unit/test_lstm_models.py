@@ -209,3 +209,29 @@ def test_compute_single_action_carries_the_state_and_checks_it():
         policy.compute_single_action(obs, state=[state_out[0], np.zeros(4)])
     with pytest.raises(ValueError, match="must be a list of 2 arrays"):
         policy.compute_single_action(obs, state=np.zeros(CELL))
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_get_model_v2_with_use_lstm_builds_the_lstm_model_and_fcnet_ignores_the_key(framework):
+    pytest.importorskip({"torch": "torch", "tf": "tensorflow"}[framework])
+    from rlstack.models.catalog import ModelCatalog
+
+    model = ModelCatalog.get_model_v2(OBS_SPACE, ACTION_SPACE, 3, MODEL, framework=framework)
+    assert [tuple(np.shape(value)) for value in model.get_initial_state()] == [(CELL,), (CELL,)]
+    # A custom model that wraps the built-in FullyConnectedNetwork passes its own config
+    # (use_lstm included) along; the dense network ignores the key, as in 1.13.
+    if framework == "torch":
+        from rlstack.models.torch.fcnet import FullyConnectedNetwork
+    else:
+        from rlstack.models.tf.fcnet import FullyConnectedNetwork
+    dense = FullyConnectedNetwork(OBS_SPACE, ACTION_SPACE, 3, {**DEFAULT_CONFIG["model"], **MODEL}, "inner")
+    assert dense.get_initial_state() == []
+
+
+def test_export_model_refuses_a_recurrent_model_naming_what_to_use(tmp_path):
+    policy = _policy("torch")
+    with pytest.raises(NotImplementedError, match="compute_single_action"):
+        policy.export_model(str(tmp_path))
+    # The checkpoint export holds the LSTM's weights.
+    state = dict(np.load(policy.export_checkpoint(str(tmp_path))))
+    assert "weights/lstm/kernel" in state
