@@ -186,8 +186,8 @@ class Policy(ABC):
         spec = ModelCatalog.get_model_spec(self.observation_space, self.action_space, self.config.get("model", {}))
         if spec.lstm is not None and not self.supports_recurrent_models:
             raise ConfigError(
-                f"model.use_lstm=True, but {type(self).__name__} does not train recurrent models yet; use PPO, or "
-                "set use_lstm=False.")
+                f"model.use_lstm=True, but {type(self).__name__} does not train recurrent models yet; use PPO, A2C "
+                "or A3C, or set use_lstm=False.")
         return spec
 
     def bind_worker(self, worker_index: int, num_workers: int) -> None:
@@ -243,7 +243,8 @@ class Policy(ABC):
             raise ConfigError(
                 f"custom_model {model_class.__name__} is recurrent (get_initial_state() returns "
                 f"{len(model.get_initial_state())} state tensors), which {type(self).__name__} does not support "
-                "yet; recurrent models train with PPO. Use PPO, or a model whose get_initial_state() returns [] "
+                "yet; recurrent models train with PPO, A2C and A3C. Use one of those, or a model whose "
+                "get_initial_state() returns [] "
                 "(e.g. stack past observations with a gymnasium wrapper).")
         return model
 
@@ -450,6 +451,15 @@ class Policy(ABC):
             # n counts sequences here; sgd_minibatch_size counts rows, as in 1.13.
             size = max(1, size // self.max_seq_len())
         return min(size or n, n), int(self.config.get("num_sgd_iter", 1))
+
+    def microbatch_rows(self, n: int) -> int:
+        """Rows of a :meth:`learner_batch` of ``n`` rows per microbatch of
+        ``compute_gradients``: ``microbatch_size`` (the whole batch when unset); for a
+        recurrent model whole sequences, ``microbatch_size // max_seq_len`` of them."""
+        size = int(self.config.get("microbatch_size") or 0)
+        if self.is_recurrent and size:
+            size = max(1, size // self.max_seq_len())
+        return size or n or 1
 
     @abstractmethod
     def get_weights(self) -> dict[str, np.ndarray]:

@@ -265,15 +265,17 @@ class TFPolicy(TFLearner):
 
     # ----- what losses read -------------------------------------------------------
 
-    def unroll(self, train_batch: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], Callable]:
-        """``(rows, mean)`` for a loss: the minibatch's columns one row per step, and the
-        mean a loss term takes over them; see :meth:`TorchPolicy.unroll
+    def unroll(self, train_batch: dict[str, tf.Tensor], reduce: str = "mean") -> tuple[dict[str, tf.Tensor], Callable]:
+        """``(rows, reduce)`` for a loss: the minibatch's columns one row per step, and the
+        mean (or sum) a loss term takes over them; see :meth:`TorchPolicy.unroll
         <rlstack.policies.torch_policy.TorchPolicy.unroll>`."""
         if not self.is_recurrent:
-            return train_batch, tf.reduce_mean
+            return train_batch, tf.reduce_sum if reduce == "sum" else tf.reduce_mean
         rows = {key: value if is_per_sequence(key) else tf.reshape(value, [-1, *value.shape[2:]])
                 for key, value in train_batch.items()}
         mask = rows[SEQ_MASK]
+        if reduce == "sum":
+            return rows, lambda x: tf.reduce_sum(x * mask)
         count = tf.maximum(tf.reduce_sum(mask), 1.0)
         return rows, lambda x: tf.reduce_sum(x * mask) / count
 

@@ -205,17 +205,20 @@ class TorchPolicy(TorchLearner):
 
     # ----- what losses read -------------------------------------------------------
 
-    def unroll(self, train_batch: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], Callable]:
-        """``(rows, mean)`` for a loss: the minibatch's columns one row per step, and the
-        mean a loss term takes over them. For a recurrent model the minibatch holds
-        padded sequences: step columns ``[S, T, ...]`` become ``[S * T, ...]`` rows and
-        ``mean`` counts only real steps (``seq_mask``); otherwise the batch and
-        ``torch.mean``."""
+    def unroll(self, train_batch: dict[str, torch.Tensor], reduce: str = "mean",
+               ) -> tuple[dict[str, torch.Tensor], Callable]:
+        """``(rows, reduce)`` for a loss: the minibatch's columns one row per step, and the
+        mean (or, with ``reduce="sum"``, the sum) a loss term takes over them. For a
+        recurrent model the minibatch holds padded sequences: step columns ``[S, T, ...]``
+        become ``[S * T, ...]`` rows and the reduction counts only real steps
+        (``seq_mask``); otherwise the batch and ``torch.mean`` / ``torch.sum``."""
         if not self.is_recurrent:
-            return train_batch, torch.mean
+            return train_batch, torch.sum if reduce == "sum" else torch.mean
         rows = {key: value if is_per_sequence(key) else value.reshape(-1, *value.shape[2:])
                 for key, value in train_batch.items()}
         mask = rows[SEQ_MASK]
+        if reduce == "sum":
+            return rows, lambda x: (x * mask).sum()
         count = mask.sum().clamp(min=1.0)
         return rows, lambda x: (x * mask).sum() / count
 
