@@ -150,6 +150,9 @@ class Policy(ABC):
     # The loss reads padded sequences (learner_batch, the framework bases' unroll):
     # recurrent models (use_lstm, a custom RecurrentNetwork) may train with this policy.
     supports_recurrent_models: bool = False
+    # A recurrent model's train batch keeps its rows in order, whole rollout fragments,
+    # with seq_start marks (IMPALA's time-major loss), instead of padded sequences.
+    sequences_in_row_order: bool = False
 
     @staticmethod
     def pin_threads(config: dict) -> None:
@@ -186,8 +189,8 @@ class Policy(ABC):
         spec = ModelCatalog.get_model_spec(self.observation_space, self.action_space, self.config.get("model", {}))
         if spec.lstm is not None and not self.supports_recurrent_models:
             raise ConfigError(
-                f"model.use_lstm=True, but {type(self).__name__} does not train recurrent models yet; use PPO, A2C "
-                "or A3C, or set use_lstm=False.")
+                f"model.use_lstm=True, but {type(self).__name__} does not train recurrent models yet; use PPO, A2C, "
+                "A3C or IMPALA, or set use_lstm=False.")
         return spec
 
     def bind_worker(self, worker_index: int, num_workers: int) -> None:
@@ -243,7 +246,7 @@ class Policy(ABC):
             raise ConfigError(
                 f"custom_model {model_class.__name__} is recurrent (get_initial_state() returns "
                 f"{len(model.get_initial_state())} state tensors), which {type(self).__name__} does not support "
-                "yet; recurrent models train with PPO, A2C and A3C. Use one of those, or a model whose "
+                "yet; recurrent models train with PPO, A2C, A3C and IMPALA. Use one of those, or a model whose "
                 "get_initial_state() returns [] "
                 "(e.g. stack past observations with a gymnasium wrapper).")
         return model
@@ -311,8 +314,10 @@ class Policy(ABC):
         one row per sequence."""
         if not self.is_recurrent:
             return batch
-        from rlstack.policies.rnn_sequencing import pad_batch_to_sequences
+        from rlstack.policies.rnn_sequencing import mark_sequence_starts, pad_batch_to_sequences
 
+        if self.sequences_in_row_order:
+            return mark_sequence_starts(batch, self.max_seq_len(), int(self.config["rollout_fragment_length"]))
         return pad_batch_to_sequences(batch, self.max_seq_len())
 
     def learner_columns(self, batch: SampleBatch) -> tuple[str, ...]:
@@ -320,7 +325,7 @@ class Policy(ABC):
         when empty), with a recurrent model's ``seq_lens``, ``seq_mask`` and states."""
         columns = tuple(getattr(self, "loss_columns", ()) or batch.keys())
         if self.is_recurrent:
-            extra = [key for key in batch if key in ("seq_lens", "seq_mask") or key.startswith("state_in_")]
+            extra = [key for key in batch if key in ("seq_lens", "seq_mask", "seq_start") or key.startswith("state_in_")]
             columns = (*columns, *(key for key in extra if key not in columns))
         return columns
 
@@ -447,7 +452,7 @@ class Policy(ABC):
             ``sgd_minibatch_size // max_seq_len`` of them make a minibatch.
         """
         size = int(self.config.get("sgd_minibatch_size") or 0)
-        if self.is_recurrent and size:
+        if self.is_recurrent and size and not self.sequences_in_row_order:
             # n counts sequences here; sgd_minibatch_size counts rows, as in 1.13.
             size = max(1, size // self.max_seq_len())
         return min(size or n, n), int(self.config.get("num_sgd_iter", 1))
@@ -457,7 +462,7 @@ class Policy(ABC):
         ``compute_gradients``: ``microbatch_size`` (the whole batch when unset); for a
         recurrent model whole sequences, ``microbatch_size // max_seq_len`` of them."""
         size = int(self.config.get("microbatch_size") or 0)
-        if self.is_recurrent and size:
+        if self.is_recurrent and size and not self.sequences_in_row_order:
             size = max(1, size // self.max_seq_len())
         return size or n or 1
 
