@@ -141,8 +141,8 @@ def test_rollout_cli_carries_the_state_through_episodes(trained, tmp_path, monke
                 np.testing.assert_array_equal(given, returned)  # then follows state_out
 
 
-@pytest.mark.parametrize("algorithm", ["A2C", "A3C"])
-def test_a2c_and_a3c_train_with_use_lstm(algorithm, ray_local):
+@pytest.mark.parametrize("algorithm", ["A2C", "A3C", "IMPALA"])
+def test_a2c_a3c_and_impala_train_with_use_lstm(algorithm, ray_local):
     pytest.importorskip("torch")
     from rlstack.trainers.registry import get_trainer_class
 
@@ -150,6 +150,9 @@ def test_a2c_and_a3c_train_with_use_lstm(algorithm, ray_local):
               "model": {"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 10, "fcnet_hiddens": [16]}}
     if algorithm == "A2C":
         config["train_batch_size"] = 100
+    if algorithm == "IMPALA":  # a learner thread fed by an asynchronously sampling worker
+        config.update(train_batch_size=100, min_time_s_per_reporting=0)
+        del config["microbatch_size"]
     trainer = get_trainer_class(algorithm)(config, "StatelessCartPole")
     try:
         before = trainer.get_policy().get_weights()["lstm/kernel"].copy()
