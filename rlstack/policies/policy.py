@@ -19,6 +19,7 @@ from rlstack.errors import ConfigError, ObservationError
 from rlstack.models.catalog import ModelCatalog, action_dist_spec
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
+from rlstack.policies.recurrent import RecurrentPolicyMixin
 from rlstack.sample_batch import SampleBatch
 
 PolicyState = dict[str, np.ndarray]
@@ -109,7 +110,7 @@ def saved_target_weights(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
 
 
-class Policy(ABC):
+class Policy(RecurrentPolicyMixin, ABC):
     """One learnable behaviour: a model, an action distribution and a loss.
 
     Args:
@@ -147,12 +148,6 @@ class Policy(ABC):
     # Statistics a summed loss reports as means over rows (A3C's entropy): weighted by
     # rows, not added up, where compute_gradients sums a batch's microbatches.
     row_mean_stats: tuple[str, ...] = ()
-    # The loss reads padded sequences (learner_batch, the framework bases' unroll):
-    # recurrent models (use_lstm, a custom RecurrentNetwork) may train with this policy.
-    supports_recurrent_models: bool = False
-    # A recurrent model's train batch keeps its rows in order, whole rollout fragments,
-    # with seq_start marks (IMPALA's time-major loss), instead of padded sequences.
-    sequences_in_row_order: bool = False
 
     @staticmethod
     def pin_threads(config: dict) -> None:
@@ -250,84 +245,6 @@ class Policy(ABC):
                 "get_initial_state() returns [] "
                 "(e.g. stack past observations with a gymnasium wrapper).")
         return model
-
-    # ----- recurrent state ------------------------------------------------------------
-
-    def get_initial_state(self) -> list[np.ndarray]:
-        """The model's state at an episode's start, one numpy array per state tensor
-        (without a batch dimension; ``[h, c]`` for ``use_lstm``), or ``[]`` for a model
-        without state (1.13's ``Policy.get_initial_state``). Read from the model once."""
-        initial = self.__dict__.get("_initial_state")
-        if initial is None:
-            model = getattr(self, "model", None)
-            if model is None or not hasattr(model, "get_initial_state"):
-                return []
-            initial = self.__dict__["_initial_state"] = [np.array(_as_number(value), dtype=np.float32)
-                                                         for value in model.get_initial_state()]
-        return [value.copy() for value in initial]
-
-    @property
-    def is_recurrent(self) -> bool:
-        """Whether the model carries state from step to step (1.13's ``is_recurrent()``)."""
-        return self.num_state_tensors() > 0
-
-    def num_state_tensors(self) -> int:
-        """How many state tensors the model carries (0: none)."""
-        initial = self.__dict__.get("_initial_state")
-        return len(initial) if initial is not None else len(self.get_initial_state())
-
-    def initial_state_batch(self, n: int) -> list[np.ndarray]:
-        """The initial state for ``n`` rows: one ``[n, ...]`` array per state tensor."""
-        return [np.repeat(value[None], n, axis=0) for value in self.get_initial_state()]
-
-    def check_state(self, state: Any, what: str = "state") -> list[np.ndarray]:
-        """``state`` as float32 arrays, checked against :meth:`get_initial_state` (count
-        and shapes; a leading batch dimension is allowed if it is the same on all).
-
-        Raises:
-            ValueError: Saying what was given, what the model expects and the fix.
-        """
-        expected = self.get_initial_state()
-        shapes = [tuple(value.shape) for value in expected]
-        fix = ("Pass policy.get_initial_state() at an episode's start (trainer.get_policy().get_initial_state()), "
-               "then the state_out that the previous call returned.")
-        if not isinstance(state, (list, tuple)):
-            raise ValueError(f"The {what} must be a list of {len(expected)} arrays of shapes {shapes}; got a "
-                             f"{type(state).__name__}. {fix}")
-        if len(state) != len(expected):
-            raise ValueError(f"The {what} has {len(state)} tensors but this policy's model has {len(expected)} "
-                             f"(shapes {shapes}). {fix}")
-        arrays = [np.asarray(value, dtype=np.float32) for value in state]
-        for i, (array, shape) in enumerate(zip(arrays, shapes)):
-            if array.shape != shape and array.shape[1:] != shape:
-                raise ValueError(f"The {what}'s tensor {i} has shape {array.shape}; the model expects {shape} (or "
-                                 f"[batch, {', '.join(map(str, shape))}]). {fix}")
-        return arrays
-
-    def max_seq_len(self) -> int:
-        """``model.max_seq_len``: the longest sequence a train batch is chopped into."""
-        return int(self.config.get("model", {}).get("max_seq_len", 20))
-
-    def learner_batch(self, batch: SampleBatch) -> SampleBatch:
-        """The batch the learner loop cuts into minibatches: ``batch`` itself, or for a
-        recurrent model its padded sequences (``rnn_sequencing.pad_batch_to_sequences``),
-        one row per sequence."""
-        if not self.is_recurrent:
-            return batch
-        from rlstack.policies.rnn_sequencing import mark_sequence_starts, pad_batch_to_sequences
-
-        if self.sequences_in_row_order:
-            return mark_sequence_starts(batch, self.max_seq_len(), int(self.config["rollout_fragment_length"]))
-        return pad_batch_to_sequences(batch, self.max_seq_len())
-
-    def learner_columns(self, batch: SampleBatch) -> tuple[str, ...]:
-        """The columns of a :meth:`learner_batch` the loss reads: ``loss_columns`` (all
-        when empty), with a recurrent model's ``seq_lens``, ``seq_mask`` and states."""
-        columns = tuple(getattr(self, "loss_columns", ()) or batch.keys())
-        if self.is_recurrent:
-            extra = [key for key in batch if key in ("seq_lens", "seq_mask", "seq_start") or key.startswith("state_in_")]
-            columns = (*columns, *(key for key in extra if key not in columns))
-        return columns
 
     def model_metrics(self) -> dict[str, Any]:
         """The model's ``metrics()`` read out as numbers (scalars as floats, others as
@@ -457,15 +374,6 @@ class Policy(ABC):
             size = max(1, size // self.max_seq_len())
         return min(size or n, n), int(self.config.get("num_sgd_iter", 1))
 
-    def microbatch_rows(self, n: int) -> int:
-        """Rows of a :meth:`learner_batch` of ``n`` rows per microbatch of
-        ``compute_gradients``: ``microbatch_size`` (the whole batch when unset); for a
-        recurrent model whole sequences, ``microbatch_size // max_seq_len`` of them."""
-        size = int(self.config.get("microbatch_size") or 0)
-        if self.is_recurrent and size and not self.sequences_in_row_order:
-            size = max(1, size // self.max_seq_len())
-        return size or n or 1
-
     @abstractmethod
     def get_weights(self) -> dict[str, np.ndarray]:
         """Returns the model weights as numpy arrays (canonical layout for built-in models)."""
@@ -520,19 +428,6 @@ class Policy(ABC):
             The path written.
         """
         raise NotImplementedError(f"{type(self).__name__} has no model to export (it only acts in numpy).")
-
-    def refuse_recurrent_export(self) -> None:
-        """Raises for a recurrent model: the exported graph maps ``obs`` alone to the
-        outputs and would drop the state.
-
-        Raises:
-            NotImplementedError: Naming what to use instead.
-        """
-        if self.is_recurrent:
-            raise NotImplementedError(
-                "export_model does not export recurrent models yet (its graph maps obs alone to the outputs); "
-                "save the weights with export_checkpoint() or trainer.save() and act with "
-                "compute_single_action(obs, state).")
 
     def export_checkpoint(self, export_dir: str, filename_prefix: str = "model") -> str:
         """Writes :meth:`get_state` (weights, optimizer state, counters) to
