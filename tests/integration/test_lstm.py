@@ -72,6 +72,29 @@ def test_the_113_inference_loop_carries_the_state(trained):
     assert np.asarray(trainer.compute_single_action(np.zeros(2, np.float32), explore=False)).shape == ()
 
 
+def test_the_113_docs_loop_with_zeros_prev_action_and_prev_reward_runs(trained):
+    # 1.13's docs, after the renames (and gymnasium's reset/step): the state built from
+    # the config's lstm_cell_size, prev_action / prev_reward passed along (accepted; the
+    # built-in LSTM does not read them: lstm_use_prev_action is not supported yet).
+    _, trainer, _, _ = trained
+    env = StatelessCartPole()
+    obs, _ = env.reset(seed=0)
+    lstm_cell_size = trainer.config["model"]["lstm_cell_size"]
+    init_state = state = [np.zeros([lstm_cell_size], np.float32) for _ in range(2)]
+    prev_a, prev_r, episodes, steps = 0, 0.0, 0, 0
+    while episodes < 2:
+        a, state_out, _ = trainer.compute_single_action(obs, state, prev_action=prev_a, prev_reward=prev_r)
+        obs, reward, terminated, truncated, _ = env.step(a)
+        steps += 1
+        if terminated or truncated:
+            obs, _ = env.reset()
+            state, prev_a, prev_r = init_state, 0, 0.0
+            episodes += 1
+        else:
+            state, prev_a, prev_r = state_out, a, reward
+    assert steps >= 2
+
+
 def test_compute_actions_takes_one_state_row_per_observation(trained):
     _, trainer, _, _ = trained
     observations = [np.zeros(2, np.float32), np.full(2, 0.1, np.float32)]
