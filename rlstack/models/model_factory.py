@@ -71,6 +71,8 @@ def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int
     if custom:
         model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)
         kwargs = {**model_config.get("custom_model_config", {}), **model_kwargs}
+    elif model_config.get("use_lstm") and default_model is None:
+        return _lstm_model(obs_space, action_space, num_outputs, model_config, framework, name)
     else:
         model_class = default_model or _builtin_model_class(obs_space, framework)
         kwargs = model_kwargs
@@ -91,6 +93,24 @@ def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int
         raise ConfigError(
             f"get_model_v2 built a {type(model).__name__}, which is not a ModelV2. Subclass TorchModelV2 (with "
             "torch.nn.Module) or TFModelV2, as in classic RLlib.")
+    return model
+
+
+def _lstm_model(obs_space: gym.Space, action_space: gym.Space, num_outputs: int | None, model_config: dict,
+                framework: str, name: str) -> Any:
+    # use_lstm: the built-in LSTM model (1.13 wrapped the default model in its LSTM wrapper).
+    from rlstack.models.catalog import ModelCatalog, initial_weights
+
+    spec = ModelCatalog.get_model_spec(obs_space, action_space, model_config, num_outputs=num_outputs)
+    if framework == "torch":
+        from rlstack.models.torch.recurrent_net import TorchLSTMModel
+
+        model = TorchLSTMModel(spec, obs_space, action_space, name)
+    else:
+        from rlstack.models.tf.recurrent_net import TFLSTMModel
+
+        model = TFLSTMModel(spec, obs_space, action_space, model_config, name)
+    model.set_canonical_weights(initial_weights(spec, None))
     return model
 
 

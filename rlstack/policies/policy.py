@@ -20,6 +20,7 @@ from rlstack.errors import ConfigError, ObservationError
 from rlstack.models.catalog import ModelCatalog, action_dist_spec
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
+from rlstack.policies.recurrent import RecurrentPolicyMixin
 from rlstack.sample_batch import SampleBatch
 
 PolicyState = dict[str, np.ndarray]
@@ -110,7 +111,7 @@ def saved_target_weights(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {key[len("target/"):]: value for key, value in state.items() if key.startswith("target/")}
 
 
-class Policy(ABC):
+class Policy(RecurrentPolicyMixin, ABC):
     """One learnable behaviour: a model, an action distribution and a loss.
 
     Args:
@@ -148,11 +149,6 @@ class Policy(ABC):
     # Statistics a summed loss reports as means over rows (A3C's entropy): weighted by
     # rows, not added up, where compute_gradients sums a batch's microbatches.
     row_mean_stats: tuple[str, ...] = ()
-    # The loss reads padded sequences (learner_batch, the framework bases' unroll):
-    # recurrent models (use_lstm, a custom RecurrentNetwork) may train with this policy.
-    supports_recurrent_models: bool = False
-    # use_attention's model in this policy's framework, "module:Class" (imported on use).
-    attention_model_class: str = ""
 
     @staticmethod
     def pin_threads(config: dict) -> None:
@@ -189,8 +185,8 @@ class Policy(ABC):
         spec = ModelCatalog.get_model_spec(self.observation_space, self.action_space, self.config.get("model", {}))
         if spec.lstm is not None and not self.supports_recurrent_models:
             raise ConfigError(
-                f"model.use_lstm=True, but {type(self).__name__} does not train recurrent models yet; use PPO, or "
-                "set use_lstm=False.")
+                f"model.use_lstm=True, but {type(self).__name__} does not train recurrent models yet; use PPO, A2C, "
+                "A3C or IMPALA, or set use_lstm=False.")
         return spec
 
     def bind_worker(self, worker_index: int, num_workers: int) -> None:
@@ -246,7 +242,8 @@ class Policy(ABC):
             raise ConfigError(
                 f"custom_model {model_class.__name__} is recurrent (get_initial_state() returns "
                 f"{len(model.get_initial_state())} state tensors), which {type(self).__name__} does not support "
-                "yet; recurrent models train with PPO. Use PPO, or a model whose get_initial_state() returns [] "
+                "yet; recurrent models train with PPO, A2C, A3C and IMPALA. Use one of those, or a model whose "
+                "get_initial_state() returns [] "
                 "(e.g. stack past observations with a gymnasium wrapper).")
         return model
 
@@ -257,89 +254,13 @@ class Policy(ABC):
         if not self.supports_recurrent_models:
             raise ConfigError(
                 f"model.use_attention=True, but {type(self).__name__} does not train recurrent models yet; use PPO, "
-                "or set use_attention=False.")
+                "A2C, A3C or IMPALA, or set use_attention=False.")
         module, _, name = self.attention_model_class.partition(":")
         model_class = getattr(importlib.import_module(module), name)
         model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
                             model_config, "model")
         model.load_canonical_weights(model.gtrxl_spec.initial_weights(self.config.get("seed")))
         return model
-
-    # ----- recurrent state ------------------------------------------------------------
-
-    def get_initial_state(self) -> list[np.ndarray]:
-        """The model's state at an episode's start, one numpy array per state tensor
-        (without a batch dimension; ``[h, c]`` for ``use_lstm``), or ``[]`` for a model
-        without state (1.13's ``Policy.get_initial_state``). Read from the model once."""
-        initial = self.__dict__.get("_initial_state")
-        if initial is None:
-            model = getattr(self, "model", None)
-            if model is None or not hasattr(model, "get_initial_state"):
-                return []
-            initial = self.__dict__["_initial_state"] = [np.array(_as_number(value), dtype=np.float32)
-                                                         for value in model.get_initial_state()]
-        return [value.copy() for value in initial]
-
-    @property
-    def is_recurrent(self) -> bool:
-        """Whether the model carries state from step to step (1.13's ``is_recurrent()``)."""
-        return self.num_state_tensors() > 0
-
-    def num_state_tensors(self) -> int:
-        """How many state tensors the model carries (0: none)."""
-        initial = self.__dict__.get("_initial_state")
-        return len(initial) if initial is not None else len(self.get_initial_state())
-
-    def initial_state_batch(self, n: int) -> list[np.ndarray]:
-        """The initial state for ``n`` rows: one ``[n, ...]`` array per state tensor."""
-        return [np.repeat(value[None], n, axis=0) for value in self.get_initial_state()]
-
-    def check_state(self, state: Any, what: str = "state") -> list[np.ndarray]:
-        """``state`` as float32 arrays, checked against :meth:`get_initial_state` (count
-        and shapes; a leading batch dimension is allowed if it is the same on all).
-
-        Raises:
-            ValueError: Saying what was given, what the model expects and the fix.
-        """
-        expected = self.get_initial_state()
-        shapes = [tuple(value.shape) for value in expected]
-        fix = ("Pass policy.get_initial_state() at an episode's start (trainer.get_policy().get_initial_state()), "
-               "then the state_out that the previous call returned.")
-        if not isinstance(state, (list, tuple)):
-            raise ValueError(f"The {what} must be a list of {len(expected)} arrays of shapes {shapes}; got a "
-                             f"{type(state).__name__}. {fix}")
-        if len(state) != len(expected):
-            raise ValueError(f"The {what} has {len(state)} tensors but this policy's model has {len(expected)} "
-                             f"(shapes {shapes}). {fix}")
-        arrays = [np.asarray(value, dtype=np.float32) for value in state]
-        for i, (array, shape) in enumerate(zip(arrays, shapes)):
-            if array.shape != shape and array.shape[1:] != shape:
-                raise ValueError(f"The {what}'s tensor {i} has shape {array.shape}; the model expects {shape} (or "
-                                 f"[batch, {', '.join(map(str, shape))}]). {fix}")
-        return arrays
-
-    def max_seq_len(self) -> int:
-        """``model.max_seq_len``: the longest sequence a train batch is chopped into."""
-        return int(self.config.get("model", {}).get("max_seq_len", 20))
-
-    def learner_batch(self, batch: SampleBatch) -> SampleBatch:
-        """The batch the learner loop cuts into minibatches: ``batch`` itself, or for a
-        recurrent model its padded sequences (``rnn_sequencing.pad_batch_to_sequences``),
-        one row per sequence."""
-        if not self.is_recurrent:
-            return batch
-        from rlstack.policies.rnn_sequencing import pad_batch_to_sequences
-
-        return pad_batch_to_sequences(batch, self.max_seq_len())
-
-    def learner_columns(self, batch: SampleBatch) -> tuple[str, ...]:
-        """The columns of a :meth:`learner_batch` the loss reads: ``loss_columns`` (all
-        when empty), with a recurrent model's ``seq_lens``, ``seq_mask`` and states."""
-        columns = tuple(getattr(self, "loss_columns", ()) or batch.keys())
-        if self.is_recurrent:
-            extra = [key for key in batch if key in ("seq_lens", "seq_mask") or key.startswith("state_in_")]
-            columns = (*columns, *(key for key in extra if key not in columns))
-        return columns
 
     def model_metrics(self) -> dict[str, Any]:
         """The model's ``metrics()`` read out as numbers (scalars as floats, others as
@@ -464,7 +385,7 @@ class Policy(ABC):
             ``sgd_minibatch_size // max_seq_len`` of them make a minibatch.
         """
         size = int(self.config.get("sgd_minibatch_size") or 0)
-        if self.is_recurrent and size:
+        if self.is_recurrent and size and not self.sequences_in_row_order:
             # n counts sequences here; sgd_minibatch_size counts rows, as in 1.13.
             size = max(1, size // self.max_seq_len())
         return min(size or n, n), int(self.config.get("num_sgd_iter", 1))

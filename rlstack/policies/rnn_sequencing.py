@@ -30,6 +30,8 @@ from rlstack.sample_batch import SampleBatch
 SEQ_LENS = SampleBatch.SEQ_LENS
 # 1.0 on real steps, 0.0 on padding: [num_sequences, max_seq_len].
 SEQ_MASK = "seq_mask"
+# True on the first row of each sequence of a batch kept in row order (IMPALA's fragments).
+SEQ_START = "seq_start"
 
 
 def state_in_key(i: int) -> str:
@@ -63,6 +65,31 @@ def sequence_starts(eps_id: np.ndarray, max_seq_len: int) -> np.ndarray:
     run_starts = np.flatnonzero(np.r_[True, eps_id[1:] != eps_id[:-1]])
     run_ends = np.r_[run_starts[1:], n]
     return np.concatenate([np.arange(a, b, max_seq_len) for a, b in zip(run_starts, run_ends)]).astype(np.int64)
+
+
+def mark_sequence_starts(batch: SampleBatch, max_seq_len: int, fragment_length: int | None = None) -> SampleBatch:
+    """The rows as they are, with a ``seq_start`` column: True where a sequence starts (an
+    ``eps_id`` change, every ``max_seq_len`` steps, and with ``fragment_length`` every
+    that many rows, where each rollout fragment starts). For losses that need the rows in
+    their own order (IMPALA's time-major V-trace over whole fragments); the model runs
+    over the sequences from their first row's ``state_in_<i>``.
+
+    Raises:
+        ValueError: If ``max_seq_len`` < 1.
+    """
+    eps_id = batch[SampleBatch.EPS_ID]
+    if fragment_length:
+        # Fragments of one episode may sit side by side (two sample() calls): a new id per fragment.
+        eps_id = np.stack([eps_id, np.arange(len(eps_id)) // int(fragment_length)], axis=1)
+        changed = np.r_[True, (eps_id[1:] != eps_id[:-1]).any(axis=1)]
+        runs = np.cumsum(changed)
+    else:
+        runs = eps_id
+    start = np.zeros(batch.count, dtype=bool)
+    start[sequence_starts(np.asarray(runs), max_seq_len)] = True
+    out = SampleBatch(dict(batch))
+    out[SEQ_START] = start
+    return out
 
 
 def pad_batch_to_sequences(batch: SampleBatch, max_seq_len: int, state_columns: list[str] | None = None,

@@ -421,8 +421,9 @@ class TFLearner(Policy):
             like the loss, except ``row_mean_stats`` and model metrics, weighted by rows,
             and ``per_row_stats``, concatenated) with the gradient norms and ``cur_lr``.
         """
+        batch = self.learner_batch(batch)  # recurrent models: one row per padded sequence
         n = batch.count
-        size = int(self.config.get("microbatch_size") or n) or 1
+        size = self.microbatch_rows(n)
         optimizers = self.optimizers
         with tf.device(self.device):
             tensors = {key: tf.convert_to_tensor(batch[key]) for key in self.learner_columns(batch)}

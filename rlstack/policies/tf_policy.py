@@ -28,7 +28,7 @@ from rlstack.models.tf.model import TFModel
 from rlstack.models.tf.tf_modelv2 import ShortcutTFModel, TFModelV2
 from rlstack.policies.learner_loop import load_optimizers_state, optimizers_state
 from rlstack.policies.policy import PolicyState, decode_json, encode_json
-from rlstack.policies.rnn_sequencing import SEQ_MASK, is_per_sequence, state_in_key, state_out_key
+from rlstack.policies.rnn_sequencing import SEQ_MASK, SEQ_START, is_per_sequence, state_in_key, state_out_key
 # Re-exported: the algorithm policies import these from here, as before the learner loop
 # moved to tf_learner.py.
 from rlstack.policies.tf_learner import Optimizer, TFLearner, nest_model_stats  # noqa: F401
@@ -268,15 +268,17 @@ class TFPolicy(TFLearner):
 
     # ----- what losses read -------------------------------------------------------
 
-    def unroll(self, train_batch: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], Callable]:
-        """``(rows, mean)`` for a loss: the minibatch's columns one row per step, and the
-        mean a loss term takes over them; see :meth:`TorchPolicy.unroll
+    def unroll(self, train_batch: dict[str, tf.Tensor], reduce: str = "mean") -> tuple[dict[str, tf.Tensor], Callable]:
+        """``(rows, reduce)`` for a loss: the minibatch's columns one row per step, and the
+        mean (or sum) a loss term takes over them; see :meth:`TorchPolicy.unroll
         <rlstack.policies.torch_policy.TorchPolicy.unroll>`."""
         if not self.is_recurrent:
-            return train_batch, tf.reduce_mean
+            return train_batch, tf.reduce_sum if reduce == "sum" else tf.reduce_mean
         rows = {key: value if is_per_sequence(key) else tf.reshape(value, [-1, *value.shape[2:]])
                 for key, value in train_batch.items()}
         mask = rows[SEQ_MASK]
+        if reduce == "sum":
+            return rows, lambda x: tf.reduce_sum(x * mask)
         count = tf.maximum(tf.reduce_sum(mask), 1.0)
         return rows, lambda x: tf.reduce_sum(x * mask) / count
 
@@ -285,10 +287,28 @@ class TFPolicy(TFLearner):
         recurrent one over the sequences from their ``state_in_<i>`` and ``seq_lens``."""
         if not self.is_recurrent:
             return self.model.policy_and_value(rows[SampleBatch.OBS])
+        if SEQ_START in rows:
+            return self._outputs_in_row_order(rows)
         state = [rows[state_in_key(i)] for i in range(self.num_state_tensors())]
         dist_inputs, values, _ = self.model.policy_and_value_rnn(rows[SampleBatch.OBS], state,
                                                                  rows[SampleBatch.SEQ_LENS])
         return dist_inputs, values
+
+    def _outputs_in_row_order(self, rows: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        # As TorchPolicy._outputs_in_row_order: scatter the rows into padded sequences,
+        # run the model from each sequence's first state_in, gather the rows back.
+        obs, start = rows[SampleBatch.OBS], tf.cast(rows[SEQ_START], tf.bool)
+        T = self.max_seq_len()
+        n = tf.shape(obs)[0]
+        seq_id = tf.cumsum(tf.cast(start, tf.int32)) - 1
+        first = tf.cast(tf.where(start)[:, 0], tf.int32)
+        num_seqs = tf.shape(first)[0]
+        slot = seq_id * T + (tf.range(n) - tf.gather(first, seq_id))
+        padded = tf.scatter_nd(slot[:, None], obs, tf.concat([[num_seqs * T], tf.shape(obs)[1:]], axis=0))
+        state = [tf.gather(rows[state_in_key(i)], first) for i in range(self.num_state_tensors())]
+        seq_lens = tf.math.unsorted_segment_sum(tf.ones_like(seq_id), seq_id, num_seqs)
+        dist_inputs, values, _ = self.model.policy_and_value_rnn(padded, state, seq_lens)
+        return tf.gather(dist_inputs, slot), tf.gather(values, slot)
 
     # ----- weights and state ------------------------------------------------------
 
@@ -310,6 +330,7 @@ class TFPolicy(TFLearner):
         return {}
 
     def export_model(self, export_dir: str, onnx: int | None = None) -> str:
+        self.refuse_recurrent_export()
         from rlstack.models.tf.export import export_tf_model
 
         return export_tf_model(self.model, list(self.model.variables()), self.preprocessor.size, export_dir, onnx)

@@ -436,8 +436,9 @@ class TorchLearner(Policy):
             microbatches like the loss, except ``row_mean_stats``, weighted by rows, and
             ``per_row_stats``, concatenated) with the gradient norms and ``cur_lr``.
         """
+        batch = self.learner_batch(batch)  # recurrent models: one row per padded sequence
         n = batch.count
-        size = int(self.config.get("microbatch_size") or n) or 1
+        size = self.microbatch_rows(n)
         optimizers = self.optimizers
         every = (True,) * len(optimizers)
         for optimizer in optimizers:

@@ -32,7 +32,7 @@ from rlstack.models.torch.torch_action_dist import TorchDistributionWrapper
 from rlstack.models.torch.torch_modelv2 import ShortcutTorchModel
 from rlstack.policies.learner_loop import load_optimizers_state, optimizers_state
 from rlstack.policies.policy import PolicyState, decode_json, encode_json
-from rlstack.policies.rnn_sequencing import SEQ_MASK, is_per_sequence, state_in_key, state_out_key
+from rlstack.policies.rnn_sequencing import SEQ_MASK, SEQ_START, is_per_sequence, state_in_key, state_out_key
 # Re-exported: the algorithm policies import these from here, as before the learner loop
 # moved to torch_learner.py.
 from rlstack.policies.torch_learner import GradFn, Optimizer, StepRecord, TorchLearner  # noqa: F401
@@ -206,17 +206,20 @@ class TorchPolicy(TorchLearner):
 
     # ----- what losses read -------------------------------------------------------
 
-    def unroll(self, train_batch: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], Callable]:
-        """``(rows, mean)`` for a loss: the minibatch's columns one row per step, and the
-        mean a loss term takes over them. For a recurrent model the minibatch holds
-        padded sequences: step columns ``[S, T, ...]`` become ``[S * T, ...]`` rows and
-        ``mean`` counts only real steps (``seq_mask``); otherwise the batch and
-        ``torch.mean``."""
+    def unroll(self, train_batch: dict[str, torch.Tensor], reduce: str = "mean",
+               ) -> tuple[dict[str, torch.Tensor], Callable]:
+        """``(rows, reduce)`` for a loss: the minibatch's columns one row per step, and the
+        mean (or, with ``reduce="sum"``, the sum) a loss term takes over them. For a
+        recurrent model the minibatch holds padded sequences: step columns ``[S, T, ...]``
+        become ``[S * T, ...]`` rows and the reduction counts only real steps
+        (``seq_mask``); otherwise the batch and ``torch.mean`` / ``torch.sum``."""
         if not self.is_recurrent:
-            return train_batch, torch.mean
+            return train_batch, torch.sum if reduce == "sum" else torch.mean
         rows = {key: value if is_per_sequence(key) else value.reshape(-1, *value.shape[2:])
                 for key, value in train_batch.items()}
         mask = rows[SEQ_MASK]
+        if reduce == "sum":
+            return rows, lambda x: (x * mask).sum()
         count = mask.sum().clamp(min=1.0)
         return rows, lambda x: (x * mask).sum() / count
 
@@ -225,10 +228,26 @@ class TorchPolicy(TorchLearner):
         recurrent one over the sequences from their ``state_in_<i>`` and ``seq_lens``."""
         if not self.is_recurrent:
             return self.model.policy_and_value(rows[SampleBatch.OBS])
+        if SEQ_START in rows:
+            return self._outputs_in_row_order(rows)
         state = [rows[state_in_key(i)] for i in range(self.num_state_tensors())]
         dist_inputs, values, _ = self.model.policy_and_value_rnn(rows[SampleBatch.OBS], state,
                                                                  rows[SampleBatch.SEQ_LENS])
         return dist_inputs, values
+
+    def _outputs_in_row_order(self, rows: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        # Rows in their own order with seq_start marks: scatter them into padded
+        # sequences [S * T], run the model from each sequence's first state_in, gather back.
+        obs, start = rows[SampleBatch.OBS], rows[SEQ_START].bool()
+        T = self.max_seq_len()
+        seq_id = torch.cumsum(start.long(), 0) - 1
+        first = torch.nonzero(start).squeeze(1)
+        slot = seq_id * T + (torch.arange(len(obs), device=obs.device) - first[seq_id])
+        padded = obs.new_zeros((len(first) * T, *obs.shape[1:])).index_copy(0, slot, obs)
+        state = [rows[state_in_key(i)][first] for i in range(self.num_state_tensors())]
+        seq_lens = torch.bincount(seq_id, minlength=len(first)).int()
+        dist_inputs, values, _ = self.model.policy_and_value_rnn(padded, state, seq_lens)
+        return dist_inputs[slot], values[slot]
 
     # ----- weights and state ------------------------------------------------------
 
@@ -245,6 +264,7 @@ class TorchPolicy(TorchLearner):
         return views() if views is not None and self.device.type == "cpu" else None
 
     def export_model(self, export_dir: str, onnx: int | None = None) -> str:
+        self.refuse_recurrent_export()
         from rlstack.models.torch.export import export_torch_model
 
         return export_torch_model(self.model, self.preprocessor.size, export_dir, onnx)

@@ -72,6 +72,42 @@ def test_the_113_inference_loop_carries_the_state(trained):
     assert np.asarray(trainer.compute_single_action(np.zeros(2, np.float32), explore=False)).shape == ()
 
 
+def test_the_113_docs_loop_with_zeros_prev_action_and_prev_reward_runs(trained):
+    # 1.13's docs, after the renames (and gymnasium's reset/step): the state built from
+    # the config's lstm_cell_size, prev_action / prev_reward passed along (accepted; the
+    # built-in LSTM does not read them: lstm_use_prev_action is not supported yet).
+    _, trainer, _, _ = trained
+    env = StatelessCartPole()
+    obs, _ = env.reset(seed=0)
+    lstm_cell_size = trainer.config["model"]["lstm_cell_size"]
+    init_state = state = [np.zeros([lstm_cell_size], np.float32) for _ in range(2)]
+    prev_a, prev_r, episodes, steps = 0, 0.0, 0, 0
+    while episodes < 2:
+        a, state_out, _ = trainer.compute_single_action(obs, state, prev_action=prev_a, prev_reward=prev_r)
+        obs, reward, terminated, truncated, _ = env.step(a)
+        steps += 1
+        if terminated or truncated:
+            obs, _ = env.reset()
+            state, prev_a, prev_r = init_state, 0, 0.0
+            episodes += 1
+        else:
+            state, prev_a, prev_r = state_out, a, reward
+    assert steps >= 2
+
+
+def test_compute_actions_takes_one_state_row_per_observation(trained):
+    _, trainer, _, _ = trained
+    observations = [np.zeros(2, np.float32), np.full(2, 0.1, np.float32)]
+    rows = [np.repeat(value[None], 2, axis=0) for value in trainer.get_policy().get_initial_state()]
+    actions, state_out, extras = trainer.compute_actions(observations, state=rows, explore=False)
+    assert actions.shape == (2,) and [value.shape for value in state_out] == [(2, 16), (2, 16)]
+    # Row by row, the same as compute_single_action from the same state.
+    single = trainer.compute_single_action(observations[1], [value[1] for value in rows], explore=False)
+    np.testing.assert_allclose(single[1][0], state_out[0][1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="one state row per observation"):
+        trainer.compute_actions(observations, state=[value[:1] for value in rows])
+
+
 def test_wrong_state_is_an_error_that_names_the_fix(trained):
     _, trainer, _, _ = trained
     with pytest.raises(ValueError, match="get_initial_state"):
@@ -126,3 +162,29 @@ def test_rollout_cli_carries_the_state_through_episodes(trained, tmp_path, monke
             previous_out = calls[i - 1][1][1]
             for given, returned in zip(state, previous_out):
                 np.testing.assert_array_equal(given, returned)  # then follows state_out
+
+
+@pytest.mark.parametrize("algorithm", ["A2C", "A3C", "IMPALA"])
+def test_a2c_a3c_and_impala_train_with_use_lstm(algorithm, ray_local):
+    pytest.importorskip("torch")
+    from rlstack.trainers.registry import get_trainer_class
+
+    config = {"num_workers": 1, "rollout_fragment_length": 50, "seed": 0, "microbatch_size": 40,
+              "model": {"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 10, "fcnet_hiddens": [16]}}
+    if algorithm == "A2C":
+        config["train_batch_size"] = 100
+    if algorithm == "IMPALA":  # a learner thread fed by an asynchronously sampling worker
+        config.update(train_batch_size=100, min_time_s_per_reporting=0)
+        del config["microbatch_size"]
+    trainer = get_trainer_class(algorithm)(config, "StatelessCartPole")
+    try:
+        before = trainer.get_policy().get_weights()["lstm/kernel"].copy()
+        for _ in range(2):
+            result = trainer.train()
+        assert result["timesteps_total"] > 0
+        assert not np.allclose(trainer.get_policy().get_weights()["lstm/kernel"], before)
+        action, state, _ = trainer.compute_single_action(np.zeros(2, np.float32),
+                                                         trainer.get_policy().get_initial_state())
+        assert [value.shape for value in state] == [(8,), (8,)]
+    finally:
+        trainer.stop()

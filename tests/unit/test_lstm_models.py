@@ -186,11 +186,11 @@ def test_bad_lstm_keys_are_config_errors(key, value, fragment):
         _policy("numpy", model={**MODEL, key: value})
 
 
-@pytest.mark.parametrize("algorithm", ["DQN", "APEX", "SAC", "DDPG", "TD3", "A2C", "A3C", "IMPALA"])
+@pytest.mark.parametrize("algorithm", ["DQN", "APEX", "SAC", "DDPG", "TD3"])
 def test_use_lstm_with_an_algorithm_without_sequences_names_the_ones_with(algorithm):
     from rlstack.trainers.registry import get_trainer_class
 
-    with pytest.raises(ConfigError, match=rf"use_lstm=True is not supported by {algorithm} yet.*PPO"):
+    with pytest.raises(ConfigError, match=rf"use_lstm=True is not supported by {algorithm} yet.*A2C, A3C, IMPALA, PPO"):
         get_trainer_class(algorithm).merge_and_validate({"model": {"use_lstm": True}})
 
 
@@ -209,3 +209,76 @@ def test_compute_single_action_carries_the_state_and_checks_it():
         policy.compute_single_action(obs, state=[state_out[0], np.zeros(4)])
     with pytest.raises(ValueError, match="must be a list of 2 arrays"):
         policy.compute_single_action(obs, state=np.zeros(CELL))
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_get_model_v2_with_use_lstm_builds_the_lstm_model_and_fcnet_ignores_the_key(framework):
+    pytest.importorskip({"torch": "torch", "tf": "tensorflow"}[framework])
+    from rlstack.models.catalog import ModelCatalog
+
+    model = ModelCatalog.get_model_v2(OBS_SPACE, ACTION_SPACE, 3, MODEL, framework=framework)
+    assert [tuple(np.shape(value)) for value in model.get_initial_state()] == [(CELL,), (CELL,)]
+    # A custom model that wraps the built-in FullyConnectedNetwork passes its own config
+    # (use_lstm included) along; the dense network ignores the key, as in 1.13.
+    if framework == "torch":
+        from rlstack.models.torch.fcnet import FullyConnectedNetwork
+    else:
+        from rlstack.models.tf.fcnet import FullyConnectedNetwork
+    dense = FullyConnectedNetwork(OBS_SPACE, ACTION_SPACE, 3, {**DEFAULT_CONFIG["model"], **MODEL}, "inner")
+    assert dense.get_initial_state() == []
+
+
+def test_export_model_refuses_a_recurrent_model_naming_what_to_use(tmp_path):
+    policy = _policy("torch")
+    with pytest.raises(NotImplementedError, match="compute_single_action"):
+        policy.export_model(str(tmp_path))
+    # The checkpoint export holds the LSTM's weights.
+    state = dict(np.load(policy.export_checkpoint(str(tmp_path))))
+    assert "weights/lstm/kernel" in state
+
+
+def _a3c_policy(framework, **overrides):
+    from rlstack.trainers.a3c import DEFAULT_CONFIG as A3C_DEFAULT_CONFIG
+
+    config = merge_config(A3C_DEFAULT_CONFIG, {"seed": 0, "entropy_coeff": 0.01, "model": MODEL, **overrides}, "A3C")
+    if framework == "torch":
+        pytest.importorskip("torch")
+        from rlstack.trainers.a3c.a3c_torch_policy import A3CTorchPolicy
+
+        return A3CTorchPolicy(OBS_SPACE, ACTION_SPACE, config)
+    pytest.importorskip("tensorflow")
+    from rlstack.trainers.a3c.a3c_tf_policy import A3CTFPolicy
+
+    return A3CTFPolicy(OBS_SPACE, ACTION_SPACE, config)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_a3c_loss_on_padded_sequences_sums_over_the_real_steps(framework, stepped):
+    weights, batch, dist_inputs, values = stepped
+    policy = _a3c_policy(framework)
+    policy.set_weights(weights)
+    logits = np.asarray(dist_inputs, np.float64)
+    logp_all = logits - logits.max(1, keepdims=True)
+    logp_all -= np.log(np.exp(logp_all).sum(1, keepdims=True))
+    logp = logp_all[np.arange(batch.count), batch[B.ACTIONS]]
+    # L = -sum(logp A) + vf_loss_coeff 0.5 sum((V - V_target)^2) - entropy_coeff sum(H)
+    pi_err = -np.sum(logp * batch[B.ADVANTAGES])
+    value_err = 0.5 * np.sum((np.asarray(values, np.float64) - batch[B.VALUE_TARGETS]) ** 2)
+    entropy = -np.sum(np.exp(logp_all) * logp_all)
+    expected = pi_err + policy.config["vf_loss_coeff"] * value_err - 0.01 * entropy
+    seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
+    loss, stats = policy.loss(_tensors(framework, seqs))
+    np.testing.assert_allclose(float(_numpy(loss)), expected, rtol=1e-4)
+    np.testing.assert_allclose(float(_numpy(stats["entropy"])), entropy / batch.count, rtol=1e-4)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_a3c_gradients_over_sequence_microbatches_equal_the_whole_batch(framework, stepped):
+    weights, batch, _, _ = stepped
+    whole, parts = _a3c_policy(framework), _a3c_policy(framework, microbatch_size=8)
+    for policy in (whole, parts):
+        policy.set_weights(weights)
+    grads_whole, _ = whole.compute_gradients(batch)
+    grads_parts, _ = parts.compute_gradients(batch)  # 2 sequences of max_seq_len 4 at a time
+    for a, b in zip(grads_whole, grads_parts):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

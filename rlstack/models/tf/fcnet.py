@@ -34,7 +34,7 @@ def network_spec(obs_space: gym.Space, num_outputs: int | None, model_config: di
             of letting the catalog give image shapes their conv layers.
     """
     config = {key: value for key, value in (model_config or {}).items()
-              if key not in ("custom_model", "custom_model_config", "custom_action_dist")}
+              if key not in ("custom_model", "custom_model_config", "custom_action_dist", "use_lstm")}
     free_log_std = bool(config.pop("free_log_std", False)) and bool(num_outputs)
     space = obs_space
     if flatten or not isinstance(obs_space, gym.spaces.Box):

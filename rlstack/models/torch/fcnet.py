@@ -44,6 +44,9 @@ class FullyConnectedNetwork(TorchModel):
         if isinstance(space, gym.spaces.Box) and len(space.shape) == 3:
             # A fully connected network reads images flattened (no CNN).
             space = gym.spaces.Box(-np.inf, np.inf, (int(np.prod(space.shape)),), np.float32)
-        spec = ModelCatalog.get_model_spec(space, action_space, model_config, num_outputs=int(num_outputs or 0))
+        # 1.13's FullyConnectedNetwork / VisionNetwork ignored use_lstm (the LSTM wrapper
+        # went around them): a custom model that wraps one passes its config along.
+        spec = ModelCatalog.get_model_spec(space, action_space, {**model_config, "use_lstm": False},
+                                           num_outputs=int(num_outputs or 0))
         super().__init__(spec, obs_space, action_space, name)
         self.set_canonical_weights(initial_weights(spec, _initial_seed()))

@@ -36,6 +36,9 @@ class VisionNetwork(TorchModel):
             raise ConfigError(
                 f"VisionNetwork reads images (a Box of shape [height, width, channels]); got {space}. Use "
                 "FullyConnectedNetwork for vector observations.")
-        spec = ModelCatalog.get_model_spec(space, action_space, model_config, num_outputs=int(num_outputs or 0))
+        # 1.13's FullyConnectedNetwork / VisionNetwork ignored use_lstm (the LSTM wrapper
+        # went around them): a custom model that wraps one passes its config along.
+        spec = ModelCatalog.get_model_spec(space, action_space, {**model_config, "use_lstm": False},
+                                           num_outputs=int(num_outputs or 0))
         super().__init__(spec, obs_space, action_space, name)
         self.set_canonical_weights(initial_weights(spec, _initial_seed()))

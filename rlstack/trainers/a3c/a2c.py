@@ -45,6 +45,7 @@ class A2CTrainer(Trainer):
     _name = "A2C"
     _default_config = A2C_DEFAULT_CONFIG
     postprocess_fn = staticmethod(postprocess_advantages)
+    supports_recurrent_models = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

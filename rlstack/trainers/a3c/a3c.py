@@ -84,6 +84,7 @@ class A3CTrainer(Trainer):
     _default_config = DEFAULT_CONFIG
     # GAE on the workers, in numpy, for workers that act through a numpy copy of the policy.
     postprocess_fn = staticmethod(postprocess_advantages)
+    supports_recurrent_models = True
     # Workers compute the gradients: they keep the framework policy beside the numpy copy.
     remote_workers_learn = True
 

@@ -13,6 +13,8 @@ class A3CTFPolicy(TFPolicy):
     """A2C/A3C in TensorFlow; the loss equals :class:`A3CTorchPolicy`'s to float32 rounding."""
 
     schedules_entropy_coeff = True
+    # use_lstm and custom recurrent models: the loss reads padded sequences (unroll).
+    supports_recurrent_models = True
     # The loss sums over rows; its entropy statistic is a per-row mean (microbatches
     # of compute_gradients weight it by rows).
     row_mean_stats = ("entropy",)
@@ -23,14 +25,16 @@ class A3CTFPolicy(TFPolicy):
         return postprocess_advantages(batch, self.config)
 
     def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        # Sums over the batch's steps (only the real ones of padded sequences), as in the
+        # paper's implementation and classic RLlib.
+        batch, total = self.unroll(train_batch, reduce="sum")
+        dist_inputs, values = self.model_outputs(batch)
         dist = self.action_distribution(dist_inputs)
-        logp = dist.logp(train_batch[SampleBatch.ACTIONS])
-        # Sums over the batch, as in the paper's implementation and classic RLlib.
-        pi_err = -tf.reduce_sum(logp * train_batch[SampleBatch.ADVANTAGES])
-        value_err = 0.5 * tf.reduce_sum(tf.square(values - train_batch[SampleBatch.VALUE_TARGETS]))
-        entropy = tf.reduce_sum(dist.entropy())
+        logp = dist.logp(batch[SampleBatch.ACTIONS])
+        pi_err = -total(logp * batch[SampleBatch.ADVANTAGES])
+        value_err = 0.5 * total(tf.square(values - batch[SampleBatch.VALUE_TARGETS]))
+        entropy = total(dist.entropy())
         total_loss = pi_err + self.config["vf_loss_coeff"] * value_err - self.entropy_coeff * entropy
-        count = tf.maximum(1.0, tf.cast(tf.shape(logp)[0], tf.float32))
+        count = tf.maximum(1.0, total(tf.ones_like(logp)))
         return total_loss, {"total_loss": total_loss, "policy_loss": pi_err, "vf_loss": value_err,
                             "entropy": entropy / count}

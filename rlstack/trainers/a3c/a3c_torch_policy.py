@@ -18,6 +18,8 @@ class A3CTorchPolicy(TorchPolicy):
     """A2C/A3C in torch; the loss equals :class:`A3CTFPolicy`'s to float32 rounding."""
 
     schedules_entropy_coeff = True
+    # use_lstm and custom recurrent models: the loss reads padded sequences (unroll).
+    supports_recurrent_models = True
     # The loss sums over rows; its entropy statistic is a per-row mean (microbatches
     # of compute_gradients weight it by rows).
     row_mean_stats = ("entropy",)
@@ -28,13 +30,16 @@ class A3CTorchPolicy(TorchPolicy):
         return postprocess_advantages(batch, self.config)
 
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        # Sums over the batch's steps (only the real ones of padded sequences), as in the
+        # paper's implementation and classic RLlib.
+        batch, total = self.unroll(train_batch, reduce="sum")
+        dist_inputs, values = self.model_outputs(batch)
         dist = self.action_dist(dist_inputs)
-        logp = dist.logp(train_batch[SampleBatch.ACTIONS])
-        # Sums over the batch, as in the paper's implementation and classic RLlib.
-        pi_err = -(logp * train_batch[SampleBatch.ADVANTAGES]).sum()
-        value_err = 0.5 * ((values - train_batch[SampleBatch.VALUE_TARGETS]) ** 2).sum()
-        entropy = dist.entropy().sum()
+        logp = dist.logp(batch[SampleBatch.ACTIONS])
+        pi_err = -total(logp * batch[SampleBatch.ADVANTAGES])
+        value_err = 0.5 * total((values - batch[SampleBatch.VALUE_TARGETS]) ** 2)
+        entropy = total(dist.entropy())
         total_loss = pi_err + self.config["vf_loss_coeff"] * value_err - self.entropy_coeff * entropy
+        steps = total(torch.ones_like(logp)).clamp(min=1.0)
         return total_loss, {"total_loss": total_loss, "policy_loss": pi_err, "vf_loss": value_err,
-                            "entropy": entropy / max(1, len(logp))}
+                            "entropy": entropy / steps}

@@ -88,6 +88,7 @@ class IMPALATrainer(Trainer):
     _name = "IMPALA"
     _default_config = DEFAULT_CONFIG
     postprocess_fn = staticmethod(_acting_only)
+    supports_recurrent_models = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

@@ -18,6 +18,10 @@ class ImpalaTFPolicy(TFPolicy):
     """IMPALA in TensorFlow; see :class:`ImpalaTorchPolicy` for the batch layout."""
 
     schedules_entropy_coeff = True
+    # use_lstm and custom recurrent models: whole fragments in row order, the model run
+    # over their sequences from the state at each one's start (model_outputs).
+    supports_recurrent_models = True
+    sequences_in_row_order = True
 
     shuffle_minibatches = False
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ACTION_LOGP, SampleBatch.REWARDS,
@@ -33,7 +37,7 @@ class ImpalaTFPolicy(TFPolicy):
         cfg = self.config
         T = int(cfg["rollout_fragment_length"])
         gamma = float(cfg["gamma"])
-        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        dist_inputs, values = self.model_outputs(train_batch)
         dist = self.action_distribution(dist_inputs)
         target_logp = to_time_major(dist.logp(train_batch[SampleBatch.ACTIONS]), T)
         entropy = to_time_major(dist.entropy(), T)

@@ -24,6 +24,10 @@ class ImpalaTorchPolicy(TorchPolicy):
     """
 
     schedules_entropy_coeff = True
+    # use_lstm and custom recurrent models: whole fragments in row order, the model run
+    # over their sequences from the state at each one's start (model_outputs).
+    supports_recurrent_models = True
+    sequences_in_row_order = True
 
     shuffle_minibatches = False
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ACTION_LOGP, SampleBatch.REWARDS,
@@ -39,7 +43,7 @@ class ImpalaTorchPolicy(TorchPolicy):
         cfg = self.config
         T = int(cfg["rollout_fragment_length"])
         gamma = float(cfg["gamma"])
-        dist_inputs, values = self.model.policy_and_value(train_batch[SampleBatch.OBS])
+        dist_inputs, values = self.model_outputs(train_batch)
         dist = self.action_dist(dist_inputs)
         target_logp = to_time_major(dist.logp(train_batch[SampleBatch.ACTIONS]), T)
         entropy = to_time_major(dist.entropy(), T)

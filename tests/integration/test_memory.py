@@ -1,6 +1,9 @@
 """The memory is what learns StatelessCartPole: the tuned PPO+LSTM example's settings
 without ``use_lstm`` stay below its bar within the same step budget (the LSTM run
-reaches it: test_tune_configs.py)."""
+reaches it: tests/learning/test_tune_configs.py).
+
+Here rather than in tests/learning: it trains in the pytest process, which during the
+learning phase would take a core from the asynchronous examples that run alone."""
 
 from __future__ import annotations
 

@@ -1,0 +1,137 @@
+"""What a policy knows about recurrent state, framework-free: its model's initial state,
+checking a state given from outside, and the train batch as sequences.
+
+:class:`RecurrentPolicyMixin` is part of every :class:`~rlstack.policies.policy.Policy`;
+a policy is recurrent when its model's ``get_initial_state()`` is not empty (``use_lstm``,
+a custom ``RecurrentNetwork``). See ``rnn_sequencing.py`` for the sequences and the
+framework bases' ``unroll`` / ``model_outputs`` for how losses read them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rlstack.sample_batch import SampleBatch
+
+
+def _as_array(value: Any) -> np.ndarray:
+    # A framework tensor or array as a float32 numpy array.
+    if hasattr(value, "detach"):
+        value = value.detach().cpu()
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    return np.array(value, dtype=np.float32)
+
+
+class RecurrentPolicyMixin:
+    """Recurrent state and sequences for :class:`~rlstack.policies.policy.Policy`."""
+
+    config: dict
+    # The loss reads padded sequences (learner_batch, the framework bases' unroll):
+    # recurrent models (use_lstm, a custom RecurrentNetwork) may train with this policy.
+    supports_recurrent_models: bool = False
+    # use_attention's model in this policy's framework, "module:Class" (imported on use).
+    attention_model_class: str = ""
+    # A recurrent model's train batch keeps its rows in order, whole rollout fragments,
+    # with seq_start marks (IMPALA's time-major loss), instead of padded sequences.
+    sequences_in_row_order: bool = False
+
+    def get_initial_state(self) -> list[np.ndarray]:
+        """The model's state at an episode's start, one numpy array per state tensor
+        (without a batch dimension; ``[h, c]`` for ``use_lstm``), or ``[]`` for a model
+        without state (1.13's ``Policy.get_initial_state``). Read from the model once."""
+        initial = self.__dict__.get("_initial_state")
+        if initial is None:
+            model = getattr(self, "model", None)
+            if model is None or not hasattr(model, "get_initial_state"):
+                return []
+            initial = self.__dict__["_initial_state"] = [_as_array(value)
+                                                         for value in model.get_initial_state()]
+        return [value.copy() for value in initial]
+
+    @property
+    def is_recurrent(self) -> bool:
+        """Whether the model carries state from step to step (1.13's ``is_recurrent()``)."""
+        return self.num_state_tensors() > 0
+
+    def num_state_tensors(self) -> int:
+        """How many state tensors the model carries (0: none)."""
+        initial = self.__dict__.get("_initial_state")
+        return len(initial) if initial is not None else len(self.get_initial_state())
+
+    def initial_state_batch(self, n: int) -> list[np.ndarray]:
+        """The initial state for ``n`` rows: one ``[n, ...]`` array per state tensor."""
+        return [np.repeat(value[None], n, axis=0) for value in self.get_initial_state()]
+
+    def check_state(self, state: Any, what: str = "state") -> list[np.ndarray]:
+        """``state`` as float32 arrays, checked against :meth:`get_initial_state` (count
+        and shapes; a leading batch dimension is allowed if it is the same on all).
+
+        Raises:
+            ValueError: Saying what was given, what the model expects and the fix.
+        """
+        expected = self.get_initial_state()
+        shapes = [tuple(value.shape) for value in expected]
+        fix = ("Pass policy.get_initial_state() at an episode's start (trainer.get_policy().get_initial_state()), "
+               "then the state_out that the previous call returned.")
+        if not isinstance(state, (list, tuple)):
+            raise ValueError(f"The {what} must be a list of {len(expected)} arrays of shapes {shapes}; got a "
+                             f"{type(state).__name__}. {fix}")
+        if len(state) != len(expected):
+            raise ValueError(f"The {what} has {len(state)} tensors but this policy's model has {len(expected)} "
+                             f"(shapes {shapes}). {fix}")
+        arrays = [np.asarray(value, dtype=np.float32) for value in state]
+        for i, (array, shape) in enumerate(zip(arrays, shapes)):
+            if array.shape != shape and array.shape[1:] != shape:
+                raise ValueError(f"The {what}'s tensor {i} has shape {array.shape}; the model expects {shape} (or "
+                                 f"[batch, {', '.join(map(str, shape))}]). {fix}")
+        return arrays
+
+    def max_seq_len(self) -> int:
+        """``model.max_seq_len``: the longest sequence a train batch is chopped into."""
+        return int(self.config.get("model", {}).get("max_seq_len", 20))
+
+    def learner_batch(self, batch: SampleBatch) -> SampleBatch:
+        """The batch the learner loop cuts into minibatches: ``batch`` itself, or for a
+        recurrent model its padded sequences (``rnn_sequencing.pad_batch_to_sequences``),
+        one row per sequence."""
+        if not self.is_recurrent:
+            return batch
+        from rlstack.policies.rnn_sequencing import mark_sequence_starts, pad_batch_to_sequences
+
+        if self.sequences_in_row_order:
+            return mark_sequence_starts(batch, self.max_seq_len(), int(self.config["rollout_fragment_length"]))
+        return pad_batch_to_sequences(batch, self.max_seq_len())
+
+    def learner_columns(self, batch: SampleBatch) -> tuple[str, ...]:
+        """The columns of a :meth:`learner_batch` the loss reads: ``loss_columns`` (all
+        when empty), with a recurrent model's ``seq_lens``, ``seq_mask`` and states."""
+        columns = tuple(getattr(self, "loss_columns", ()) or batch.keys())
+        if self.is_recurrent:
+            extra = [key for key in batch if key in ("seq_lens", "seq_mask", "seq_start") or key.startswith("state_in_")]
+            columns = (*columns, *(key for key in extra if key not in columns))
+        return columns
+
+    def microbatch_rows(self, n: int) -> int:
+        """Rows of a :meth:`learner_batch` of ``n`` rows per microbatch of
+        ``compute_gradients``: ``microbatch_size`` (the whole batch when unset); for a
+        recurrent model whole sequences, ``microbatch_size // max_seq_len`` of them."""
+        size = int(self.config.get("microbatch_size") or 0)
+        if self.is_recurrent and size and not self.sequences_in_row_order:
+            size = max(1, size // self.max_seq_len())
+        return size or n or 1
+
+    def refuse_recurrent_export(self) -> None:
+        """Raises for a recurrent model: the exported graph maps ``obs`` alone to the
+        outputs and would drop the state.
+
+        Raises:
+            NotImplementedError: Naming what to use instead.
+        """
+        if self.is_recurrent:
+            raise NotImplementedError(
+                "export_model does not export recurrent models yet (its graph maps obs alone to the outputs); "
+                "save the weights with export_checkpoint() or trainer.save() and act with "
+                "compute_single_action(obs, state).")
