@@ -86,3 +86,4 @@ def test_checkpoint_restores_the_same_actions_for_the_same_memory(trained):
     for key in ("action_dist_inputs", "vf_preds", "state_out_0"):
         np.testing.assert_allclose(after[key], before[key], rtol=1e-5, atol=1e-6, err_msg=key)
     assert loops[0][0] == loops[1][0]
+
