@@ -218,7 +218,13 @@ class TFPolicy(TFLearner):
         ``train()`` on this 2-core machine (1.86 s -> 0.86 s with RL-Zoo's PPO settings).
         A custom model may branch on tensors in Python, so its graphs keep AutoGraph.
         """
-        return tf.function(fn, input_signature=input_signature, autograph=not self.builtin_model)
+        return tf.function(fn, input_signature=input_signature, autograph=self.needs_autograph)
+
+    @property
+    def needs_autograph(self) -> bool:
+        """Whether the graphs need AutoGraph: for a custom model, unless it says it has no
+        Python control flow on tensors (``autograph_free``, as rlstack's GTrXLNet)."""
+        return not (self.builtin_model or getattr(self.model, "autograph_free", False))
 
     # ----- acting -----------------------------------------------------------------
 

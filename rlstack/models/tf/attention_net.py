@@ -95,6 +95,9 @@ def dense_encoder(spec: GTrXLSpec, w: dict[str, tf.Tensor], x: tf.Tensor) -> tf.
 class GTrXLNet(RecurrentNetwork):
     """1.13's TF ``GTrXLNet`` (arguments as the torch class's)."""
 
+    # No Python control flow on tensors: the policy's graphs skip AutoGraph's rewriting.
+    autograph_free = True
+
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, num_outputs: int | None,
                  model_config: dict, name: str, *, num_transformer_units: int = 1, attention_dim: int = 64,
                  num_heads: int = 2, memory_inference: int = 50, memory_training: int = 50, head_dim: int = 32,
