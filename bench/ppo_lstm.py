@@ -36,8 +36,11 @@ three fresh child processes through bench/harness.py:
   padding into sequences included); RLlib: ``LearnerGroup.update(episodes=...)`` as
   ``PPO.training_step`` calls it, on a fresh deep copy of the recorded episodes each time
   (its learner connector, GAE's value forward pass and the padding included). The records
-  also give the gradient steps per update and the real (unpadded) rows per gradient
-  step: the two systems cut minibatches of sequences differently (see ``learner_rlstack``).
+  also give gradient steps per update and per second and the real (unpadded) rows per
+  gradient step, because the two cut minibatches of sequences differently: rlstack (as
+  classic RLlib) takes ``minibatch // max_seq_len`` = 6 whole sequences (<= 120 real
+  steps, fewer where episodes are short), RLlib 2.60 takes about ``minibatch`` = 128 real
+  steps' worth of sequences, so it makes fewer, larger gradient steps per epoch.
 
 Both models are the classic LSTM wrapper: the observation through the 256x256 tanh
 encoder, one LSTM layer of 256 cells, linear policy and value heads on the LSTM's output
@@ -56,6 +59,7 @@ the plumbing in about a minute per system; its figures mean nothing.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -98,10 +102,10 @@ def rlstack_lstm_unsupported() -> str | None:
         return (f"the rlstack at {where} has no StatelessCartPole ({exc}); this benchmark needs issue 18's LSTM "
                 "support (branch lstm) merged. Run it with --systems rllib until then.")
     from rlstack.errors import ConfigError
-    from rlstack.models.catalog import validate_model_config
+    from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
 
     try:
-        validate_model_config(dict(LSTM_MODEL))
+        validate_model_config({**copy.deepcopy(MODEL_DEFAULTS), **LSTM_MODEL})
     except ConfigError as exc:
         return (f"the rlstack at {where} refuses model.use_lstm ({exc}); this benchmark needs issue 18's LSTM "
                 "support (branch lstm) merged. Run it with --systems rllib until then.")
@@ -257,13 +261,15 @@ def rlstack_learner_child(args: argparse.Namespace) -> None:
     minibatch, epochs = policy.minibatch_plan(num_sequences)
     grad_steps = epochs * math.ceil(num_sequences / minibatch)
     policy.learn_on_batch(batch)  # warm-up (and TF tracing)
-    rates = []
+    seconds = []
     for _ in range(args.learner_rounds):
         start = time.perf_counter()
         policy.learn_on_batch(batch)
-        rates.append(batch.count * epochs / (time.perf_counter() - start))
+        seconds.append(time.perf_counter() - start)
+    update_s = float(np.median(seconds))
     print(json.dumps({
-        "learner_samples_per_s": round(float(np.median(rates)), 1), "rates": [round(r, 1) for r in rates],
+        "learner_samples_per_s": round(batch.count * epochs / update_s, 1),
+        "grad_steps_per_s": round(grad_steps / update_s, 2), "update_s": [round(t, 3) for t in seconds],
         "batch_rows": int(batch.count), "sequences": int(num_sequences), "epochs": int(epochs),
         "grad_steps_per_update": int(grad_steps), "rows_per_grad_step": round(batch.count * epochs / grad_steps, 1),
         "params": _num_params(policy.get_weights()),
@@ -406,8 +412,6 @@ def rllib_sampling_child(args: argparse.Namespace) -> None:
 
 def rllib_learner_child(args: argparse.Namespace) -> None:
     """LearnerGroup.update on deep copies of one recorded set of episodes."""
-    import copy
-
     import numpy as np
     from ray.rllib.core import DEFAULT_MODULE_ID
     from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
@@ -446,12 +450,14 @@ def rllib_learner_child(args: argparse.Namespace) -> None:
 
     one_update()  # warm-up
     counts.update(steps=0, rows=0, sequences=0)
-    rates = [rows * settings["num_epochs"] / one_update() for _ in range(args.learner_rounds)]
-    per_update = max(1, args.learner_rounds)
+    seconds = [one_update() for _ in range(args.learner_rounds)]
+    update_s = float(np.median(seconds))
+    grad_steps = counts["steps"] // max(1, args.learner_rounds)
     print(json.dumps({
-        "learner_samples_per_s": round(float(np.median(rates)), 1), "rates": [round(r, 1) for r in rates],
+        "learner_samples_per_s": round(rows * settings["num_epochs"] / update_s, 1),
+        "grad_steps_per_s": round(grad_steps / update_s, 2), "update_s": [round(t, 3) for t in seconds],
         "batch_rows": int(rows), "episodes": len(episodes), "epochs": settings["num_epochs"],
-        "grad_steps_per_update": counts["steps"] // per_update,
+        "grad_steps_per_update": grad_steps,
         "rows_per_grad_step": round(counts["rows"] / max(1, counts["steps"]), 1),
         "sequences_per_grad_step": round(counts["sequences"] / max(1, counts["steps"]), 1),
         "params": _rllib_params(learner.module[DEFAULT_MODULE_ID]),
@@ -469,8 +475,11 @@ CHILDREN = {
     ("rllib", "sampling"): rllib_sampling_child,
     ("rllib", "learner"): rllib_learner_child,
 }
-# The figure each part contributes to the comparison, and the bar's direction.
-FIGURES = {"sampling": "sampling_env_steps_per_s", "learner": "learner_samples_per_s", "learning": "wall_s"}
+# The measurements, and the figures of each compared round by round (rlstack / RLlib):
+# the issue's bar reads sampling env steps/s (>= 3) and wall seconds to the target (<= 1/3).
+PARTS = ("sampling", "learner", "learning")
+RATIO_KEYS = {"sampling": ("sampling_env_steps_per_s",), "learner": ("learner_samples_per_s", "grad_steps_per_s"),
+              "learning": ("wall_s", "env_steps")}
 # A one-thread worker (Ray sets OMP_NUM_THREADS=1 for a one-CPU actor); the learner and
 # the learning runs keep the machine's threads, as in training.
 PART_ENV = {"sampling": {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}}
@@ -496,7 +505,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny step counts: checks the plumbing only")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--system", default="rlstack", choices=["rlstack", "rllib"], help=argparse.SUPPRESS)
-    parser.add_argument("--part", default="learning", choices=sorted(FIGURES), help=argparse.SUPPRESS)
+    parser.add_argument("--part", default="learning", choices=PARTS, help=argparse.SUPPRESS)
     parser.add_argument("--framework", default="torch", choices=["torch", "tf"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -514,8 +523,8 @@ def main() -> None:
             parser.error(f"unknown system {system!r}; choose from rlstack-torch, rlstack-tf, rllib")
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     for part in parts:
-        if part not in FIGURES:
-            parser.error(f"unknown part {part!r}; choose from {', '.join(FIGURES)}")
+        if part not in PARTS:
+            parser.error(f"unknown part {part!r}; choose from {', '.join(PARTS)}")
     if any(s.startswith("rlstack") for s in systems):
         reason = rlstack_lstm_unsupported()
         if reason:
@@ -546,7 +555,8 @@ def report(args: argparse.Namespace, systems: list[str], parts: list[str],
         "learning": ("wall_s", "start_to_ready_s", "env_steps", "env_steps_per_s", "peak_rss_mib", "final_reward",
                      "own_metric_wall_s", "own_metric_env_steps"),
         "sampling": ("sampling_env_steps_per_s", "peak_rss_mib"),
-        "learner": ("learner_samples_per_s", "grad_steps_per_update", "rows_per_grad_step", "peak_rss_mib"),
+        "learner": ("learner_samples_per_s", "grad_steps_per_s", "grad_steps_per_update", "rows_per_grad_step",
+                    "peak_rss_mib"),
     }
     summary: dict[str, Any] = {}
     for system in systems:
@@ -567,10 +577,10 @@ def report(args: argparse.Namespace, systems: list[str], parts: list[str],
             label = f"{system} / rllib"
             ratios[label] = {}
             for part in parts:
-                key = FIGURES[part]
                 pairs = list(zip(records[system][part], records["rllib"][part]))
-                if pairs and all(a.get(key) and b.get(key) for a, b in pairs):
-                    ratios[label][key] = summarise([a[key] / b[key] for a, b in pairs])
+                for key in RATIO_KEYS[part]:
+                    if pairs and all(a.get(key) and b.get(key) for a, b in pairs):
+                        ratios[label][key] = summarise([a[key] / b[key] for a, b in pairs])
             bar = {}
             if "sampling_env_steps_per_s" in ratios[label]:
                 bar["sampling >= 3x"] = ratios[label]["sampling_env_steps_per_s"]["median"] >= 3.0
