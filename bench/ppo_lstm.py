@@ -5,6 +5,7 @@ and RLlib 2.60 (new API stack, ``DefaultModelConfig(use_lstm=True)``) side by si
 
     python bench/ppo_lstm.py --runs 3 --max-wall 900                 # the comparison of issue 18
     python bench/ppo_lstm.py --smoke --systems rllib --runs 1        # plumbing check, tiny step counts
+    python bench/ppo_lstm.py --frameworks torch --parts sampling,learner --runs 3   # throughput only
 
 Run it with the bench venv's Python (RLlib 2.60 installed beside rlstack). Each round runs,
 for every system in turn (``--systems``, default ``rlstack-torch,rlstack-tf,rllib``;
