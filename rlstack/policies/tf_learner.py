@@ -93,7 +93,7 @@ class TFLearner(Policy):
         # traced on first use; the names of the train graph's statistics rows.
         self._train_fn = None
         self._grad_fn = None
-        self._apply_fn = None
+        self._apply_fns: dict[tuple[bool, ...], Callable] = {}
         self._stat_keys: list[str] = []
 
     # ----- optimizers -------------------------------------------------------------
@@ -479,12 +479,22 @@ class TFLearner(Policy):
             raise ValueError(f"apply_gradients got {len(grads)} gradients for {type(self).__name__}'s "
                              f"{len(variables)} variables; pass what compute_gradients of the same policy class and "
                              "config returned.")
-        if self._apply_fn is None:
-            self._apply_fn = self.graph_function(self._apply)
+        # One graph per pattern of missing gradients (in practice one per policy): the
+        # present ones are its fixed-signature inputs.
+        present = tuple(grad is not None for grad in grads)
+        apply_fn = self._apply_fns.get(present)
+        if apply_fn is None:
+            def apply_present(given: list[tf.Tensor]) -> None:
+                given = iter(given)
+                self._apply([next(given) if is_present else None for is_present in present])
+
+            signature = [[tf.TensorSpec(var.shape, var.dtype) for var, is_present in zip(variables, present)
+                          if is_present]]
+            apply_fn = self._apply_fns[present] = self.graph_function(apply_present, signature)
         with tf.device(self.device), non_finite_as_error(f"{type(self).__name__}.apply_gradients",
                                                          optimizers[0].lr):
-            self._apply_fn([None if grad is None else tf.convert_to_tensor(grad, dtype=var.dtype)
-                            for grad, var in zip(grads, variables)])
+            apply_fn([tf.convert_to_tensor(grad, dtype=var.dtype) for grad, var in zip(grads, variables)
+                      if grad is not None])
 
     def on_global_var_update(self, global_timestep: int) -> None:
         super().on_global_var_update(global_timestep)

@@ -24,6 +24,7 @@ from rlstack.models.catalog import initial_weights
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.tf.distributions import DISTRIBUTIONS, make_distribution
 from rlstack.models.tf.framework import tf
+from rlstack.models.tf.graph_function import GraphFunction
 from rlstack.models.tf.model import TFModel
 from rlstack.models.tf.tf_modelv2 import ShortcutTFModel, TFModelV2
 from rlstack.policies.learner_loop import load_optimizers_state, optimizers_state
@@ -217,8 +218,12 @@ class TFPolicy(TFLearner):
         on tensors, so AutoGraph's source rewriting only cost time: ~1 s of the first
         ``train()`` on this 2-core machine (1.86 s -> 0.86 s with RL-Zoo's PPO settings).
         A custom model may branch on tensors in Python, so its graphs keep AutoGraph.
+        With an ``input_signature`` the graph is a :class:`GraphFunction`, called without
+        ``tf.function``'s per-call dispatch (~0.5 ms, see its module).
         """
-        return tf.function(fn, input_signature=input_signature, autograph=self.needs_autograph)
+        if input_signature is None:
+            return tf.function(fn, autograph=self.needs_autograph)
+        return GraphFunction(fn, input_signature, autograph=self.needs_autograph)
 
     @property
     def needs_autograph(self) -> bool:

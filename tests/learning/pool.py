@@ -1,14 +1,17 @@
 """The pool that runs the learning cases (tests/learning) as `rlstack train` subprocesses.
 
 The pool starts as soon as the session knows which learning cases it selected, long before
-the first learning test: while the unit and integration tests run (mostly one busy core
-on CI's two), it trains the one-slot cases one at a time on the other core
-(``capacity`` 1). When the session reaches the learning tests (they are ordered last, see
-tests/conftest.py) it gets both cores (``capacity`` 2): the one-slot cases left run two at
-a time, and an asynchronous case with several processes (Ape-X, IMPALA: see
-``Trainer.learns_asynchronously``) takes both cores and runs alone, as its tuned example
-was tuned. Every bar is counted in env steps, so sharing the machine changes how long a
-synchronous run takes, not what it learns.
+the first learning test. A one-slot case (synchronous: its result per env step does not
+depend on its speed) runs at the lowest CPU priority (``nice 19``), two at a time from the
+start: while the unit and integration tests run they take only the CPU those tests leave
+idle, so the tests run as fast as alone and no core idles while they wait on a
+subprocess or a Ray start. When the session reaches the learning tests (they are ordered
+last, see tests/conftest.py) the asynchronous cases with several processes (Ape-X,
+IMPALA: see ``Trainer.learns_asynchronously``) run one at a time at normal priority, as
+their tuned examples were tuned on the two cores, and the one-slot cases left soak up
+what those leave idle (an asynchronous run keeps ~1.5 of 2 cores busy). Every bar is
+counted in env steps, so the priority of a synchronous run changes how long it takes,
+not what it learns.
 """
 
 from __future__ import annotations
@@ -63,12 +66,13 @@ def slots_of(path: Path, name: str) -> int:
 
 
 class LearningRuns:
-    """Runs the given cases as subprocesses in a background thread, at most ``capacity``
-    slots' worth at once; each learning test waits for its own case.
+    """Runs the given cases as subprocesses in a background thread (see the module's
+    docstring for the order and priorities); each learning test waits for its own case.
 
     Args:
         runs: The cases.
-        capacity: Slots to use until :meth:`use_all_slots` (1 while other tests run).
+        capacity: ``SLOTS`` lets the multi-slot cases start; less holds them back until
+            :meth:`use_all_slots` (while other tests run).
     """
 
     def __init__(self, runs: list[Run], capacity: int = SLOTS) -> None:
@@ -85,26 +89,25 @@ class LearningRuns:
         """The session has reached the learning tests: both cores are the pool's."""
         self.capacity = SLOTS
 
-    def _next(self, pending: list[Run], free: int) -> Run | None:
-        # With every slot the pool's, a multi-slot case starts when the machine is free;
-        # one-core cases fill a free slot meanwhile (an idle core helps nobody), so they
-        # pair up, and the multi-slot cases follow. Before that, one-core cases only.
-        fitting = [run for run in pending if run.slots <= free]
-        if not fitting:
-            return None
-        if self.capacity == SLOTS:
-            heavy = [run for run in fitting if run.slots == SLOTS]
+    def _next(self, pending: list[Run], running: list[Run]) -> Run | None:
+        # The multi-slot cases run one at a time, at normal priority, once the session
+        # has reached the learning tests; the one-slot cases, niced, two at a time
+        # throughout (with a multi-slot case running they get what it leaves idle).
+        if self.capacity == SLOTS and not any(run.slots == SLOTS for run in running):
+            heavy = [run for run in pending if run.slots == SLOTS]
             if heavy:
                 return heavy[0]
-        singles = [run for run in fitting if run.slots == 1]
-        return singles[0] if singles else None
+        if sum(run.slots == 1 for run in running) < SLOTS:
+            singles = [run for run in pending if run.slots == 1]
+            if singles:
+                return singles[0]
+        return None
 
     def _schedule(self) -> None:
         running = self._running
         pending = list(self.runs)
         while (pending or running) and not self._stopping:
-            busy = sum(run.slots for run, _, _ in running)
-            run = self._next(pending, self.capacity - busy) if pending else None
+            run = self._next(pending, [run for run, _, _ in running]) if pending else None
             if run is not None:
                 pending.remove(run)
                 running.append((run, self._start(run), time.monotonic()))
@@ -126,8 +129,9 @@ class LearningRuns:
         run.storage.mkdir(parents=True, exist_ok=True)
         run.started_at = time.monotonic() - self._t0
         log = open(run.storage / "run.log", "w")  # noqa: SIM115 - closed in _finish
+        nice = ["nice", "-n", "19"] if run.slots < SLOTS and shutil.which("nice") else []
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rlstack", "train", "-f", str(run.path), "--framework", run.framework,
+            [*nice, sys.executable, "-m", "rlstack", "train", "-f", str(run.path), "--framework", run.framework,
              "--storage-path", str(run.storage)],
             stdout=log, stderr=subprocess.STDOUT, text=True, env=self._env(run),
         )

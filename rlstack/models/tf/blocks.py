@@ -16,6 +16,7 @@ import numpy as np
 from rlstack.models.blocks import ActorCriticSpec, CriticSpec
 from rlstack.models.specs import LayerSpec, initial_weights
 from rlstack.models.tf.framework import tf
+from rlstack.models.tf.graph_function import GraphFunction
 from rlstack.models.tf.model import _ACTIVATIONS, _flat, encode, run_layer, vector_part
 from rlstack.models.tf.tf_modelv2 import TFModelV2
 
@@ -101,8 +102,7 @@ class TFCritics:
         """The critics' weights in the canonical layout, as numpy copies."""
         if getattr(self, "_read_all", None) is None:
             # One graph call reads every variable (eager reads cost ~0.2 ms each).
-            self._read_all = tf.function(lambda: {k: tf.identity(v) for k, v in self.raw_variables().items()},
-                                         autograph=False)
+            self._read_all = GraphFunction(lambda: {k: tf.identity(v) for k, v in self.raw_variables().items()}, [])
         return self.canonical_from_raw({k: v.numpy().copy() for k, v in self._read_all().items()})
 
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
@@ -226,9 +226,9 @@ class TFActorCritic(TFModelV2):
         if getattr(self, "_read_all", None) is None:
             # One graph call reads every variable: eager reads cost ~0.2 ms each, and the
             # weights go to the acting copy after every sampling round.
-            self._read_all = tf.function(
+            self._read_all = GraphFunction(
                 lambda: ({k: tf.identity(v) for k, v in self.actor_vars.items()},
-                         {k: tf.identity(v) for k, v in self.critics.raw_variables().items()}), autograph=False)
+                         {k: tf.identity(v) for k, v in self.critics.raw_variables().items()}), [])
         actor, critics = self._read_all()
         return {**{k: v.numpy().copy() for k, v in actor.items()},
                 **self.critics.canonical_from_raw({k: v.numpy() for k, v in critics.items()})}

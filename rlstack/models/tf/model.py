@@ -19,6 +19,7 @@ import numpy as np
 
 from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec, QModelSpec, initial_weights
 from rlstack.models.tf.framework import tf
+from rlstack.models.tf.graph_function import GraphFunction
 from rlstack.models.tf.tf_modelv2 import TFModelV2
 
 _ACTIVATIONS = {
@@ -172,8 +173,8 @@ class TFModel(TFModelV2):
         # One graph call reads every variable: eager reads cost ~0.2 ms each, which
         # adds up when weights are synced after every few env steps (DQN).
         if getattr(self, "_read_all", None) is None:
-            self._read_all = tf.function(lambda: {name: tf.identity(var) for name, var in self.weight_vars.items()},
-                                         autograph=False)
+            self._read_all = GraphFunction(lambda: {name: tf.identity(var) for name, var in self.weight_vars.items()},
+                                           [])
         return {name: value.numpy().copy() for name, value in self._read_all().items()}
 
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:

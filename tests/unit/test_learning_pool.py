@@ -1,0 +1,61 @@
+"""The learning pool's schedule (tests/learning/pool.py): which case starts next, at what
+priority. A wrong schedule shows only as a slow or oversubscribed CI run, so it is pinned here."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from tests.learning.pool import SLOTS, LearningRuns, Run
+
+
+def _pool(capacity: int) -> LearningRuns:
+    # The scheduling rule alone: no background thread, no subprocess.
+    pool = LearningRuns.__new__(LearningRuns)
+    pool.capacity = capacity
+    return pool
+
+
+def _run(name: str, slots: int) -> Run:
+    return Run(name, Path(f"{name}.yaml"), name, "torch", slots, done=threading.Event())
+
+
+def test_one_slot_cases_run_two_at_a_time_from_the_start():
+    singles = [_run(f"single-{i}", 1) for i in range(3)]
+    heavy = _run("heavy", SLOTS)
+    pool = _pool(capacity=1)  # the unit and integration tests still run
+    pending = [heavy, *singles]
+    assert pool._next(pending, []) is singles[0]
+    assert pool._next(pending, [singles[0]]) is singles[0]  # the first pending single
+    assert pool._next(pending, singles[:2]) is None  # two singles at once at most
+    assert pool._next([heavy], []) is None  # a multi-slot case waits for the learning tests
+
+
+def test_multi_slot_cases_run_one_at_a_time_beside_the_singles():
+    singles = [_run(f"single-{i}", 1) for i in range(3)]
+    heavies = [_run(f"heavy-{i}", SLOTS) for i in range(2)]
+    pool = _pool(capacity=SLOTS)
+    # The multi-slot case starts at once, even with two singles running (they are niced).
+    assert pool._next([*singles[2:], *heavies], singles[:2]) is heavies[0]
+    # With one running, the next waits; singles still fill their two places.
+    assert pool._next([*singles[2:], heavies[1]], [heavies[0], singles[0]]) is singles[2]
+    assert pool._next([heavies[1]], [heavies[0], *singles[:2]]) is None
+
+
+def test_only_one_slot_cases_are_niced(monkeypatch, tmp_path):
+    started = []
+
+    class FakePopen:
+        def __init__(self, args, **kwargs):
+            started.append((args, kwargs["env"]))
+            kwargs["stdout"].close()
+
+    monkeypatch.setattr("tests.learning.pool.subprocess.Popen", FakePopen)
+    pool = _pool(capacity=SLOTS)
+    pool.root, pool._t0 = tmp_path, 0.0
+    pool._start(_run("single", 1))
+    pool._start(_run("heavy", SLOTS))
+    (single_args, single_env), (heavy_args, heavy_env) = started
+    assert single_args[:3] == ["nice", "-n", "19"] and single_env["OMP_NUM_THREADS"] == "1"
+    assert heavy_args[0] != "nice" and heavy_env.get("OMP_NUM_THREADS") == os.environ.get("OMP_NUM_THREADS")
