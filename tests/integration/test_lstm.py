@@ -162,29 +162,3 @@ def test_rollout_cli_carries_the_state_through_episodes(trained, tmp_path, monke
             previous_out = calls[i - 1][1][1]
             for given, returned in zip(state, previous_out):
                 np.testing.assert_array_equal(given, returned)  # then follows state_out
-
-
-@pytest.mark.parametrize("algorithm", ["A2C", "A3C", "IMPALA"])
-def test_a2c_a3c_and_impala_train_with_use_lstm(algorithm, ray_local):
-    pytest.importorskip("torch")
-    from rlstack.trainers.registry import get_trainer_class
-
-    config = {"num_workers": 1, "rollout_fragment_length": 50, "seed": 0, "microbatch_size": 40,
-              "model": {"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 10, "fcnet_hiddens": [16]}}
-    if algorithm == "A2C":
-        config["train_batch_size"] = 100
-    if algorithm == "IMPALA":  # a learner thread fed by an asynchronously sampling worker
-        config.update(train_batch_size=100, min_time_s_per_reporting=0)
-        del config["microbatch_size"]
-    trainer = get_trainer_class(algorithm)(config, "StatelessCartPole")
-    try:
-        before = trainer.get_policy().get_weights()["lstm/kernel"].copy()
-        for _ in range(2):
-            result = trainer.train()
-        assert result["timesteps_total"] > 0
-        assert not np.allclose(trainer.get_policy().get_weights()["lstm/kernel"], before)
-        action, state, _ = trainer.compute_single_action(np.zeros(2, np.float32),
-                                                         trainer.get_policy().get_initial_state())
-        assert [value.shape for value in state] == [(8,), (8,)]
-    finally:
-        trainer.stop()
