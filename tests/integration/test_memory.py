@@ -1,6 +1,7 @@
 """The memory is what learns StatelessCartPole: the tuned PPO+LSTM example's settings
-without ``use_lstm`` stay below its bar within the same step budget (the LSTM run
-reaches it: tests/learning/test_tune_configs.py).
+without ``use_lstm`` stay below its bar over 80k env steps, half again the ~52k the LSTM
+run needs to reach it (tests/learning/test_tune_configs.py; its budget is 200k: the
+full budget without memory costs ~80 s of CI for the same answer, a best of ~55).
 
 Here rather than in tests/learning: it trains in the pytest process, which during the
 learning phase would take a core from the asynchronous examples that run alone."""
@@ -13,6 +14,7 @@ from rlstack.experiments import load_experiments
 from tests.tuned_examples import CONFIG_DIR
 
 NAME = "stateless-cartpole-ppo-lstm"
+STEPS = 80_000
 
 
 def test_without_the_lstm_the_tuned_example_stays_below_its_bar(ray_local):
@@ -20,7 +22,7 @@ def test_without_the_lstm_the_tuned_example_stays_below_its_bar(ray_local):
     from rlstack.trainers.ppo import PPOTrainer
 
     spec = load_experiments(str(CONFIG_DIR / f"{NAME}.yaml"))[NAME]
-    bar, budget = spec["stop"]["episode_reward_mean"], spec["stop"]["timesteps_total"]
+    bar, budget = spec["stop"]["episode_reward_mean"], min(STEPS, spec["stop"]["timesteps_total"])
     config = {**spec["config"], "framework": "torch", "model": {**spec["config"]["model"], "use_lstm": False}}
     trainer = PPOTrainer(config, spec["env"])
     try:
