@@ -9,6 +9,7 @@ import pytest
 
 from rlstack.examples.env.repeat_after_me_env import RepeatAfterMeEnv
 from rlstack.trainers.ppo import PPOTrainer
+from tests.integration.test_lstm import inference_loop
 
 FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow"}
 MEMORY = (6, 16)  # attention_memory_*, attention_dim
@@ -26,16 +27,7 @@ def _config(framework, **overrides):
 
 def _inference_loop(trainer, seed, steps=None):
     """1.13's "policy inference after training" loop with a memory, after the renames."""
-    env = RepeatAfterMeEnv({"episode_len": 50})
-    obs, _ = env.reset(seed=seed)
-    state = trainer.get_policy().get_initial_state()
-    actions, done = [], False
-    while not done and (steps is None or len(actions) < steps):
-        action, state, _ = trainer.compute_single_action(obs, state, explore=False)
-        obs, _, terminated, truncated, _ = env.step(action)
-        actions.append(int(action))
-        done = terminated or truncated
-    return actions, state
+    return inference_loop(trainer, seed, steps=steps, env=RepeatAfterMeEnv({"episode_len": 50}))
 
 
 @pytest.fixture(scope="module", params=["torch", "tf"])

@@ -23,11 +23,12 @@ def _config(framework, **overrides):
             **overrides}
 
 
-def _inference_loop(trainer, seed, explore=False, steps=None, carry=True):
+def inference_loop(trainer, seed, explore=False, steps=None, carry=True, env=None):
     """RLlib 1.13's docs loop ("policy inference after training, with LSTM"), after the
     import renames: start from the policy's initial state, feed each state_out back
-    (``carry=False``: start every step from the initial state, a policy without memory)."""
-    env = StatelessCartPole()
+    (``carry=False``: start every step from the initial state, a policy without memory).
+    Returns the actions and the last state (on StatelessCartPole unless ``env`` is given)."""
+    env = env or StatelessCartPole()
     obs, _ = env.reset(seed=seed)
     initial = trainer.get_policy().get_initial_state()
     state = initial
@@ -65,10 +66,10 @@ def test_trains_with_remote_workers_and_evaluates_with_state(trained):
 
 def test_the_113_inference_loop_carries_the_state(trained):
     _, trainer, _, _ = trained
-    actions, state = _inference_loop(trainer, seed=3)
+    actions, state = inference_loop(trainer, seed=3)
     assert len(actions) >= 1 and [value.shape for value in state] == [(16,), (16,)]
     # The same greedy loop twice: the same actions; a stateless call differs in form.
-    assert _inference_loop(trainer, seed=3)[0] == actions
+    assert inference_loop(trainer, seed=3)[0] == actions
     assert np.asarray(trainer.compute_single_action(np.zeros(2, np.float32), explore=False)).shape == ()
 
 
@@ -129,7 +130,7 @@ def test_checkpoint_restores_the_same_actions_for_the_same_state(trained):
     restored = PPOTrainer(_config(framework, num_workers=0, evaluation_num_workers=0), "StatelessCartPole")
     restored.restore(checkpoint)
     after = act(restored)
-    loop_before, loop_after = _inference_loop(trainer, seed=5, steps=50), _inference_loop(restored, seed=5, steps=50)
+    loop_before, loop_after = inference_loop(trainer, seed=5, steps=50), inference_loop(restored, seed=5, steps=50)
     restored.stop()
     for key in ("action_dist_inputs", "vf_preds", "state_out_0", "state_out_1"):
         np.testing.assert_allclose(after[key], before[key], rtol=1e-6, atol=1e-7, err_msg=key)

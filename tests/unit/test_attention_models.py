@@ -12,11 +12,10 @@ import pytest
 from rlstack.errors import ConfigError
 from rlstack.examples.env.repeat_after_me_env import RepeatAfterMeEnv
 from rlstack.models.attention import GTrXLSpec
-from rlstack.policies.rnn_sequencing import SEQ_MASK, pad_batch_to_sequences
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG
-from tests.unit.test_ppo_loss import numpy_ppo_loss
+from tests.unit.test_lstm_models import assert_ppo_loss_on_sequences, rollout
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -26,7 +25,6 @@ MODEL = {"use_attention": True, "max_seq_len": 4, "fcnet_hiddens": [8], "attenti
          "attention_memory_inference": 3, "attention_memory_training": 3, "attention_position_wise_mlp_dim": 7}
 CONFIG = {"seed": 0, "entropy_coeff": 0.01, "clip_param": 0.2, "vf_clip_param": 5.0, "sgd_minibatch_size": 16,
           "num_sgd_iter": 1, "model": MODEL}
-EPISODE_LENGTHS = (6, 3, 5)  # with max_seq_len 4: sequences of 4, 2, 3, 4 and 1 steps
 
 
 def _policy(framework, **overrides):
@@ -51,56 +49,13 @@ def _perturbed(policy, seed=1):
     return weights
 
 
-def _rollout(policy, seed=0):
-    """Acts step by step through hand-made episodes as a worker does (state from zeros at
-    each episode's start, then state_out); returns PPO's columns."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for eps_id, length in enumerate(EPISODE_LENGTHS):
-        state = policy.initial_state_batch(1)
-        for _ in range(length):
-            obs = rng.uniform(-1, 1, (1, 3)).astype(np.float32)
-            actions, extras = policy.compute_actions(obs, explore=False, state_batches=state)
-            row = {B.OBS: obs[0], B.EPS_ID: eps_id, B.ACTION_DIST_INPUTS: extras[B.ACTION_DIST_INPUTS][0],
-                   B.VF_PREDS: extras[B.VF_PREDS][0]}
-            row.update({f"state_in_{i}": value[0] for i, value in enumerate(state)})
-            rows.append(row)
-            state = [extras[f"state_out_{i}"] for i in range(len(state))]
-    batch = SampleBatch({key: np.stack([row[key] for row in rows]) for key in rows[0]})
-    n = batch.count
-    old = batch[B.ACTION_DIST_INPUTS] + rng.normal(0, 0.5, batch[B.ACTION_DIST_INPUTS].shape).astype(np.float32)
-    actions = rng.integers(0, 3, n)
-    shifted = old - old.max(axis=1, keepdims=True)
-    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    batch[B.ACTIONS] = actions
-    batch[B.ACTION_DIST_INPUTS] = old.astype(np.float32)
-    batch[B.ACTION_LOGP] = logp[np.arange(n), actions].astype(np.float32)
-    batch[B.ADVANTAGES] = rng.normal(0, 1, n).astype(np.float32)
-    batch[B.VALUE_TARGETS] = rng.normal(0, 3, n).astype(np.float32)
-    return batch
-
-
-def _tensors(framework, batch):
-    if framework == "torch":
-        import torch
-
-        return {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in batch.items()}
-    import tensorflow as tf
-
-    return {key: tf.convert_to_tensor(value) for key, value in batch.items()}
-
-
-def _numpy(value):
-    return np.asarray(value.detach() if hasattr(value, "detach") else value)
-
-
 @pytest.fixture(scope="module")
 def acted():
     """The torch policy's perturbed weights, a batch it acted step by step, and the
     distribution inputs and values it acted with."""
     policy = _policy("torch")
     weights = _perturbed(policy)
-    batch = _rollout(policy)
+    batch = rollout(policy)
     states = [batch[f"state_in_{i}"] for i in range(policy.num_state_tensors())]
     _, extras = policy.compute_actions(batch[B.OBS], explore=False, state_batches=states)
     return weights, batch, extras[B.ACTION_DIST_INPUTS], extras[B.VF_PREDS]
@@ -123,19 +78,7 @@ def test_ppo_loss_on_padded_sequences_is_the_reference_on_the_acted_steps(framew
     weights, batch, dist_inputs, values = acted
     policy = _policy(framework)
     policy.model.load_canonical_weights(weights)
-    expected = numpy_ppo_loss(dist_inputs, values, batch, policy.config, 0.2, 0.01)
-    seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
-    assert seqs[B.SEQ_LENS].tolist() == [4, 2, 3, 4, 1]
-    loss, stats = policy.loss(_tensors(framework, seqs))
-    np.testing.assert_allclose(float(_numpy(loss)), expected["total_loss"], rtol=1e-4)
-    for key in ("policy_loss", "vf_loss", "kl", "entropy"):
-        np.testing.assert_allclose(float(_numpy(stats[key])), expected[key], rtol=1e-4, atol=1e-6, err_msg=key)
-    noisy = SampleBatch({key: value.copy() for key, value in seqs.items()})
-    pad = ~seqs[SEQ_MASK].astype(bool)
-    for key in (B.OBS, B.ADVANTAGES, B.VALUE_TARGETS, B.ACTION_LOGP):
-        noisy[key][pad] = 7.0
-    np.testing.assert_allclose(float(_numpy(policy.loss(_tensors(framework, noisy))[0])), float(_numpy(loss)),
-                               rtol=1e-6)
+    assert_ppo_loss_on_sequences(policy, framework, batch, dist_inputs, values)
 
 
 def test_torch_and_tf_start_equal_and_learn_the_same_step(acted):
@@ -177,7 +120,7 @@ def test_gtrxlnet_as_a_113_custom_model(framework):
     assert [value.shape for value in policy.get_initial_state()] == [(4, 16)]
     action, state, extras = policy.compute_single_action(np.zeros(3, np.float32), policy.get_initial_state())
     assert action in range(3) and [value.shape for value in state] == [(4, 16)]
-    stats = policy.learn_on_batch(_rollout(policy))
+    stats = policy.learn_on_batch(rollout(policy))
     assert np.isfinite(stats["learner_stats"]["total_loss"] if "learner_stats" in stats else stats["total_loss"])
 
 

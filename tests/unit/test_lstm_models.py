@@ -59,9 +59,11 @@ def _numpy(value):
     return np.asarray(value)
 
 
-def _rollout(policy, seed=0):
-    """Steps through hand-made episodes with the numpy policy as a worker does: the state
-    starts at zeros for each episode and follows state_out; returns the rows."""
+def rollout(policy, seed=0):
+    """Steps through hand-made episodes (EPISODE_LENGTHS) with ``policy`` as a worker does:
+    the state starts at the initial state for each episode and follows state_out; returns
+    the rows with PPO's columns (an "old" policy that differs from the current one,
+    spread targets). Shared with the attention tests."""
     rng = np.random.default_rng(seed)
     rows = []
     for eps_id, length in enumerate(EPISODE_LENGTHS):
@@ -69,12 +71,13 @@ def _rollout(policy, seed=0):
         for _ in range(length):
             obs = rng.uniform(-1, 1, (1, 3)).astype(np.float32)
             actions, extras = policy.compute_actions(obs, explore=False, state_batches=state)
-            rows.append({B.OBS: obs[0], B.EPS_ID: eps_id, B.ACTION_DIST_INPUTS: extras[B.ACTION_DIST_INPUTS][0],
-                         B.VF_PREDS: extras[B.VF_PREDS][0], "state_in_0": state[0][0], "state_in_1": state[1][0]})
-            state = [extras["state_out_0"], extras["state_out_1"]]
+            row = {B.OBS: obs[0], B.EPS_ID: eps_id, B.ACTION_DIST_INPUTS: extras[B.ACTION_DIST_INPUTS][0],
+                   B.VF_PREDS: extras[B.VF_PREDS][0]}
+            row.update({f"state_in_{i}": value[0] for i, value in enumerate(state)})
+            rows.append(row)
+            state = [extras[f"state_out_{i}"] for i in range(len(state))]
     batch = SampleBatch({key: np.stack([row[key] for row in rows]) for key in rows[0]})
     n = batch.count
-    # PPO's columns: an "old" policy that differs from the current one, spread targets.
     old = batch[B.ACTION_DIST_INPUTS] + rng.normal(0, 0.5, batch[B.ACTION_DIST_INPUTS].shape).astype(np.float32)
     actions = rng.integers(0, 3, n)
     shifted = old - old.max(axis=1, keepdims=True)
@@ -87,6 +90,25 @@ def _rollout(policy, seed=0):
     return batch
 
 
+def assert_ppo_loss_on_sequences(policy, framework, batch, dist_inputs, values):
+    """PPO's loss on ``batch`` padded into sequences equals the numpy reference on the
+    real steps with the outputs the policy acted with, whatever the padding holds.
+    Shared with the attention tests."""
+    expected = numpy_ppo_loss(dist_inputs, values, batch, policy.config, 0.2, 0.01)
+    seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
+    assert seqs[B.SEQ_LENS].tolist() == [4, 2, 3, 4, 1]
+    loss, stats = policy.loss(_tensors(framework, seqs))
+    np.testing.assert_allclose(float(_numpy(loss)), expected["total_loss"], rtol=1e-4)
+    for key in ("policy_loss", "vf_loss", "kl", "entropy"):
+        np.testing.assert_allclose(float(_numpy(stats[key])), expected[key], rtol=1e-4, atol=1e-6, err_msg=key)
+    noisy = SampleBatch({key: value.copy() for key, value in seqs.items()})
+    pad = ~seqs[SEQ_MASK].astype(bool)
+    for key in (B.OBS, B.ADVANTAGES, B.VALUE_TARGETS, B.ACTION_LOGP):
+        noisy[key][pad] = 7.0
+    np.testing.assert_allclose(float(_numpy(policy.loss(_tensors(framework, noisy))[0])), float(_numpy(loss)),
+                               rtol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def stepped():
     """A numpy policy with non-trivial weights, and its step-by-step outputs per row."""
@@ -95,7 +117,7 @@ def stepped():
     weights = {key: (value + rng.normal(0, 0.3, value.shape)).astype(np.float32)
                for key, value in policy.get_weights().items()}
     policy.set_weights(weights)
-    batch = _rollout(policy)
+    batch = rollout(policy)
     _, extras = policy.compute_actions(batch[B.OBS], explore=False,
                                        state_batches=[batch["state_in_0"], batch["state_in_1"]])
     return weights, batch, extras[B.ACTION_DIST_INPUTS], extras[B.VF_PREDS]
@@ -141,20 +163,7 @@ def test_ppo_loss_on_padded_sequences_is_the_reference_on_the_real_steps(framewo
     weights, batch, dist_inputs, values = stepped
     policy = _policy(framework)
     policy.set_weights(weights)
-    expected = numpy_ppo_loss(dist_inputs, values, batch, policy.config, 0.2, 0.01)
-    seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
-    assert seqs[B.SEQ_LENS].tolist() == [4, 2, 3, 4, 1]
-    loss, stats = policy.loss(_tensors(framework, seqs))
-    np.testing.assert_allclose(float(_numpy(loss)), expected["total_loss"], rtol=1e-4)
-    for key in ("policy_loss", "vf_loss", "kl", "entropy"):
-        np.testing.assert_allclose(float(_numpy(stats[key])), expected[key], rtol=1e-4, atol=1e-6, err_msg=key)
-    # Whatever the padding holds, the loss counts only the real steps.
-    noisy = SampleBatch({key: value.copy() for key, value in seqs.items()})
-    pad = ~seqs[SEQ_MASK].astype(bool)
-    for key in (B.OBS, B.ADVANTAGES, B.VALUE_TARGETS, B.ACTION_LOGP):
-        noisy[key][pad] = 7.0
-    np.testing.assert_allclose(float(_numpy(policy.loss(_tensors(framework, noisy))[0])), float(_numpy(loss)),
-                               rtol=1e-6)
+    assert_ppo_loss_on_sequences(policy, framework, batch, dist_inputs, values)
 
 
 def test_torch_and_tf_learn_the_same_step_on_sequences(stepped):
