@@ -15,6 +15,37 @@ import time
 from harness import seconds_since_process_start
 
 
+def rllib_returns_recorder(last_n: int):  # noqa: ANN201 - (callback class, function)
+    """An RLlib callback class that appends every finished episode's end time and return
+    to a file per env runner, and a function that reads the mean of the last ``last_n``
+    returns in the order the episodes ended (see :func:`rllib_child` for why RLlib's own
+    metric is not used). Also used by bench/ppo_lstm.py."""
+    import glob
+    import tempfile
+
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+
+    returns_dir = tempfile.mkdtemp(prefix="rllib-returns-")
+
+    class RecordReturns(RLlibCallback):
+        def on_episode_end(self, *, episode, **kwargs) -> None:  # noqa: ANN001
+            import os as _os
+            import time as _time
+
+            with open(_os.path.join(returns_dir, f"{_os.getpid()}.txt"), "a") as f:
+                f.write(f"{_time.time()!r} {float(episode.get_return())!r}\n")
+
+    def last_n_mean() -> float:
+        ended = []
+        for path in glob.glob(os.path.join(returns_dir, "*.txt")):
+            with open(path) as f:
+                ended += [tuple(map(float, line.split())) for line in f if line.strip()]
+        ended.sort()
+        return sum(r for _, r in ended[-last_n:]) / len(ended[-last_n:]) if ended else float("nan")
+
+    return RecordReturns, last_n_mean
+
+
 def rllib_child(workers: int, target: float, max_steps: int, seed: int, max_wall: float = float("inf")) -> None:
     """RLlib 2.60 PPO with its defaults on CartPole-v1, until the mean return of the last
     100 episodes >= target.
@@ -29,30 +60,10 @@ def rllib_child(workers: int, target: float, max_steps: int, seed: int, max_wall
     reached the target is reported too (``own_metric_*``). ``max_wall`` bounds the
     training seconds (the run then reports ``reached: false``).
     """
-    import glob
-    import tempfile
-
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.callbacks.callbacks import RLlibCallback
 
-    returns_dir = tempfile.mkdtemp(prefix="rllib-returns-")
-
-    class RecordReturns(RLlibCallback):
-        def on_episode_end(self, *, episode, **kwargs) -> None:  # noqa: ANN001
-            import os as _os
-            import time as _time
-
-            with open(_os.path.join(returns_dir, f"{_os.getpid()}.txt"), "a") as f:
-                f.write(f"{_time.time()!r} {float(episode.get_return())!r}\n")
-
-    def last_100_mean() -> float:
-        ended = []
-        for path in glob.glob(os.path.join(returns_dir, "*.txt")):
-            with open(path) as f:
-                ended += [tuple(map(float, line.split())) for line in f if line.strip()]
-        ended.sort()
-        return sum(r for _, r in ended[-100:]) / len(ended[-100:]) if ended else float("nan")
+    RecordReturns, last_100_mean = rllib_returns_recorder(100)
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     config = (

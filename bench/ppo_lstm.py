@@ -71,6 +71,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import run_child, seconds_since_process_start, summarise  # noqa: E402
+from peers import rllib_returns_recorder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TUNED_YAML = ROOT / "tune_configs" / "stateless-cartpole-ppo-lstm.yaml"
@@ -330,30 +331,9 @@ def _rllib_params(module: Any) -> int:
 
 def rllib_learning_child(args: argparse.Namespace) -> None:
     """Until the mean return of the last N finished episodes >= target (bench/peers.py's rule)."""
-    import glob
-    import tempfile
-
     import ray
-    from ray.rllib.callbacks.callbacks import RLlibCallback
 
-    returns_dir = tempfile.mkdtemp(prefix="rllib-returns-")
-    last_n = args.last_n
-
-    class RecordReturns(RLlibCallback):
-        def on_episode_end(self, *, episode, **kwargs) -> None:  # noqa: ANN001
-            import os as _os
-            import time as _time
-
-            with open(_os.path.join(returns_dir, f"{_os.getpid()}.txt"), "a") as f:
-                f.write(f"{_time.time()!r} {float(episode.get_return())!r}\n")
-
-    def last_n_mean() -> float:
-        ended = []
-        for path in glob.glob(os.path.join(returns_dir, "*.txt")):
-            with open(path) as f:
-                ended += [tuple(map(float, line.split())) for line in f if line.strip()]
-        ended.sort()
-        return sum(r for _, r in ended[-last_n:]) / len(ended[-last_n:]) if ended else float("nan")
+    RecordReturns, last_n_mean = rllib_returns_recorder(args.last_n)
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     training = None
