@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rlstack.policies.rnn_sequencing import SEQ_START, state_in_key
 from rlstack.sample_batch import SampleBatch
 
 
@@ -113,6 +114,23 @@ class RecurrentPolicyMixin:
             extra = [key for key in batch if key in ("seq_lens", "seq_mask", "seq_start") or key.startswith("state_in_")]
             columns = (*columns, *(key for key in extra if key not in columns))
         return columns
+
+    def model_outputs(self, rows: dict[str, Any]) -> tuple[Any, Any]:
+        """``(dist_inputs, values)`` of :meth:`unroll`'s rows: the model on ``obs``, a
+        recurrent one over the sequences from their ``state_in_<i>`` and ``seq_lens``."""
+        if not self.is_recurrent:
+            return self.model.policy_and_value(rows[SampleBatch.OBS])
+        if SEQ_START in rows:
+            return self._outputs_in_row_order(rows)
+        state = [rows[state_in_key(i)] for i in range(self.num_state_tensors())]
+        dist_inputs, values, _ = self.model.policy_and_value_rnn(rows[SampleBatch.OBS], state,
+                                                                 rows[SampleBatch.SEQ_LENS])
+        return dist_inputs, values
+
+    def _outputs_in_row_order(self, rows: dict[str, Any]) -> tuple[Any, Any]:
+        # IMPALA's rows in their own order (seq_start marks): each framework base runs
+        # the model over their sequences.
+        raise NotImplementedError
 
     def microbatch_rows(self, n: int) -> int:
         """Rows of a :meth:`learner_batch` of ``n`` rows per microbatch of

@@ -223,18 +223,6 @@ class TorchPolicy(TorchLearner):
         count = mask.sum().clamp(min=1.0)
         return rows, lambda x: (x * mask).sum() / count
 
-    def model_outputs(self, rows: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(dist_inputs, values)`` of :meth:`unroll`'s rows: the model on ``obs``, a
-        recurrent one over the sequences from their ``state_in_<i>`` and ``seq_lens``."""
-        if not self.is_recurrent:
-            return self.model.policy_and_value(rows[SampleBatch.OBS])
-        if SEQ_START in rows:
-            return self._outputs_in_row_order(rows)
-        state = [rows[state_in_key(i)] for i in range(self.num_state_tensors())]
-        dist_inputs, values, _ = self.model.policy_and_value_rnn(rows[SampleBatch.OBS], state,
-                                                                 rows[SampleBatch.SEQ_LENS])
-        return dist_inputs, values
-
     def _outputs_in_row_order(self, rows: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         # Rows in their own order with seq_start marks: scatter them into padded
         # sequences [S * T], run the model from each sequence's first state_in, gather back.
