@@ -278,7 +278,8 @@ class Policy(RecurrentPolicyMixin, ABC):
 
     @abstractmethod
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
-                        state_batches: list[np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                        state_batches: list[np.ndarray] | None = None, prev_action_batch: Any = None,
+                        prev_reward_batch: Any = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Chooses actions for a batch of preprocessed observations.
 
         Args:
@@ -287,6 +288,10 @@ class Policy(RecurrentPolicyMixin, ABC):
                 (False); None uses ``config["explore"]``.
             state_batches: A recurrent model's state, one ``[B, ...]`` array per state
                 tensor (None: the initial state); only recurrent policies take it.
+            prev_action_batch: Each row's previous action(s) in the policy's form, for a
+                model that reads them (:attr:`prev_inputs`; None: zeros, an episode's
+                start); only recurrent policies take it.
+            prev_reward_batch: Each row's previous reward(s), likewise.
 
         Returns:
             ``(actions, extras)``: actions ``[B, ...]`` and numpy columns such as
@@ -319,8 +324,13 @@ class Policy(RecurrentPolicyMixin, ABC):
             state: A recurrent model's state: one array per state tensor, as
                 :meth:`get_initial_state` gives them (the previous call's state_out
                 after that); ignored (may be None or ``[]``) for a model without state.
-            prev_action: Accepted for 1.13 compatibility; unused by rlstack's models.
-            prev_reward: Accepted for 1.13 compatibility; unused.
+            prev_action: The previous action as this method returned it, for a model
+                that reads it (``lstm_use_prev_action``; a custom recurrent model); with
+                ``attention_use_n_prev_actions: n`` the last ``n`` actions, oldest first.
+                None (or zeros) at an episode's start; unused by a model that does not
+                read it.
+            prev_reward: The previous reward (``lstm_use_prev_reward``), or the last
+                ``attention_use_n_prev_rewards`` rewards, oldest first; as ``prev_action``.
             info: Accepted for 1.13 compatibility; unused.
             input_dict: ``{"obs": obs}``, used instead of ``obs`` when given.
             episode: Accepted for 1.13 compatibility; unused.
@@ -335,13 +345,16 @@ class Policy(RecurrentPolicyMixin, ABC):
             row of ``action_logp``, ``action_dist_inputs``, ``vf_preds`` and the like.
 
         Raises:
-            ValueError: If neither ``obs`` nor ``input_dict["obs"]`` is given, or a
-                state of the wrong count or shape.
+            ValueError: If neither ``obs`` nor ``input_dict["obs"]`` is given, a state of
+                the wrong count or shape, or a ``prev_action`` / ``prev_reward`` of the
+                wrong shape or outside the action space.
         """
         if input_dict is not None:
             obs = input_dict[SampleBatch.OBS]
             state = state if state is not None else [input_dict[key] for key in sorted(input_dict)
                                                      if key.startswith("state_in_")] or None
+            prev_action = input_dict.get(SampleBatch.PREV_ACTIONS, prev_action)
+            prev_reward = input_dict.get(SampleBatch.PREV_REWARDS, prev_reward)
         if obs is None:
             raise ValueError("compute_single_action() needs an observation: pass obs=... or input_dict={'obs': ...}.")
         if not self.is_recurrent:
@@ -355,7 +368,10 @@ class Policy(RecurrentPolicyMixin, ABC):
             raise ValueError("compute_single_action() acts on one observation; its state must be one row "
                              f"(shapes {[init.shape for init in self.get_initial_state()]}), got shapes "
                              f"{[value.shape for value in states]}. Use compute_actions() for a batch.")
-        actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore, state_batches=batches)
+        prev = self.prev_input_batches(1, prev_action, prev_reward, one=True)
+        actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore, state_batches=batches,
+                                               prev_action_batch=prev.get(SampleBatch.PREV_ACTIONS),
+                                               prev_reward_batch=prev.get(SampleBatch.PREV_REWARDS))
         n = self.num_state_tensors()
         state_out = [extras.pop(f"state_out_{i}")[0] for i in range(n)]
         return actions[0], state_out, {key: value[0] for key, value in extras.items()}
@@ -363,7 +379,8 @@ class Policy(RecurrentPolicyMixin, ABC):
     @abstractmethod
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         """Returns the value estimates ``float32 [B]`` of preprocessed observations (a
-        recurrent policy's also takes ``state_batches``, as :meth:`compute_actions`)."""
+        recurrent policy's also takes ``state_batches``, ``prev_action_batch`` and
+        ``prev_reward_batch``, as :meth:`compute_actions`)."""
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         """Adds algorithm columns (advantages, n-step returns) to one trajectory piece."""
@@ -492,6 +509,29 @@ class Policy(RecurrentPolicyMixin, ABC):
         elif clip:
             actions = np.clip(actions, space.low, space.high)
         return actions.astype(space.dtype, copy=False)
+
+    def squash_actions(self, actions: Any, normalize: bool | None = None) -> Any:
+        """:meth:`unsquash_actions` undone: env actions (one, or a batch or window of
+        them) back in the policy's form, as a previous action the model reads
+        (Discrete / MultiDiscrete shifted back by the space's ``start``, normalized Box
+        actions mapped from the bounds onto [-1, 1]). Anything that does not end in the
+        action space's shape is returned as it is, for the caller's check to name."""
+        space = self.action_space
+        if actions is None or not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box)):
+            return actions
+        try:
+            array = np.asarray(actions, dtype=np.float64)
+        except (TypeError, ValueError):
+            return actions
+        if array.shape[array.ndim - len(space.shape):] != tuple(space.shape):
+            return actions
+        if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+            return array - np.asarray(space.start)
+        if normalize is None:
+            normalize = self.acts_in_unit_box or self.config.get("normalize_actions", True)
+        if normalize and np.isfinite(space.low).all() and np.isfinite(space.high).all():
+            return (array - space.low) / (space.high - space.low) * 2.0 - 1.0
+        return array
 
 
 def _as_number(value: Any) -> Any:

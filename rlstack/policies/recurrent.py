@@ -1,10 +1,12 @@
-"""What a policy knows about recurrent state, framework-free: its model's initial state,
-checking a state given from outside, and the train batch as sequences.
+"""What a policy knows about recurrent state, framework-free: its model's initial state
+and the previous actions / rewards it reads, checking them when given from outside, and
+the train batch as sequences.
 
 :class:`RecurrentPolicyMixin` is part of every :class:`~rlstack.policies.policy.Policy`;
 a policy is recurrent when its model's ``get_initial_state()`` is not empty (``use_lstm``,
 a custom ``RecurrentNetwork``). See ``rnn_sequencing.py`` for the sequences and the
-framework bases' ``unroll`` / ``model_outputs`` for how losses read them.
+framework bases' ``unroll`` / ``model_outputs`` for how losses read them, and
+``models/prev_inputs.py`` for the ``prev_actions`` / ``prev_rewards`` columns.
 """
 
 from __future__ import annotations
@@ -13,8 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from rlstack.models.prev_inputs import PREV_ACTIONS, PREV_REWARDS, PrevInputsSpec
 from rlstack.policies.rnn_sequencing import SEQ_START, state_in_key
 from rlstack.sample_batch import SampleBatch
+
+# The sequence columns besides the state: what the model reads besides obs.
+_PREV_COLUMNS = (PREV_ACTIONS, PREV_REWARDS)
 
 
 def _as_array(value: Any) -> np.ndarray:
@@ -24,6 +30,14 @@ def _as_array(value: Any) -> np.ndarray:
     if hasattr(value, "numpy"):
         value = value.numpy()
     return np.array(value, dtype=np.float32)
+
+
+def prev_inputs_of(model: Any, action_space: Any) -> PrevInputsSpec | None:
+    """What a recurrent ``model`` reads of the past: its ``prev_inputs`` (the built-in
+    models say), else 1.13's default view of one previous action and reward."""
+    if hasattr(model, "prev_inputs"):
+        return model.prev_inputs
+    return PrevInputsSpec.default_view(action_space)
 
 
 class RecurrentPolicyMixin:
@@ -65,6 +79,36 @@ class RecurrentPolicyMixin:
     def initial_state_batch(self, n: int) -> list[np.ndarray]:
         """The initial state for ``n`` rows: one ``[n, ...]`` array per state tensor."""
         return [np.repeat(value[None], n, axis=0) for value in self.get_initial_state()]
+
+    @property
+    def prev_inputs(self) -> PrevInputsSpec | None:
+        """The previous actions and rewards the model reads (``lstm_use_prev_*``,
+        ``attention_use_n_prev_*``), or None. A custom recurrent model that does not say
+        (no ``prev_inputs`` attribute) gets 1.13's default view: the previous action
+        and reward, one step each, as ``input_dict["prev_actions"]`` / ``["prev_rewards"]``."""
+        if "_prev_inputs" not in self.__dict__:
+            model = getattr(self, "model", None)
+            if model is None:
+                return None
+            self.__dict__["_prev_inputs"] = prev_inputs_of(model, self.action_space) if self.is_recurrent else None
+        return self.__dict__["_prev_inputs"]
+
+    def prev_input_batches(self, n: int, prev_action_batch: Any = None, prev_reward_batch: Any = None,
+                           one: bool = False, trusted: bool = False) -> dict[str, np.ndarray]:
+        """The ``prev_actions`` / ``prev_rewards`` columns the model reads for ``n`` rows
+        (``{}`` for a model that reads none): the given batches, checked, or zeros (an
+        episode's start) for one not given. ``one``: a single row may come without its
+        batch dimension; ``trusted``: arrays of the columns' exact shape and dtype (a
+        rollout worker's, or checked before) are not checked again.
+
+        Raises:
+            ValueError: For a batch of the wrong shape or an action outside the action
+                space, saying what the model reads.
+        """
+        spec = self.prev_inputs
+        if spec is None:
+            return {}
+        return spec.check({PREV_ACTIONS: prev_action_batch, PREV_REWARDS: prev_reward_batch}, n, one, trusted)
 
     def check_state(self, state: Any, what: str = "state") -> list[np.ndarray]:
         """``state`` as float32 arrays, checked against :meth:`get_initial_state` (count
@@ -111,21 +155,45 @@ class RecurrentPolicyMixin:
         when empty), with a recurrent model's ``seq_lens``, ``seq_mask`` and states."""
         columns = tuple(getattr(self, "loss_columns", ()) or batch.keys())
         if self.is_recurrent:
-            extra = [key for key in batch if key in ("seq_lens", "seq_mask", "seq_start") or key.startswith("state_in_")]
+            read = self.prev_inputs.columns() if self.prev_inputs is not None else {}
+            extra = [key for key in batch if key in ("seq_lens", "seq_mask", "seq_start", *read)
+                     or key.startswith("state_in_")]
             columns = (*columns, *(key for key in extra if key not in columns))
         return columns
 
     def model_outputs(self, rows: dict[str, Any]) -> tuple[Any, Any]:
         """``(dist_inputs, values)`` of :meth:`unroll`'s rows: the model on ``obs``, a
-        recurrent one over the sequences from their ``state_in_<i>`` and ``seq_lens``."""
+        recurrent one over the sequences from their ``state_in_<i>`` and ``seq_lens``,
+        reading the rows' ``prev_actions`` / ``prev_rewards`` if it reads them."""
         if not self.is_recurrent:
             return self.model.policy_and_value(rows[SampleBatch.OBS])
         if SEQ_START in rows:
             return self._outputs_in_row_order(rows)
         state = [rows[state_in_key(i)] for i in range(self.num_state_tensors())]
         dist_inputs, values, _ = self.model.policy_and_value_rnn(rows[SampleBatch.OBS], state,
-                                                                 rows[SampleBatch.SEQ_LENS])
+                                                                 rows[SampleBatch.SEQ_LENS], **self.prev_rows(rows))
         return dist_inputs, values
+
+    def prev_rows(self, rows: dict[str, Any]) -> dict[str, Any]:
+        """The ``prev_actions`` / ``prev_rewards`` of ``rows`` the model reads, as
+        keyword arguments of ``policy_and_value_rnn`` (a custom model on 1.13's default
+        view gets those the batch has).
+
+        Raises:
+            KeyError: If the batch lacks one a built-in model reads (it was sampled
+                without them).
+        """
+        spec = self.prev_inputs
+        if spec is None:
+            return {}
+        if not hasattr(self.model, "prev_inputs"):
+            return {key: rows[key] for key in spec.columns() if key in rows}
+        missing = [key for key in spec.columns() if key not in rows]
+        if missing:
+            raise KeyError(f"The train batch has no {' / '.join(missing)} column, which the model reads "
+                           "(lstm_use_prev_* / attention_use_n_prev_*, or a custom recurrent model); rollout "
+                           "workers record them for a policy built with the same model config.")
+        return {key: rows[key] for key in spec.columns()}
 
     def _outputs_in_row_order(self, rows: dict[str, Any]) -> tuple[Any, Any]:
         # IMPALA's rows in their own order (seq_start marks): each framework base runs

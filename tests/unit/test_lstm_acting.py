@@ -80,9 +80,9 @@ def test_evaluation_episodes_carry_and_reset_the_state(monkeypatch):
     seen: list[list[np.ndarray]] = []
     act = type(policy).compute_actions
 
-    def spy(self, obs, explore=None, state_batches=None):
+    def spy(self, obs, explore=None, state_batches=None, **prev):
         seen.append([value.copy() for value in state_batches])
-        return act(self, obs, explore, state_batches)
+        return act(self, obs, explore, state_batches, **prev)
 
     monkeypatch.setattr(type(policy), "compute_actions", spy)
     episodes = worker.run_episodes(num_episodes=3)

@@ -187,8 +187,8 @@ def test_minibatches_are_whole_sequences_sized_in_rows():
 @pytest.mark.parametrize(("key", "value", "fragment"), [
     ("max_seq_len", 0, "max_seq_len must be an integer >= 1"),
     ("lstm_cell_size", -3, "lstm_cell_size must be an integer >= 1"),
-    ("lstm_use_prev_action", True, "not supported yet"),
-    ("lstm_use_prev_reward", True, "not supported yet"),
+    ("lstm_use_prev_action", 1, "lstm_use_prev_action must be True or False"),
+    ("lstm_use_prev_reward", "yes", "lstm_use_prev_reward must be True or False"),
 ])
 def test_bad_lstm_keys_are_config_errors(key, value, fragment):
     with pytest.raises(ConfigError, match=fragment):
