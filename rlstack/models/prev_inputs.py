@@ -189,23 +189,28 @@ class PrevInputsSpec:
             if key == PREV_ACTIONS and self.discrete:
                 high = np.asarray(self.nvec).reshape((1,) * (array.ndim - len(self.action_shape)) + self.action_shape)
                 if (array != np.round(array)).any() or (array < 0).any() or (array >= high).any():
-                    raise ValueError(f"prev_action {given!r} is not in the action space: each entry must be an "
-                                     f"integer in [0, n) for n in {list(self.nvec)}; {self._describe(key, one)}.")
+                    raise ValueError(f"prev_action {given!r} is not in the action space; {self._describe(key, one)}.")
             out[key] = array.astype(expected.dtype)
         return out
 
     def _describe(self, key: str, one: bool) -> str:
         shape, _ = self.columns()[key]
-        rows = "" if one else "[batch, ...] of "
+        batch = "" if one else f", [batch, {', '.join(map(str, shape))}] for a batch" if shape else \
+            ", [batch] for a batch"
         if key == PREV_REWARDS:
-            what = (f"the last {self.num_rewards} rewards, oldest first, shape {rows}{shape}" if self.window
-                    else f"the previous reward, one number ({rows}{shape})")
-            return f"the model reads {what} (zeros, or None, at an episode's start)"
-        action = f"one action of shape {self.action_shape}" + (
-            f" (category indices, nvec {list(self.nvec)})" if self.discrete else "")
-        what = (f"the last {self.num_actions} actions, oldest first, shape {rows}{shape} ({action} each)"
-                if self.window else f"the previous action, {action}, as {rows}{shape}")
-        return f"the model reads {what} (zeros, or None, at an episode's start)"
+            what = (f"the last {self.num_rewards} rewards, oldest first (shape {shape}{batch})" if self.window
+                    else f"the previous reward, one number (shape (){batch})")
+        else:
+            if len(self.nvec) == 1 and not self.action_shape:
+                one_action = f"a category index in [0, {self.nvec[0]})"
+            elif self.discrete:
+                one_action = (f"an array of shape {self.action_shape} of category indices in [0, n) for n in "
+                              f"{list(self.nvec)}")
+            else:
+                one_action = f"an array of floats of shape {self.action_shape}"
+            what = (f"the last {self.num_actions} actions, oldest first, each {one_action} (shape {shape}{batch})"
+                    if self.window else f"the previous action, {one_action} (shape {shape}{batch})")
+        return f"the model reads {what}; None (zeros) at an episode's start"
 
 
 def with_prev_inputs(spec: PrevInputsSpec | None, features: Any, input_dict: dict[str, Any], ops: TensorOps) -> Any:

@@ -526,7 +526,7 @@ class Policy(RecurrentPolicyMixin, ABC):
         if array.shape[array.ndim - len(space.shape):] != tuple(space.shape):
             return actions
         if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
-            return array - np.asarray(space.start)
+            return array - np.asarray(space.start) if np.any(space.start) else actions
         if normalize is None:
             normalize = self.acts_in_unit_box or self.config.get("normalize_actions", True)
         if normalize and np.isfinite(space.low).all() and np.isfinite(space.high).all():

@@ -230,8 +230,9 @@ def test_compute_single_action_reads_prev_action_and_reward(framework):
 
 
 @pytest.mark.parametrize(("prev_action", "prev_reward", "fragment"), [
-    ([1, 2], None, r"prev_action has shape \(2,\); the model reads the previous action, one action of shape \(\)"),
-    (3, None, r"prev_action 3 is not in the action space: each entry must be an integer in \[0, n\) for n in \[3\]"),
+    ([1, 2], None, r"prev_action has shape \(2,\); the model reads the previous action, a category index in "
+                   r"\[0, 3\) \(shape \(\)\)"),
+    (3, None, r"prev_action 3 is not in the action space; the model reads the previous action, a category index"),
     (1.5, None, "not in the action space"),
     ("left", None, "prev_action 'left' is not numeric"),
     (None, [1.0, 2.0], r"prev_reward has shape \(2,\); the model reads the previous reward, one number"),
@@ -246,7 +247,8 @@ def test_bad_prev_action_or_reward_names_the_problem(prev_action, prev_reward, f
 
 def test_a_window_of_actions_has_its_own_message():
     spec = PrevInputsSpec.for_action_space(SPACES["box"], 2, 0, window=True)
-    with pytest.raises(ValueError, match=r"the last 2 actions, oldest first, shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"the last 2 actions, oldest first, each an array of floats of shape \(2,\) "
+                                         r"\(shape \(2, 2\)\)"):
         spec.check({B.PREV_ACTIONS: np.zeros(2)}, 1, one=True)
 
 

@@ -164,7 +164,8 @@ class AttentionWrapper(GTrXLNet):
                                            action_space)
         self._build(observation_space, action_space, num_outputs, model_config, name, spec)
 
-    def forward(self, input_dict: dict, state: list[tf.Tensor], seq_lens: tf.Tensor) -> tuple[tf.Tensor, list[tf.Tensor]]:
+    def forward(self, input_dict: dict, state: list[tf.Tensor],
+                seq_lens: tf.Tensor) -> tuple[tf.Tensor, list[tf.Tensor]]:
         """As the torch class: the encoder on every row, the previous actions and rewards
         after its features, then the GTrXL over the sequences."""
         spec, w = self.gtrxl_spec, self.gtrxl_weights
