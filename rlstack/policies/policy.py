@@ -7,7 +7,6 @@ filtered; actions leave in the layout of the action space.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from abc import ABC, abstractmethod
@@ -16,78 +15,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlstack.errors import ConfigError, ObservationError
+from rlstack.errors import ConfigError
 from rlstack.models.catalog import ModelCatalog, action_dist_spec
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
+# Re-exported: check_observation lived here.
+from rlstack.policies.observations import check_observation  # noqa: F401
 from rlstack.policies.recurrent import RecurrentPolicyMixin
 from rlstack.sample_batch import SampleBatch
 
 PolicyState = dict[str, np.ndarray]
-
-# Array kinds a Box observation may have: bool, signed / unsigned int, float.
-_NUMERIC_KINDS = frozenset("biuf")
-
-
-def check_observation(obs: Any, space: gym.Space, what: str = "Observation") -> None:
-    """Raises unless ``obs`` is one raw observation of ``space``.
-
-    Box observations are checked by shape and numeric dtype only (one array conversion
-    and two comparisons: this runs on every ``compute_single_action``); their values may
-    lie outside the declared bounds, as the policy can still act on them. Other spaces
-    use ``space.contains``.
-
-    Args:
-        obs: The observation as the caller passed it.
-        space: The policy's observation space.
-        what: How the message names the observation (e.g. "Observation 3 of 8").
-
-    Raises:
-        ObservationError: Saying what was given (type, shape, dtype), the space
-            expected, and how to fix the call.
-    """
-    if isinstance(space, gym.spaces.Box):
-        try:
-            array = np.asarray(obs)
-        except (TypeError, ValueError):  # e.g. a ragged nested list
-            array = None
-        if array is not None and array.shape == space.shape and array.dtype.kind in _NUMERIC_KINDS:
-            return
-    else:
-        try:
-            if space.contains(obs):
-                return
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
-            pass
-    raise ObservationError(_observation_mismatch(obs, space, what))
-
-
-def _observation_mismatch(obs: Any, space: gym.Space, what: str) -> str:
-    try:
-        array = None if isinstance(obs, (dict, tuple)) else np.asarray(obs)
-    except (TypeError, ValueError):
-        array = None
-    shape = array.shape if array is not None else None
-    dtype = array.dtype if array is not None else None
-    text = " ".join(repr(obs).split())  # one line, even for an image
-    text = text if len(text) <= 80 else text[:77] + "..."
-    given = f"{what} {text} ({type(obs).__name__}, shape {shape}, dtype {dtype})"
-    expected = f"the observation space {space} (shape {space.shape}, dtype {space.dtype})"
-    reset_pair = isinstance(obs, tuple) and len(obs) == 2 and isinstance(obs[1], dict)
-    if reset_pair and not isinstance(space, gym.spaces.Tuple):
-        fix = ("It looks like the (obs, info) pair that gymnasium's env.reset() returns: unpack it, "
-               "obs, info = env.reset(), and pass obs.")
-    elif array is not None and isinstance(space, gym.spaces.Box) and array.shape[1:] == space.shape and array.ndim:
-        fix = f"It looks like a batch of {array.shape[0]} observations: pass them to compute_actions()."
-    elif array is not None and isinstance(space, gym.spaces.Box) and array.dtype.kind not in _NUMERIC_KINDS:
-        fix = f"Its dtype {array.dtype} is not numeric: pass numbers, e.g. np.asarray(obs, dtype=np.{space.dtype})."
-    elif array is not None and isinstance(space, gym.spaces.Box) and array.size == int(np.prod(space.shape)):
-        fix = f"It holds the right number of values: reshape it to {space.shape}."
-    else:
-        fix = ("Pass one observation as the env returns it (from env.reset() or env.step()); a trainer acts only on "
-               "observations of the env it was built (or restored) with.")
-    return f"{given} does not fit {expected}. {fix}"
-
 
 def encode_json(value: Any) -> np.ndarray:
     """Stores a JSON-able value (e.g. a random generator's state) as a uint8 array."""
@@ -247,21 +184,6 @@ class Policy(RecurrentPolicyMixin, ABC):
                 "(e.g. stack past observations with a gymnasium wrapper).")
         return model
 
-    def _make_attention_model(self, model_config: dict) -> ModelV2:
-        # use_attention: the framework's AttentionWrapper (a 1.13 RecurrentNetwork, acting
-        # in the framework on workers too), on the initial weights of the config's seed:
-        # the same in torch and TF.
-        if not self.supports_recurrent_models:
-            raise ConfigError(
-                f"model.use_attention=True, but {type(self).__name__} does not train recurrent models yet; use PPO, "
-                "A2C, A3C or IMPALA, or set use_attention=False.")
-        module, _, name = self.attention_model_class.partition(":")
-        model_class = getattr(importlib.import_module(module), name)
-        model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
-                            model_config, "model")
-        model.load_canonical_weights(model.gtrxl_spec.initial_weights(self.config.get("seed")))
-        return model
-
     def model_metrics(self) -> dict[str, Any]:
         """The model's ``metrics()`` read out as numbers (scalars as floats, others as
         arrays), reported in the results' ``info/learner/<policy>/model`` and
@@ -360,21 +282,7 @@ class Policy(RecurrentPolicyMixin, ABC):
         if not self.is_recurrent:
             actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore)
             return actions[0], [], {key: value[0] for key, value in extras.items()}
-        states = self.get_initial_state() if state is None or len(state) == 0 else self.check_state(state)
-        # One row: [1, ...] per state tensor (a state given with its batch dimension of 1 too).
-        batches = [value.reshape(1, *init.shape) if value.size == init.size else None
-                   for value, init in zip(states, self.get_initial_state())]
-        if any(value is None for value in batches):
-            raise ValueError("compute_single_action() acts on one observation; its state must be one row "
-                             f"(shapes {[init.shape for init in self.get_initial_state()]}), got shapes "
-                             f"{[value.shape for value in states]}. Use compute_actions() for a batch.")
-        prev = self.prev_input_batches(1, prev_action, prev_reward, one=True)
-        actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore, state_batches=batches,
-                                               prev_action_batch=prev.get(SampleBatch.PREV_ACTIONS),
-                                               prev_reward_batch=prev.get(SampleBatch.PREV_REWARDS))
-        n = self.num_state_tensors()
-        state_out = [extras.pop(f"state_out_{i}")[0] for i in range(n)]
-        return actions[0], state_out, {key: value[0] for key, value in extras.items()}
+        return self.single_recurrent_action(np.asarray(obs), state, prev_action, prev_reward, explore)
 
     @abstractmethod
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:

@@ -11,16 +11,17 @@ framework bases' ``unroll`` / ``model_outputs`` for how losses read them, and
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
 
+from rlstack.errors import ConfigError
+from rlstack.models.modelv2 import model_obs_space
 from rlstack.models.prev_inputs import PREV_ACTIONS, PREV_REWARDS, PrevInputsSpec
-from rlstack.policies.rnn_sequencing import SEQ_START, state_in_key
+from rlstack.policies.rnn_sequencing import SEQ_START, state_in_key, state_out_key
 from rlstack.sample_batch import SampleBatch
 
-# The sequence columns besides the state: what the model reads besides obs.
-_PREV_COLUMNS = (PREV_ACTIONS, PREV_REWARDS)
 
 
 def _as_array(value: Any) -> np.ndarray:
@@ -44,6 +45,9 @@ class RecurrentPolicyMixin:
     """Recurrent state and sequences for :class:`~rlstack.policies.policy.Policy`."""
 
     config: dict
+    observation_space: Any
+    action_space: Any
+    dist_spec: Any
     # The loss reads padded sequences (learner_batch, the framework bases' unroll):
     # recurrent models (use_lstm, a custom RecurrentNetwork) may train with this policy.
     supports_recurrent_models: bool = False
@@ -109,6 +113,46 @@ class RecurrentPolicyMixin:
         if spec is None:
             return {}
         return spec.check({PREV_ACTIONS: prev_action_batch, PREV_REWARDS: prev_reward_batch}, n, one, trusted)
+
+    def single_recurrent_action(self, obs: np.ndarray, state: Any, prev_action: Any, prev_reward: Any,
+                                explore: bool | None) -> tuple[Any, list[np.ndarray], dict[str, Any]]:
+        """``compute_single_action`` of a recurrent policy: one preprocessed ``obs`` from
+        ``state`` (None or ``[]``: the initial state) and, for a model that reads them,
+        ``prev_action`` / ``prev_reward`` (None: zeros); ``(action, state_out, extras)``.
+
+        Raises:
+            ValueError: For a state, ``prev_action`` or ``prev_reward`` that does not fit.
+        """
+        initial = self.get_initial_state()
+        states = initial if state is None or len(state) == 0 else self.check_state(state)
+        # One row: [1, ...] per state tensor (a state given with its batch dimension of 1 too).
+        batches = [value.reshape(1, *init.shape) if value.size == init.size else None
+                   for value, init in zip(states, initial)]
+        if any(value is None for value in batches):
+            raise ValueError("compute_single_action() acts on one observation; its state must be one row "
+                             f"(shapes {[init.shape for init in initial]}), got shapes "
+                             f"{[value.shape for value in states]}. Use compute_actions() for a batch.")
+        prev = self.prev_input_batches(1, prev_action, prev_reward, one=True)
+        actions, extras = self.compute_actions(obs[None], explore=explore, state_batches=batches,
+                                               prev_action_batch=prev.get(PREV_ACTIONS),
+                                               prev_reward_batch=prev.get(PREV_REWARDS))
+        state_out = [extras.pop(state_out_key(i))[0] for i in range(len(initial))]
+        return actions[0], state_out, {key: value[0] for key, value in extras.items()}
+
+    def _make_attention_model(self, model_config: dict) -> Any:
+        # use_attention: the framework's AttentionWrapper (a 1.13 RecurrentNetwork, acting
+        # in the framework on workers too), on the initial weights of the config's seed:
+        # the same in torch and TF.
+        if not self.supports_recurrent_models:
+            raise ConfigError(
+                f"model.use_attention=True, but {type(self).__name__} does not train recurrent models yet; use PPO, "
+                "A2C, A3C or IMPALA, or set use_attention=False.")
+        module, _, name = self.attention_model_class.partition(":")
+        model_class = getattr(importlib.import_module(module), name)
+        model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
+                            model_config, "model")
+        model.load_canonical_weights(model.gtrxl_spec.initial_weights(self.config.get("seed")))
+        return model
 
     def check_state(self, state: Any, what: str = "state") -> list[np.ndarray]:
         """``state`` as float32 arrays, checked against :meth:`get_initial_state` (count

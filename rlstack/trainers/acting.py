@@ -18,7 +18,8 @@ import ray
 
 from rlstack.evaluation.metrics import episode_results
 from rlstack.evaluation.worker_set import WorkerSet
-from rlstack.policies.policy import Policy, check_observation
+from rlstack.policies.observations import check_observation
+from rlstack.policies.policy import Policy
 from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import DEFAULT_POLICY_ID
 from rlstack.trainers.config import evaluation_config_of
