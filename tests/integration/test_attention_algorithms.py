@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.integration.test_attention import FRAMEWORK_MODULES, _config
+from tests.integration.test_attention import _config
+from tests.integration.test_lstm import FRAMEWORK_MODULES
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])

@@ -9,11 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlstack.cli import main
 from rlstack.examples.env.stateless_cartpole import StatelessCartPole
-from rlstack.trainers.ppo import PPOTrainer
-from tests.integration.test_lstm import FRAMEWORK_MODULES
 from tests.integration.test_lstm import _config as lstm_config
+from tests.integration.test_lstm import assert_restored_acts_the_same, rollout_cli_calls, trained_fixture
 
 PREV = {"lstm_use_prev_action": True, "lstm_use_prev_reward": True}
 
@@ -39,14 +37,7 @@ def inference_loop(trainer, seed, steps=50):
     return actions
 
 
-@pytest.fixture(scope="module", params=["torch", "tf"])
-def trained(request, ray_local, tmp_path_factory):
-    pytest.importorskip(FRAMEWORK_MODULES[request.param])
-    trainer = PPOTrainer(_config(request.param), "StatelessCartPole")
-    result = trainer.train()
-    checkpoint = trainer.save(str(tmp_path_factory.mktemp("prev_ckpt")))
-    yield request.param, trainer, result, str(getattr(checkpoint, "path", checkpoint))
-    trainer.stop()
+trained = trained_fixture(_config, "StatelessCartPole")
 
 
 def test_trains_with_a_remote_worker_and_evaluates_with_prev_inputs(trained):
@@ -71,7 +62,6 @@ def test_the_113_inference_loop_feeds_action_and_reward_back(trained):
 
 
 def test_checkpoint_restores_the_same_actions_for_the_same_inputs(trained):
-    framework, trainer, _, checkpoint = trained
     rng = np.random.default_rng(0)
     observations = rng.uniform(-0.2, 0.2, (20, 2)).astype(np.float32)
     states = [rng.normal(0, 1, (20, 16)).astype(np.float32) for _ in range(2)]
@@ -82,15 +72,8 @@ def test_checkpoint_restores_the_same_actions_for_the_same_inputs(trained):
                                                  prev_reward=prev_rewards, explore=False)
         return {**extras, "state_out_0": state_out[0], "state_out_1": state_out[1]}
 
-    before = act(trainer)
-    restored = PPOTrainer(_config(framework, num_workers=0, evaluation_num_workers=0), "StatelessCartPole")
-    restored.restore(checkpoint)
-    after = act(restored)
-    loops = inference_loop(trainer, seed=5, steps=30), inference_loop(restored, seed=5, steps=30)
-    restored.stop()
-    for key in ("action_dist_inputs", "vf_preds", "state_out_0", "state_out_1"):
-        np.testing.assert_allclose(after[key], before[key], rtol=1e-6, atol=1e-7, err_msg=key)
-    assert loops[0] == loops[1]
+    assert_restored_acts_the_same(trained, _config, "StatelessCartPole", act,
+                                  lambda t: inference_loop(t, seed=5, steps=30))
 
 
 def test_bad_prev_action_is_an_error_that_names_the_problem(trained):
@@ -107,21 +90,11 @@ def test_rollout_cli_carries_prev_action_and_reward(trained, tmp_path, monkeypat
     framework, _, _, checkpoint = trained
     if framework != "torch":
         pytest.skip("one framework is enough for the CLI")
-    calls = []
-    act = PPOTrainer.compute_single_action
-
-    def spy(self, observation=None, state=None, *args, prev_action=None, prev_reward=None, **kwargs):
-        calls.append((np.array(prev_action).reshape(-1), np.array(prev_reward).reshape(-1)))
-        return act(self, observation, state, *args, prev_action=prev_action, prev_reward=prev_reward, **kwargs)
-
-    monkeypatch.setattr(PPOTrainer, "compute_single_action", spy)
-    out = tmp_path / "rollout.npz"
-    assert main(["rollout", checkpoint, "--episodes", "2", "--out", str(out), "--seed", "7"]) == 0
-    with np.load(out, allow_pickle=False) as data:
-        eps_id, actions, rewards = data["eps_id"], data["actions"], data["rewards"]
-    assert len(calls) == len(eps_id) and len(set(eps_id.tolist())) == 2
-    for i, (prev_action, prev_reward) in enumerate(calls):
+    calls, saved = rollout_cli_calls(checkpoint, tmp_path, monkeypatch)
+    eps_id, actions, rewards = saved["eps_id"], saved["actions"], saved["rewards"]
+    for i, (_, kwargs, _) in enumerate(calls):
+        given = np.reshape(kwargs["prev_action"], -1).tolist(), np.reshape(kwargs["prev_reward"], -1).tolist()
         if i == 0 or eps_id[i] != eps_id[i - 1]:
-            assert prev_action.tolist() == [0] and prev_reward.tolist() == [0.0]  # each episode starts from zeros
+            assert given == ([0], [0.0])  # each episode starts from zeros
         else:
-            assert prev_action.tolist() == [actions[i - 1]] and prev_reward.tolist() == [rewards[i - 1]]
+            assert given == ([actions[i - 1]], [rewards[i - 1]])  # then the step before
