@@ -23,7 +23,6 @@ from rlstack.policies.rnn_sequencing import SEQ_START, state_in_key, state_out_k
 from rlstack.sample_batch import SampleBatch
 
 
-
 def _as_array(value: Any) -> np.ndarray:
     # A framework tensor or array as a float32 numpy array.
     if hasattr(value, "detach"):
@@ -196,7 +195,8 @@ class RecurrentPolicyMixin:
 
     def learner_columns(self, batch: SampleBatch) -> tuple[str, ...]:
         """The columns of a :meth:`learner_batch` the loss reads: ``loss_columns`` (all
-        when empty), with a recurrent model's ``seq_lens``, ``seq_mask`` and states."""
+        when empty), with a recurrent model's ``seq_lens``, ``seq_mask``, states and the
+        ``prev_actions`` / ``prev_rewards`` it reads."""
         columns = tuple(getattr(self, "loss_columns", ()) or batch.keys())
         if self.is_recurrent:
             read = self.prev_inputs.columns() if self.prev_inputs is not None else {}
