@@ -177,15 +177,20 @@ def _evaluate(args: argparse.Namespace) -> int:
         while _keep_going(steps, args.steps, episode, args.episodes):
             obs, _ = env.reset(seed=None if args.seed is None else args.seed + episode)
             total, done = 0.0, False
-            # A recurrent policy (use_lstm) starts each episode from its initial state
-            # and carries the state it returns from step to step.
-            state = policy.get_initial_state()
+            # A recurrent policy (use_lstm, use_attention) starts each episode from its
+            # initial state and carries the state it returns from step to step, and the
+            # previous action(s) and reward(s) if its model reads them.
+            state, prev = policy.get_initial_state(), _episode_start_prev(policy)
             while not done and _keep_going(steps, args.steps, episode, args.episodes):
                 if state:
-                    action, state, _ = trainer.compute_single_action(obs, state=state, explore=explore)
+                    action, state, _ = trainer.compute_single_action(
+                        obs, state=state, prev_action=prev.get("prev_actions"), prev_reward=prev.get("prev_rewards"),
+                        explore=explore)
                 else:
                     action = trainer.compute_single_action(obs, explore=explore)
                 next_obs, reward, terminated, truncated, _ = env.step(action)
+                if prev:
+                    policy.prev_inputs.push(prev, action, trainer.workers.local_worker().clip_rewards(reward))
                 if args.out:
                     row = (obs, action, reward, terminated, truncated, next_obs, episode)
                     for key, value in zip(columns, row):
@@ -215,6 +220,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     else:
         print(f"no episode finished in {steps} steps")
     return 0
+
+
+def _episode_start_prev(policy: Any) -> dict[str, Any]:
+    # The previous actions / rewards a recurrent model reads at an episode's start, as
+    # Trainer.compute_single_action takes them (env actions: zeros as the env sees them),
+    # one row; {} for a model that reads none.
+    spec = policy.prev_inputs
+    prev = spec.zeros(1) if spec is not None else {}
+    if "prev_actions" in prev:
+        zeros = prev["prev_actions"]
+        prev["prev_actions"] = policy.unsquash_actions(zeros.reshape(-1, *spec.action_shape)).reshape(zeros.shape)
+    return prev
 
 
 def _ls(args: argparse.Namespace) -> int:

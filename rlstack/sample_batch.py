@@ -66,6 +66,11 @@ class SampleBatch(dict):
     SEQ_LENS = "seq_lens"
     STATE_IN = "state_in"
     STATE_OUT = "state_out"
+    # The action(s) and reward(s) before a row's step, zeros at an episode's start: what
+    # a recurrent model reads with lstm_use_prev_action / lstm_use_prev_reward or
+    # attention_use_n_prev_actions / _rewards (see rlstack.models.prev_inputs).
+    PREV_ACTIONS = "prev_actions"
+    PREV_REWARDS = "prev_rewards"
 
     def __init__(self, columns: Mapping[str, object] | None = None, **kwargs: object) -> None:
         super().__init__()

@@ -117,6 +117,32 @@ class ContinuousEnv(gym.Env):
         return np.zeros(2, np.float32), -abs(float(action[0]) - 1.0), False, self._t >= 10, {}
 
 
+class HiddenArmBandit(gym.Env):
+    """A two-armed bandit whose good arm is drawn anew each episode and never shown: the
+    observation is always 0. Reward +1 for the good arm, -1 for the other; 10 pulls.
+
+    Only the previous action and reward tell the arm (win-stay, lose-shift earns ~ +9 per
+    episode); a policy that sees the observations alone, with or without memory, earns
+    0 in expectation."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        self._rng = np.random.default_rng()
+        self._arm, self._t = 0, 0
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._arm, self._t = int(self._rng.integers(2)), 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self._t += 1
+        return np.zeros(1, np.float32), 1.0 if int(action) == self._arm else -1.0, False, self._t >= 10, {}
+
+
 class FaultyCartPole(gym.Wrapper):
     """CartPole whose ``step`` raises once in chosen workers at a chosen step.
 

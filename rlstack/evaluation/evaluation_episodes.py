@@ -32,7 +32,8 @@ def run_episodes(worker: RolloutWorker, num_episodes: int | None = None,
     lengths = np.zeros(env.num_envs, dtype=np.int64)
     episodes: list[EpisodeStats] = []
     steps = 0
-    # A recurrent policy carries each sub-env's state through its episodes.
+    # A recurrent policy carries each sub-env's state (and previous action and reward)
+    # through its episodes.
     states = recurrent_states.initial_states(worker.sampling_policy, env.num_envs)
     tracker = worker._make_tracker()
     if tracker is not None:
@@ -51,7 +52,7 @@ def run_episodes(worker: RolloutWorker, num_episodes: int | None = None,
             return episodes[:num_episodes]
         if num_steps is not None and steps >= num_steps:
             return episodes
-        actions, _, states = recurrent_states.act(worker.sampling_policy, obs, states)
+        actions, _ = recurrent_states.act(worker.sampling_policy, obs, states)
         raw_obs, rewards, _, _, final_obs, infos = env.step(worker.sampling_policy.unsquash_actions(actions))
         if not np.isfinite(rewards).all():
             worker._raise_non_finite("reward", rewards, lambda i: f"at step {lengths[i] + 1} of an evaluation "
@@ -59,6 +60,7 @@ def run_episodes(worker: RolloutWorker, num_episodes: int | None = None,
         next_obs = worker._obs_array(raw_obs, lambda i: (
             "in its first observation after a reset" if i in final_obs or i in env.broken
             else f"at step {lengths[i] + 1} of an evaluation episode"))
+        recurrent_states.after_step(states, actions, worker.clip_rewards(rewards))
         returns += rewards
         lengths += 1
         steps += env.num_envs

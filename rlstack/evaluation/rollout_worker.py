@@ -39,7 +39,6 @@ from rlstack.evaluation.worker_episodes import WorkerEpisodesMixin
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
-from rlstack.policies.rnn_sequencing import state_in_key
 from rlstack.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
 from rlstack.utils.filters import make_filter
 from rlstack.utils.seeding import env_seed, seed_everything
@@ -179,8 +178,8 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         self.preprocessor = self.policy.preprocessor
         self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
         self._obs: np.ndarray | None = None
-        # A recurrent policy's state per sub-env, [num_envs, ...] per state tensor.
-        self._states: list[np.ndarray] | None = None
+        # A recurrent policy's state (and previous actions / rewards) per sub-env.
+        self._states: recurrent_states.SubEnvMemory | None = None
         self._init_episodes(self.env.num_envs if self.env is not None else 0)
         self._pending: dict[int, SampleBatch] = {}
         self._perf = {"env_wait": 0.0, "inference": 0.0, "action_processing": 0.0, "obs_processing": 0.0}
@@ -330,7 +329,10 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             "wrap it to clean or clip its outputs. Sub-env restarts do not apply to this error."
         )
 
-    def _clip_rewards(self, rewards: np.ndarray) -> np.ndarray:
+    def clip_rewards(self, rewards: Any) -> Any:
+        """``rewards`` as this worker's batches record them: clipped as ``clip_rewards``
+        says (True: their sign; a number: to +-that; Atari under "deepmind"
+        preprocessing: their sign by default), else unchanged."""
         clip = self._reward_clip
         if clip is True:
             return np.sign(rewards)
@@ -462,17 +464,19 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         bootstrap = policy.needs_bootstrap_value
         if record_next_obs:
             buf[_B.NEXT_OBS] = np.empty_like(buf[_B.OBS])
-        # A recurrent policy acts from each sub-env's state (reset at its episodes' starts);
-        # rows record the state they acted from (state_in_<i>) and the one they returned
-        # (state_out_<i>, from the policy's extras).
+        # A recurrent policy acts from each sub-env's state (reset at its episodes' starts)
+        # and, if its model reads them, the previous actions and rewards (zeros at the
+        # starts); rows record what they acted from (state_in_<i>, prev_actions,
+        # prev_rewards) and the state they returned (state_out_<i>, from the extras).
         if self._states is None:
             self._states = recurrent_states.initial_states(policy, N)
         states = self._states
         for t in range(T):
             t0 = time.perf_counter()
-            for k, value in enumerate(states or ()):
-                buf.setdefault(state_in_key(k), np.empty((T, *value.shape), value.dtype))[t] = value
-            actions, extras, states = recurrent_states.act(policy, obs, states)
+            if states is not None:
+                for key, value in states.columns().items():
+                    buf.setdefault(key, np.empty((T, *value.shape), value.dtype))[t] = value
+            actions, extras = recurrent_states.act(policy, obs, states)
             t1 = time.perf_counter()
             env_actions = policy.unsquash_actions(actions)
             t2 = time.perf_counter()
@@ -505,7 +509,8 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             buf[_B.ACTIONS][t] = actions
             for key, value in extras.items():
                 buf[key][t] = value
-            buf[_B.REWARDS][t] = self._clip_rewards(rewards)
+            buf[_B.REWARDS][t] = self.clip_rewards(rewards)
+            recurrent_states.after_step(states, actions, buf[_B.REWARDS][t])
             buf[_B.TERMINATEDS][t] = terminateds
             buf[_B.TRUNCATEDS][t] = truncateds
             buf[_B.EPS_ID][t] = self._eps_ids
@@ -546,7 +551,6 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             perf["obs_processing"] += t4 - t3
         self._perf_steps += T * N
         self._obs = obs
-        self._states = states
         done = buf[_B.TERMINATEDS] | buf[_B.TRUNCATEDS]
         # truncate_episodes: a sub-env that failed in this fragment gives no rows at all.
         dropped = broken.any(axis=0) if broken is not None and not complete_episodes else np.zeros(N, dtype=bool)

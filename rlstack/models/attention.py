@@ -7,6 +7,7 @@ the same function on these weights (tested equal), so weights move between frame
 The network, for inputs ``x [B, T, in]`` and one memory ``[B, M, D]`` per transformer
 unit (the unit's inputs at the ``M`` steps before; zeros at an episode's start)::
 
+    x = concat(encoder(obs), prev actions, prev rewards)   use_attention's model only
     h = x @ embed                                   the input embedding, [B, T, D]
     per unit:
         z = LayerNorm(concat(memory, h))            [B, M + T, D]
@@ -25,6 +26,11 @@ The memory is the recurrent state, stored when acting: each step attends to itse
 the ``attention_memory_inference`` steps before it when acting, ``attention_memory_training``
 when training on sequences (the state holds the larger number of steps). With the two
 equal, as 1.13's defaults are, training recomputes exactly the outputs acting produced.
+
+``attention_use_n_prev_actions: n`` / ``attention_use_n_prev_rewards: m`` (1.13's
+attention wrapper): each step also reads the last ``n`` actions and ``m`` rewards,
+oldest first, encoded as ``models/prev_inputs.py`` says, after the dense encoder's
+features; ``embed`` has that many more input rows.
 """
 
 from __future__ import annotations
@@ -34,7 +40,10 @@ from typing import Any
 
 import numpy as np
 
+import gymnasium as gym
+
 from rlstack.errors import ConfigError
+from rlstack.models.prev_inputs import PrevInputsSpec
 
 # 1.13's attention keys and defaults (model config).
 ATTENTION_DEFAULTS: dict[str, Any] = {
@@ -69,6 +78,9 @@ class GTrXLSpec:
     # use_attention's dense encoder in front (fcnet_hiddens, fcnet_activation); none in GTrXLNet.
     encoder_hiddens: tuple[int, ...] = ()
     encoder_activation: str = "tanh"
+    # attention_use_n_prev_actions / _rewards: what the GTrXL reads after the encoder's
+    # features (None: nothing).
+    prev: PrevInputsSpec | None = None
 
     @property
     def memory(self) -> int:
@@ -76,21 +88,29 @@ class GTrXLSpec:
         return max(self.memory_inference, self.memory_training)
 
     @classmethod
-    def from_model_config(cls, in_size: int, num_outputs: int | None, model_config: dict) -> GTrXLSpec:
+    def from_model_config(cls, in_size: int, num_outputs: int | None, model_config: dict,
+                          action_space: gym.Space | None = None) -> GTrXLSpec:
         """``use_attention``'s network for ``model_config``: the dense encoder of
         ``fcnet_hiddens`` / ``fcnet_activation``, then the GTrXL of the ``attention_*``
-        keys (1.13's defaults where absent).
+        keys (1.13's defaults where absent), reading the previous actions of
+        ``action_space`` and rewards when ``attention_use_n_prev_*`` ask.
 
         Raises:
             ConfigError: Naming a key whose value is out of range.
         """
         config = {**ATTENTION_DEFAULTS, **{k: v for k, v in model_config.items() if k in ATTENTION_DEFAULTS}}
         check_attention_config(config)
+        n_actions, n_rewards = config["attention_use_n_prev_actions"], config["attention_use_n_prev_rewards"]
+        if n_actions and action_space is None:
+            raise ConfigError("model.attention_use_n_prev_actions needs the action space to encode the actions.")
+        prev = PrevInputsSpec.for_action_space(action_space, n_actions, n_rewards, window=True,
+                                               what="model.attention_use_n_prev_actions")
         return cls(in_size, num_outputs, config["attention_num_transformer_units"], config["attention_dim"],
                    config["attention_num_heads"], config["attention_head_dim"], config["attention_memory_inference"],
                    config["attention_memory_training"], config["attention_position_wise_mlp_dim"],
                    float(config["attention_init_gru_gate_bias"]),
-                   tuple(model_config.get("fcnet_hiddens", (256, 256))), model_config.get("fcnet_activation") or "linear")
+                   tuple(model_config.get("fcnet_hiddens", (256, 256))), model_config.get("fcnet_activation") or "linear",
+                   prev)
 
     def weight_shapes(self) -> dict[str, tuple[int, ...]]:
         """Every weight's canonical name and shape; matrices are ``[in, out]`` (``x @ W``)."""
@@ -99,7 +119,7 @@ class GTrXLSpec:
         shapes: dict[str, tuple[int, ...]] = {}
         for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             shapes.update({f"encoder/kernel{i}": (fan_in, fan_out), f"encoder/bias{i}": (fan_out,)})
-        shapes["embed/kernel"] = (sizes[-1], d)
+        shapes["embed/kernel"] = (sizes[-1] + (self.prev.size if self.prev else 0), d)
         for u in range(self.num_units):
             p = f"unit{u}/"
             shapes.update({
@@ -157,11 +177,10 @@ def check_attention_config(config: dict) -> None:
     if isinstance(bias, bool) or not isinstance(bias, (int, float)):
         raise ConfigError(f"model.attention_init_gru_gate_bias must be a number; got {bias!r}.")
     for key in ("attention_use_n_prev_actions", "attention_use_n_prev_rewards"):
-        if config.get(key, 0):
-            raise ConfigError(
-                f"model.{key}={config[key]!r} is not supported yet: rlstack's attention net sees only the "
-                "observations. Set it to 0 (or add past actions / rewards to the observation with a gymnasium "
-                "wrapper).")
+        value = config.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"model.{key} must be an integer >= 0 (how many past steps the attention net reads; "
+                              f"1.13's default: 0); got {value!r}.")
     if not isinstance(config.get("use_attention", False), bool):
         raise ConfigError(f"model.use_attention must be True or False; got {config['use_attention']!r}.")
 

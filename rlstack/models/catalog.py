@@ -20,6 +20,7 @@ import numpy as np
 from rlstack.errors import ConfigError, did_you_mean
 from rlstack.models.attention import ATTENTION_DEFAULTS, check_attention_config
 from rlstack.models.preprocessors import Preprocessor
+from rlstack.models.prev_inputs import PrevInputsSpec
 
 # Re-exported: the spec types and helpers have been imported from the catalog.
 from rlstack.models.specs import (  # noqa: F401
@@ -70,7 +71,9 @@ MODEL_DEFAULTS: dict[str, Any] = {
     # Longest sequence a train batch is chopped into (episodes never cross a sequence);
     # also how far back the loss backpropagates through time.
     "max_seq_len": 20,
-    # Not supported yet (True is rejected): feeding the previous action / reward to the LSTM.
+    # Feed the previous action (one-hot for Discrete, one-hot per component for
+    # MultiDiscrete, flat for Box) / the previous reward to the LSTM, after the encoder's
+    # features (1.13's LSTM wrapper); zeros at an episode's start. See models/prev_inputs.py.
     "lstm_use_prev_action": False,
     "lstm_use_prev_reward": False,
     # Attention (GTrXL, 1.13's attention wrapper): the dense encoder, then
@@ -78,8 +81,9 @@ MODEL_DEFAULTS: dict[str, Any] = {
     # attention_num_heads heads of attention_head_dim, each step reading the unit inputs of
     # the attention_memory_inference (acting) / attention_memory_training (training) steps
     # before it, a position-wise MLP of attention_position_wise_mlp_dim, GRU gates whose
-    # bias starts at attention_init_gru_gate_bias. Past actions / rewards as inputs
-    # (attention_use_n_prev_*) are not supported yet: 0 only. See models/attention.py.
+    # bias starts at attention_init_gru_gate_bias; attention_use_n_prev_actions /
+    # _rewards: the last n actions / rewards (encoded as for the LSTM) after the encoder's
+    # features. See models/attention.py.
     **ATTENTION_DEFAULTS,
     # Atari envs under preprocessor_pref="deepmind" (env/atari.py): stack the last 4 screens
     # (True) or give one, and the side of the square grey screen (84 or 42).
@@ -97,8 +101,6 @@ MODEL_DEFAULTS: dict[str, Any] = {
 
 # Keys accepted for old configs but without effect: a non-default value is an error.
 _UNUSED_MODEL_KEYS = ("grayscale", "zero_mean", "custom_preprocessor")
-# Keys of the LSTM wrapper that are not implemented yet: a non-default value is an error.
-_NOT_YET_LSTM_KEYS = ("lstm_use_prev_action", "lstm_use_prev_reward")
 
 ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
 
@@ -145,11 +147,6 @@ def validate_model_config(model_config: dict) -> None:
                 "remove it from the config, or register a custom model with "
                 "ModelCatalog.register_custom_model."
             )
-    for key in _NOT_YET_LSTM_KEYS:
-        if model_config.get(key, False):
-            raise ConfigError(
-                f"model.{key}=True is not supported yet: rlstack's LSTM sees only the observations. Remove the key "
-                "(or add the previous action / reward to the observation with a gymnasium wrapper).")
     check_attention_config(model_config)
     if model_config.get("use_attention") and model_config.get("use_lstm"):
         raise ConfigError("model.use_attention and model.use_lstm are both True: choose one memory (1.13 refused "
@@ -159,8 +156,9 @@ def validate_model_config(model_config: dict) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"model.{key} must be an integer >= 1 (1.13's default: {MODEL_DEFAULTS[key]}); "
                               f"got {value!r}.")
-    if not isinstance(model_config.get("use_lstm", False), bool):
-        raise ConfigError(f"model.use_lstm must be True or False; got {model_config['use_lstm']!r}.")
+    for key in ("use_lstm", "lstm_use_prev_action", "lstm_use_prev_reward"):
+        if not isinstance(model_config.get(key, False), bool):
+            raise ConfigError(f"model.{key} must be True or False; got {model_config[key]!r}.")
     for key in ("fcnet_activation", "conv_activation", "post_fcnet_activation"):
         value = model_config.get(key)
         if value is None:
@@ -411,9 +409,14 @@ class ModelCatalog:
                 raise ConfigError(f"model.free_log_std needs an even num_outputs (means and log stds); got {num_outputs}.")
         encoder = build_encoder(preprocessor.layout, config, "")
         lstm = None
+        prev = None
         if config["use_lstm"]:
-            # 1.13's LSTM wrapper: both heads read the LSTM's output; no value encoder.
-            lstm = LSTMSpec(encoder.out_size, config["lstm_cell_size"], config["max_seq_len"])
+            # 1.13's LSTM wrapper: both heads read the LSTM's output; no value encoder. The
+            # LSTM reads the features, then the previous action and reward if asked.
+            prev = PrevInputsSpec.for_action_space(action_space, int(config["lstm_use_prev_action"]),
+                                                   int(config["lstm_use_prev_reward"]), window=False)
+            lstm = LSTMSpec(encoder.out_size + (prev.size if prev else 0), config["lstm_cell_size"],
+                            config["max_seq_len"])
             vf_encoder = None
         else:
             vf_encoder = None if config["vf_share_layers"] else build_encoder(preprocessor.layout, config, "vf_")
@@ -424,7 +427,7 @@ class ModelCatalog:
         value_in = features if vf_encoder is None else vf_encoder.out_size
         value_out = LayerSpec("value_out", "dense", (value_in, 1), init_std=0.01)
         return ModelSpec(preprocessor.size, encoder, vf_encoder, logits, value_out,
-                         free_log_std and logits is not None, action_dim, config, lstm)
+                         free_log_std and logits is not None, action_dim, config, lstm, prev)
 
     @staticmethod
     def get_q_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict,

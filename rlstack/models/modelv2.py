@@ -224,14 +224,22 @@ class ModelV2:
         outputs, _ = self({"obs": obs_flat, "obs_flat": obs_flat}, self.get_initial_state(), None)
         return outputs, _flat_values(self.value_function(), self.framework)
 
-    def policy_and_value_rnn(self, obs_flat: TensorType, state: list[TensorType],
-                             seq_lens: TensorType) -> tuple[TensorType, TensorType, list[TensorType]]:
+    def policy_and_value_rnn(self, obs_flat: TensorType, state: list[TensorType], seq_lens: TensorType,
+                             prev_actions: TensorType = None, prev_rewards: TensorType = None,
+                             ) -> tuple[TensorType, TensorType, list[TensorType]]:
         """``(dist_inputs [B * T, num_outputs], values [B * T], state_out)`` for a
         recurrent model: flat observations ``[B * T, obs_size]`` of ``B`` sequences padded
         to ``T`` steps (``T`` = 1 when acting), ``state`` as ``[B, ...]`` tensors at
-        each sequence's start, ``seq_lens [B]``. What the policies call; it runs
-        ``forward(input_dict, state, seq_lens)`` (1.13's call) and ``value_function()``."""
-        outputs, state_out = self({"obs": obs_flat, "obs_flat": obs_flat}, state, seq_lens)
+        each sequence's start, ``seq_lens [B]``, and each row's previous actions and
+        rewards (``[B * T, ...]``, see ``models/prev_inputs.py``) for a model that reads
+        them. What the policies call; it runs ``forward(input_dict, state, seq_lens)``
+        (1.13's call, the previous ones as ``input_dict["prev_actions"]`` /
+        ``["prev_rewards"]``) and ``value_function()``."""
+        input_dict = {"obs": obs_flat, "obs_flat": obs_flat}
+        for key, value in (("prev_actions", prev_actions), ("prev_rewards", prev_rewards)):
+            if value is not None:
+                input_dict[key] = value
+        outputs, state_out = self(input_dict, state, seq_lens)
         return outputs, _flat_values(self.value_function(), self.framework), state_out
 
     def value(self, obs_flat: TensorType) -> TensorType:

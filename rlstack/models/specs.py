@@ -25,7 +25,10 @@ Network shape (classic RLlib semantics):
   ``lstm/recurrent_kernel [cell, 4 cell]``, ``lstm/bias [4 cell]``, gates in Keras's
   order input, forget, cell, output), then both heads on the LSTM's output; no separate
   value encoder. The state is ``[h, c]``, each ``[cell]`` per row, zeros at an
-  episode's start.
+  episode's start. With ``lstm_use_prev_action`` / ``lstm_use_prev_reward`` the LSTM's
+  input is the features followed by the previous action and reward, encoded
+  (:class:`~rlstack.models.prev_inputs.PrevInputsSpec`, ``ModelSpec.prev``), and its
+  kernel has that many more input rows.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import numpy as np
 
 from rlstack.errors import ConfigError
 from rlstack.models.preprocessors import Component
+from rlstack.models.prev_inputs import PrevInputsSpec
 
 
 # Default CNN filters by (height, width), from classic RLlib's defaults for Atari sizes.
@@ -118,7 +122,8 @@ class LSTMSpec:
     """The LSTM of a ``use_lstm`` model (1.13's LSTM wrapper around the encoder).
 
     Attributes:
-        in_size: Size of its input (the encoder's features).
+        in_size: Size of its input (the encoder's features, then the encoded previous
+            action and reward when the model reads them).
         cell_size: ``lstm_cell_size``: units, and the size of each state tensor.
         max_seq_len: ``max_seq_len``: the longest sequence a train batch holds.
     """
@@ -151,6 +156,8 @@ class ModelSpec:
     model_config: dict = field(default_factory=dict, compare=False)
     # use_lstm: the LSTM between the encoder and the heads (None: a feed-forward model).
     lstm: LSTMSpec | None = None
+    # lstm_use_prev_action / _reward: what the LSTM reads besides the features (None: nothing).
+    prev: PrevInputsSpec | None = None
 
     @property
     def layers(self) -> list[LayerSpec]:
@@ -190,6 +197,7 @@ class QModelSpec:
     free_log_std: bool = False
     action_dim: int = 0
     lstm: None = None
+    prev: None = None
 
     @property
     def dueling(self) -> bool:

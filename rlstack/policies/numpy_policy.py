@@ -10,6 +10,7 @@ on the workers too.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -82,12 +83,13 @@ class NumpyPolicy(Policy):
         self.postprocess_fn = postprocess_fn
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
-                        state_batches: list[np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                        state_batches: list[np.ndarray] | None = None, prev_action_batch: Any = None,
+                        prev_reward_batch: Any = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         explore = self.config.get("explore", True) if explore is None else bool(explore)
         obs = np.asarray(obs_batch, dtype=np.float32)
         state_out: list[np.ndarray] = []
         if self.is_recurrent:
-            dist_inputs, values, state_out = self._step(obs, state_batches)
+            dist_inputs, values, state_out = self._step(obs, state_batches, prev_action_batch, prev_reward_batch)
         else:
             dist_inputs, values = self.model.policy_and_value(obs)
         dist = self.dist_class(dist_inputs, self.dist_spec)
@@ -100,16 +102,18 @@ class NumpyPolicy(Policy):
         extras.update({state_out_key(i): value.astype(np.float32, copy=False) for i, value in enumerate(state_out)})
         return actions, extras
 
-    def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None) -> np.ndarray:
+    def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None,
+                       prev_action_batch: Any = None, prev_reward_batch: Any = None) -> np.ndarray:
         obs = np.asarray(obs_batch, dtype=np.float32)
         if self.is_recurrent:
-            return self._step(obs, state_batches)[1].astype(np.float32, copy=False)
+            return self._step(obs, state_batches, prev_action_batch, prev_reward_batch)[1].astype(np.float32, copy=False)
         return self.model.value(obs).astype(np.float32, copy=False)
 
-    def _step(self, obs: np.ndarray, state_batches: list[np.ndarray] | None,
-              ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    def _step(self, obs: np.ndarray, state_batches: list[np.ndarray] | None, prev_action_batch: Any,
+              prev_reward_batch: Any) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
         states = self.initial_state_batch(len(obs)) if state_batches is None else state_batches
-        return self.model.step(obs, [np.asarray(value, dtype=np.float32) for value in states])
+        prev = self.prev_input_batches(len(obs), prev_action_batch, prev_reward_batch, trusted=True)
+        return self.model.step(obs, [np.asarray(value, dtype=np.float32) for value in states], **prev)
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return self.postprocess_fn(batch, self.config) if self.postprocess_fn is not None else batch

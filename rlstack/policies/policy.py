@@ -7,7 +7,6 @@ filtered; actions leave in the layout of the action space.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from abc import ABC, abstractmethod
@@ -16,78 +15,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlstack.errors import ConfigError, ObservationError
+from rlstack.errors import ConfigError
 from rlstack.models.catalog import ModelCatalog, action_dist_spec
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
+# Re-exported: check_observation lived here.
+from rlstack.policies.observations import check_observation  # noqa: F401
 from rlstack.policies.recurrent import RecurrentPolicyMixin
 from rlstack.sample_batch import SampleBatch
 
 PolicyState = dict[str, np.ndarray]
-
-# Array kinds a Box observation may have: bool, signed / unsigned int, float.
-_NUMERIC_KINDS = frozenset("biuf")
-
-
-def check_observation(obs: Any, space: gym.Space, what: str = "Observation") -> None:
-    """Raises unless ``obs`` is one raw observation of ``space``.
-
-    Box observations are checked by shape and numeric dtype only (one array conversion
-    and two comparisons: this runs on every ``compute_single_action``); their values may
-    lie outside the declared bounds, as the policy can still act on them. Other spaces
-    use ``space.contains``.
-
-    Args:
-        obs: The observation as the caller passed it.
-        space: The policy's observation space.
-        what: How the message names the observation (e.g. "Observation 3 of 8").
-
-    Raises:
-        ObservationError: Saying what was given (type, shape, dtype), the space
-            expected, and how to fix the call.
-    """
-    if isinstance(space, gym.spaces.Box):
-        try:
-            array = np.asarray(obs)
-        except (TypeError, ValueError):  # e.g. a ragged nested list
-            array = None
-        if array is not None and array.shape == space.shape and array.dtype.kind in _NUMERIC_KINDS:
-            return
-    else:
-        try:
-            if space.contains(obs):
-                return
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
-            pass
-    raise ObservationError(_observation_mismatch(obs, space, what))
-
-
-def _observation_mismatch(obs: Any, space: gym.Space, what: str) -> str:
-    try:
-        array = None if isinstance(obs, (dict, tuple)) else np.asarray(obs)
-    except (TypeError, ValueError):
-        array = None
-    shape = array.shape if array is not None else None
-    dtype = array.dtype if array is not None else None
-    text = " ".join(repr(obs).split())  # one line, even for an image
-    text = text if len(text) <= 80 else text[:77] + "..."
-    given = f"{what} {text} ({type(obs).__name__}, shape {shape}, dtype {dtype})"
-    expected = f"the observation space {space} (shape {space.shape}, dtype {space.dtype})"
-    reset_pair = isinstance(obs, tuple) and len(obs) == 2 and isinstance(obs[1], dict)
-    if reset_pair and not isinstance(space, gym.spaces.Tuple):
-        fix = ("It looks like the (obs, info) pair that gymnasium's env.reset() returns: unpack it, "
-               "obs, info = env.reset(), and pass obs.")
-    elif array is not None and isinstance(space, gym.spaces.Box) and array.shape[1:] == space.shape and array.ndim:
-        fix = f"It looks like a batch of {array.shape[0]} observations: pass them to compute_actions()."
-    elif array is not None and isinstance(space, gym.spaces.Box) and array.dtype.kind not in _NUMERIC_KINDS:
-        fix = f"Its dtype {array.dtype} is not numeric: pass numbers, e.g. np.asarray(obs, dtype=np.{space.dtype})."
-    elif array is not None and isinstance(space, gym.spaces.Box) and array.size == int(np.prod(space.shape)):
-        fix = f"It holds the right number of values: reshape it to {space.shape}."
-    else:
-        fix = ("Pass one observation as the env returns it (from env.reset() or env.step()); a trainer acts only on "
-               "observations of the env it was built (or restored) with.")
-    return f"{given} does not fit {expected}. {fix}"
-
 
 def encode_json(value: Any) -> np.ndarray:
     """Stores a JSON-able value (e.g. a random generator's state) as a uint8 array."""
@@ -247,21 +184,6 @@ class Policy(RecurrentPolicyMixin, ABC):
                 "(e.g. stack past observations with a gymnasium wrapper).")
         return model
 
-    def _make_attention_model(self, model_config: dict) -> ModelV2:
-        # use_attention: the framework's AttentionWrapper (a 1.13 RecurrentNetwork, acting
-        # in the framework on workers too), on the initial weights of the config's seed:
-        # the same in torch and TF.
-        if not self.supports_recurrent_models:
-            raise ConfigError(
-                f"model.use_attention=True, but {type(self).__name__} does not train recurrent models yet; use PPO, "
-                "A2C, A3C or IMPALA, or set use_attention=False.")
-        module, _, name = self.attention_model_class.partition(":")
-        model_class = getattr(importlib.import_module(module), name)
-        model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
-                            model_config, "model")
-        model.load_canonical_weights(model.gtrxl_spec.initial_weights(self.config.get("seed")))
-        return model
-
     def model_metrics(self) -> dict[str, Any]:
         """The model's ``metrics()`` read out as numbers (scalars as floats, others as
         arrays), reported in the results' ``info/learner/<policy>/model`` and
@@ -278,7 +200,8 @@ class Policy(RecurrentPolicyMixin, ABC):
 
     @abstractmethod
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
-                        state_batches: list[np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                        state_batches: list[np.ndarray] | None = None, prev_action_batch: Any = None,
+                        prev_reward_batch: Any = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Chooses actions for a batch of preprocessed observations.
 
         Args:
@@ -287,6 +210,10 @@ class Policy(RecurrentPolicyMixin, ABC):
                 (False); None uses ``config["explore"]``.
             state_batches: A recurrent model's state, one ``[B, ...]`` array per state
                 tensor (None: the initial state); only recurrent policies take it.
+            prev_action_batch: Each row's previous action(s) in the policy's form, for a
+                model that reads them (:attr:`prev_inputs`; None: zeros, an episode's
+                start); only recurrent policies take it.
+            prev_reward_batch: Each row's previous reward(s), likewise.
 
         Returns:
             ``(actions, extras)``: actions ``[B, ...]`` and numpy columns such as
@@ -319,8 +246,13 @@ class Policy(RecurrentPolicyMixin, ABC):
             state: A recurrent model's state: one array per state tensor, as
                 :meth:`get_initial_state` gives them (the previous call's state_out
                 after that); ignored (may be None or ``[]``) for a model without state.
-            prev_action: Accepted for 1.13 compatibility; unused by rlstack's models.
-            prev_reward: Accepted for 1.13 compatibility; unused.
+            prev_action: The previous action as this method returned it, for a model
+                that reads it (``lstm_use_prev_action``; a custom recurrent model); with
+                ``attention_use_n_prev_actions: n`` the last ``n`` actions, oldest first.
+                None (or zeros) at an episode's start; unused by a model that does not
+                read it.
+            prev_reward: The previous reward (``lstm_use_prev_reward``), or the last
+                ``attention_use_n_prev_rewards`` rewards, oldest first; as ``prev_action``.
             info: Accepted for 1.13 compatibility; unused.
             input_dict: ``{"obs": obs}``, used instead of ``obs`` when given.
             episode: Accepted for 1.13 compatibility; unused.
@@ -335,35 +267,28 @@ class Policy(RecurrentPolicyMixin, ABC):
             row of ``action_logp``, ``action_dist_inputs``, ``vf_preds`` and the like.
 
         Raises:
-            ValueError: If neither ``obs`` nor ``input_dict["obs"]`` is given, or a
-                state of the wrong count or shape.
+            ValueError: If neither ``obs`` nor ``input_dict["obs"]`` is given, a state of
+                the wrong count or shape, or a ``prev_action`` / ``prev_reward`` of the
+                wrong shape or outside the action space.
         """
         if input_dict is not None:
             obs = input_dict[SampleBatch.OBS]
             state = state if state is not None else [input_dict[key] for key in sorted(input_dict)
                                                      if key.startswith("state_in_")] or None
+            prev_action = input_dict.get(SampleBatch.PREV_ACTIONS, prev_action)
+            prev_reward = input_dict.get(SampleBatch.PREV_REWARDS, prev_reward)
         if obs is None:
             raise ValueError("compute_single_action() needs an observation: pass obs=... or input_dict={'obs': ...}.")
         if not self.is_recurrent:
             actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore)
             return actions[0], [], {key: value[0] for key, value in extras.items()}
-        states = self.get_initial_state() if state is None or len(state) == 0 else self.check_state(state)
-        # One row: [1, ...] per state tensor (a state given with its batch dimension of 1 too).
-        batches = [value.reshape(1, *init.shape) if value.size == init.size else None
-                   for value, init in zip(states, self.get_initial_state())]
-        if any(value is None for value in batches):
-            raise ValueError("compute_single_action() acts on one observation; its state must be one row "
-                             f"(shapes {[init.shape for init in self.get_initial_state()]}), got shapes "
-                             f"{[value.shape for value in states]}. Use compute_actions() for a batch.")
-        actions, extras = self.compute_actions(np.asarray(obs)[None], explore=explore, state_batches=batches)
-        n = self.num_state_tensors()
-        state_out = [extras.pop(f"state_out_{i}")[0] for i in range(n)]
-        return actions[0], state_out, {key: value[0] for key, value in extras.items()}
+        return self.single_recurrent_action(np.asarray(obs), state, prev_action, prev_reward, explore)
 
     @abstractmethod
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         """Returns the value estimates ``float32 [B]`` of preprocessed observations (a
-        recurrent policy's also takes ``state_batches``, as :meth:`compute_actions`)."""
+        recurrent policy's also takes ``state_batches``, ``prev_action_batch`` and
+        ``prev_reward_batch``, as :meth:`compute_actions`)."""
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         """Adds algorithm columns (advantages, n-step returns) to one trajectory piece."""
@@ -492,6 +417,29 @@ class Policy(RecurrentPolicyMixin, ABC):
         elif clip:
             actions = np.clip(actions, space.low, space.high)
         return actions.astype(space.dtype, copy=False)
+
+    def squash_actions(self, actions: Any, normalize: bool | None = None) -> Any:
+        """:meth:`unsquash_actions` undone: env actions (one, or a batch or window of
+        them) back in the policy's form, as a previous action the model reads
+        (Discrete / MultiDiscrete shifted back by the space's ``start``, normalized Box
+        actions mapped from the bounds onto [-1, 1]). Anything that does not end in the
+        action space's shape is returned as it is, for the caller's check to name."""
+        space = self.action_space
+        if actions is None or not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box)):
+            return actions
+        try:
+            array = np.asarray(actions, dtype=np.float64)
+        except (TypeError, ValueError):
+            return actions
+        if array.shape[array.ndim - len(space.shape):] != tuple(space.shape):
+            return actions
+        if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+            return array - np.asarray(space.start) if np.any(space.start) else actions
+        if normalize is None:
+            normalize = self.acts_in_unit_box or self.config.get("normalize_actions", True)
+        if normalize and np.isfinite(space.low).all() and np.isfinite(space.high).all():
+            return (array - space.low) / (space.high - space.low) * 2.0 - 1.0
+        return array
 
 
 def _as_number(value: Any) -> Any:

@@ -29,6 +29,7 @@ from rlstack.models.tf.model import TFModel
 from rlstack.models.tf.tf_modelv2 import ShortcutTFModel, TFModelV2
 from rlstack.policies.learner_loop import load_optimizers_state, optimizers_state
 from rlstack.policies.policy import PolicyState, decode_json, encode_json
+from rlstack.policies.recurrent import prev_inputs_of
 from rlstack.policies.rnn_sequencing import SEQ_MASK, SEQ_START, is_per_sequence, state_in_key, state_out_key
 # Re-exported: the algorithm policies import these from here, as before the learner loop
 # moved to tf_learner.py.
@@ -165,11 +166,19 @@ class TFPolicy(TFLearner):
         self._init_learner(config)
         obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
         if self.is_recurrent:
-            # One step of every row: (obs, *state) in, the outputs and the new state out.
-            specs = [obs_spec, *(tf.TensorSpec([None, *value.shape], tf.float32) for value in self.get_initial_state())]
-            self._act_explore = self.graph_function(lambda obs, *state: self._act(obs, True, state), specs)
-            self._act_greedy = self.graph_function(lambda obs, *state: self._act(obs, False, state), specs)
-            self._value_fn = self.graph_function(lambda obs, *state: self._step(obs, state)[1], specs)
+            # One step of every row: (obs, *state, *previous actions / rewards) in, the
+            # outputs and the new state out.
+            n_state = self.num_state_tensors()
+            prev_columns = self.prev_inputs.columns() if self.prev_inputs is not None else {}
+            specs = [obs_spec, *(tf.TensorSpec([None, *value.shape], tf.float32) for value in self.get_initial_state()),
+                     *(tf.TensorSpec([None, *shape], tf.as_dtype(dtype)) for shape, dtype in prev_columns.values())]
+
+            def split(rest: tuple) -> tuple[list, dict]:
+                return list(rest[:n_state]), dict(zip(prev_columns, rest[n_state:]))
+
+            self._act_explore = self.graph_function(lambda obs, *rest: self._act(obs, True, *split(rest)), specs)
+            self._act_greedy = self.graph_function(lambda obs, *rest: self._act(obs, False, *split(rest)), specs)
+            self._value_fn = self.graph_function(lambda obs, *rest: self._step(obs, *split(rest))[1], specs)
         else:
             self._act_explore = self.graph_function(lambda obs: self._act(obs, True), [obs_spec])
             self._act_greedy = self.graph_function(lambda obs: self._act(obs, False), [obs_spec])
@@ -188,7 +197,10 @@ class TFPolicy(TFLearner):
         if initial:
             n = tf.shape(obs)[0]
             state = [tf.repeat(tf.convert_to_tensor(value, tf.float32)[None], n, axis=0) for value in initial]
-            model.policy_and_value_rnn(obs, state, tf.ones([n], tf.int32))
+            prev = prev_inputs_of(model, self.action_space)
+            columns = prev.columns() if prev is not None else {}
+            model.policy_and_value_rnn(obs, state, tf.ones([n], tf.int32), **{
+                key: tf.zeros([n, *shape], tf.as_dtype(dtype)) for key, (shape, dtype) in columns.items()})
         else:
             model.policy_and_value(obs)
 
@@ -233,16 +245,17 @@ class TFPolicy(TFLearner):
 
     # ----- acting -----------------------------------------------------------------
 
-    def _step(self, obs: tf.Tensor, state: Any) -> tuple[tf.Tensor, tf.Tensor, list[tf.Tensor]]:
+    def _step(self, obs: tf.Tensor, state: Any, prev: dict[str, tf.Tensor],
+              ) -> tuple[tf.Tensor, tf.Tensor, list[tf.Tensor]]:
         # One step of a recurrent model for a batch of rows (sequences of length 1).
-        return self.model.policy_and_value_rnn(obs, list(state), tf.ones(tf.shape(obs)[:1], tf.int32))
+        return self.model.policy_and_value_rnn(obs, list(state), tf.ones(tf.shape(obs)[:1], tf.int32), **prev)
 
-    def _act(self, obs: tf.Tensor, explore: bool, state: Any = None) -> tuple[tf.Tensor, ...]:
+    def _act(self, obs: tf.Tensor, explore: bool, state: Any = None, prev: Any = None) -> tuple[tf.Tensor, ...]:
         state_out: list[tf.Tensor] = []
         if state is None:
             dist_inputs, values = self.model.policy_and_value(obs)
         else:
-            dist_inputs, values, state_out = self._step(obs, state)
+            dist_inputs, values, state_out = self._step(obs, state, prev)
         dist = self.action_distribution(dist_inputs)
         if not explore:
             actions = dist.deterministic_sample()
@@ -252,19 +265,24 @@ class TFPolicy(TFLearner):
             actions = dist.sample()
         return (actions, dist.logp(actions), dist_inputs, values, *state_out)
 
-    def _graph_inputs(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None) -> list[tf.Tensor]:
+    def _graph_inputs(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None,
+                      prev_action_batch: Any = None, prev_reward_batch: Any = None) -> list[tf.Tensor]:
         obs = np.asarray(obs_batch, dtype=np.float32)
         if not self.is_recurrent:
             return [tf.convert_to_tensor(obs)]
         states = self.initial_state_batch(len(obs)) if state_batches is None else state_batches
-        return [tf.convert_to_tensor(obs), *(tf.convert_to_tensor(np.asarray(v, np.float32)) for v in states)]
+        prev = self.prev_input_batches(len(obs), prev_action_batch, prev_reward_batch, trusted=True)
+        return [tf.convert_to_tensor(obs), *(tf.convert_to_tensor(np.asarray(v, np.float32)) for v in states),
+                *(tf.convert_to_tensor(value) for value in prev.values())]
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
-                        state_batches: list[np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                        state_batches: list[np.ndarray] | None = None, prev_action_batch: Any = None,
+                        prev_reward_batch: Any = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         explore = self.config.get("explore", True) if explore is None else bool(explore)
         fn = self._act_explore if explore else self._act_greedy
+        inputs = self._graph_inputs(obs_batch, state_batches, prev_action_batch, prev_reward_batch)
         with tf.device(self.device):
-            actions, logp, dist_inputs, values, *state_out = fn(*self._graph_inputs(obs_batch, state_batches))
+            actions, logp, dist_inputs, values, *state_out = fn(*inputs)
         extras = {
             SampleBatch.ACTION_LOGP: logp.numpy(),
             SampleBatch.ACTION_DIST_INPUTS: dist_inputs.numpy(),
@@ -273,9 +291,11 @@ class TFPolicy(TFLearner):
         extras.update({state_out_key(i): value.numpy() for i, value in enumerate(state_out)})
         return actions.numpy(), extras
 
-    def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None) -> np.ndarray:
+    def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None,
+                       prev_action_batch: Any = None, prev_reward_batch: Any = None) -> np.ndarray:
+        inputs = self._graph_inputs(obs_batch, state_batches, prev_action_batch, prev_reward_batch)
         with tf.device(self.device):
-            return self._value_fn(*self._graph_inputs(obs_batch, state_batches)).numpy()
+            return self._value_fn(*inputs).numpy()
 
     # ----- what losses read -------------------------------------------------------
 
@@ -303,10 +323,12 @@ class TFPolicy(TFLearner):
         first = tf.cast(tf.where(start)[:, 0], tf.int32)
         num_seqs = tf.shape(first)[0]
         slot = seq_id * T + (tf.range(n) - tf.gather(first, seq_id))
-        padded = tf.scatter_nd(slot[:, None], obs, tf.concat([[num_seqs * T], tf.shape(obs)[1:]], axis=0))
+        padded = {key: tf.scatter_nd(slot[:, None], value, tf.concat([[num_seqs * T], tf.shape(value)[1:]], axis=0))
+                  for key, value in {SampleBatch.OBS: obs, **self.prev_rows(rows)}.items()}
         state = [tf.gather(rows[state_in_key(i)], first) for i in range(self.num_state_tensors())]
         seq_lens = tf.math.unsorted_segment_sum(tf.ones_like(seq_id), seq_id, num_seqs)
-        dist_inputs, values, _ = self.model.policy_and_value_rnn(padded, state, seq_lens)
+        dist_inputs, values, _ = self.model.policy_and_value_rnn(padded.pop(SampleBatch.OBS), state, seq_lens,
+                                                                 **padded)
         return tf.gather(dist_inputs, slot), tf.gather(values, slot)
 
     # ----- weights and state ------------------------------------------------------

@@ -170,12 +170,13 @@ class TorchPolicy(TorchLearner):
         return self.config.get("explore", True) if explore is None else bool(explore)
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
-                        state_batches: list[np.ndarray] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                        state_batches: list[np.ndarray] | None = None, prev_action_batch: Any = None,
+                        prev_reward_batch: Any = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         state_out: list[torch.Tensor] = []
         with torch.no_grad():
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
             if self.is_recurrent:
-                dist_inputs, values, state_out = self._step(obs, state_batches)
+                dist_inputs, values, state_out = self._step(obs, state_batches, prev_action_batch, prev_reward_batch)
             else:
                 dist_inputs, values = self.model.policy_and_value(obs)
             dist = self.action_dist(dist_inputs)
@@ -189,20 +190,23 @@ class TorchPolicy(TorchLearner):
         extras.update({state_out_key(i): value.cpu().numpy() for i, value in enumerate(state_out)})
         return actions.cpu().numpy(), extras
 
-    def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None) -> np.ndarray:
+    def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None,
+                       prev_action_batch: Any = None, prev_reward_batch: Any = None) -> np.ndarray:
         with torch.no_grad():
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
             if self.is_recurrent:
-                return self._step(obs, state_batches)[1].cpu().numpy()
+                return self._step(obs, state_batches, prev_action_batch, prev_reward_batch)[1].cpu().numpy()
             return self.model.value(obs).cpu().numpy()
 
-    def _step(self, obs: torch.Tensor, state_batches: list[np.ndarray] | None,
-              ) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+    def _step(self, obs: torch.Tensor, state_batches: list[np.ndarray] | None, prev_action_batch: Any,
+              prev_reward_batch: Any) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
         # One step of a recurrent model for a batch of rows (sequences of length 1).
         states = self.initial_state_batch(len(obs)) if state_batches is None else state_batches
         state = [torch.from_numpy(np.asarray(value, dtype=np.float32)).to(self.device) for value in states]
         seq_lens = torch.ones(len(obs), dtype=torch.int32, device=self.device)
-        return self.model.policy_and_value_rnn(obs, state, seq_lens)
+        prev = self.prev_input_batches(len(obs), prev_action_batch, prev_reward_batch, trusted=True)
+        return self.model.policy_and_value_rnn(obs, state, seq_lens, **{
+            key: torch.from_numpy(value).to(self.device) for key, value in prev.items()})
 
     # ----- what losses read -------------------------------------------------------
 
@@ -231,10 +235,12 @@ class TorchPolicy(TorchLearner):
         seq_id = torch.cumsum(start.long(), 0) - 1
         first = torch.nonzero(start).squeeze(1)
         slot = seq_id * T + (torch.arange(len(obs), device=obs.device) - first[seq_id])
-        padded = obs.new_zeros((len(first) * T, *obs.shape[1:])).index_copy(0, slot, obs)
+        padded = {key: value.new_zeros((len(first) * T, *value.shape[1:])).index_copy(0, slot, value)
+                  for key, value in {SampleBatch.OBS: obs, **self.prev_rows(rows)}.items()}
         state = [rows[state_in_key(i)][first] for i in range(self.num_state_tensors())]
         seq_lens = torch.bincount(seq_id, minlength=len(first)).int()
-        dist_inputs, values, _ = self.model.policy_and_value_rnn(padded, state, seq_lens)
+        dist_inputs, values, _ = self.model.policy_and_value_rnn(padded.pop(SampleBatch.OBS), state, seq_lens,
+                                                                 **padded)
         return dist_inputs[slot], values[slot]
 
     # ----- weights and state ------------------------------------------------------

@@ -14,11 +14,13 @@ from typing import Any
 class ViewRequirement:
     """Which column (and which time steps of it) a model's ``forward`` reads.
 
-    rlstack's models read only the current observation (``input_dict["obs"]`` /
-    ``"obs_flat"``): rlstack keeps this record so 1.x models that declare view
-    requirements construct unchanged, but its samplers do not build shifted or
-    repeated views from it (no previous actions/rewards, no frame windows; stack
-    frames with ``model.framestack`` for Atari instead).
+    rlstack's models read the current observation (``input_dict["obs"]`` /
+    ``"obs_flat"``) and, recurrent ones, the previous action and reward
+    (``input_dict["prev_actions"]`` / ``["prev_rewards"]``, see
+    ``rlstack.models.prev_inputs``): rlstack keeps this record so 1.x models that declare
+    view requirements construct unchanged, but its samplers do not build other shifted
+    or repeated views from it (no frame windows; stack frames with ``model.framestack``
+    for Atari instead).
 
     Args:
         data_col: The column the view is made from (None: the key it is stored under).

@@ -18,7 +18,8 @@ import ray
 
 from rlstack.evaluation.metrics import episode_results
 from rlstack.evaluation.worker_set import WorkerSet
-from rlstack.policies.policy import Policy, check_observation
+from rlstack.policies.observations import check_observation
+from rlstack.policies.policy import Policy
 from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import DEFAULT_POLICY_ID
 from rlstack.trainers.config import evaluation_config_of
@@ -99,8 +100,14 @@ class ActingMixin:
                 episode from ``trainer.get_policy().get_initial_state()`` and feed each
                 call's ``state_out`` to the next. A non-empty state asks for the
                 3-tuple return, as in 1.13 (for a model without state it is not used).
-            prev_action: Accepted for 1.13 compatibility; unused by rlstack's models.
-            prev_reward: Accepted for 1.13 compatibility; unused.
+            prev_action: The previous action, as this method returned it, for a model
+                that reads it (``lstm_use_prev_action``, a custom recurrent model); with
+                ``attention_use_n_prev_actions: n``, the last ``n`` actions, oldest
+                first. None (or zeros) at an episode's start. It is mapped back to the
+                policy's form (``unsquash_action`` undone) before the model reads it, as
+                training recorded it. Unused by a model that does not read it.
+            prev_reward: The previous reward (``lstm_use_prev_reward``), or the last
+                ``attention_use_n_prev_rewards`` rewards, oldest first; as ``prev_action``.
             info: Accepted for 1.13 compatibility; unused.
             input_dict: ``{"obs": observation}``, used instead of ``observation``.
             policy_id: Must be ``"default_policy"``.
@@ -127,19 +134,25 @@ class ActingMixin:
         Raises:
             ObservationError: (a ValueError) If the observation does not fit the
                 observation space (wrong shape, a non-numeric dtype, an (obs, info) pair).
-            ValueError: If ``state`` has the wrong number or shapes of tensors.
+            ValueError: If ``state`` has the wrong number or shapes of tensors, or
+                ``prev_action`` / ``prev_reward`` the wrong shape (or an action outside
+                the action space).
             KeyError: For a policy id other than ``"default_policy"``.
         """
         unsquash_action = _renamed("unsquash_actions", unsquash_actions, "unsquash_action", unsquash_action)
         clip_action = _renamed("clip_actions", clip_actions, "clip_action", clip_action)
         if input_dict is not None:
             observation = input_dict["obs"]
+            prev_action = input_dict.get("prev_actions", prev_action)
+            prev_reward = input_dict.get("prev_rewards", prev_reward)
         if observation is None:
             raise ValueError("compute_single_action() needs an observation: pass the env's observation as "
                              "the first argument, or input_dict={'obs': observation}.")
         policy = self.get_policy(policy_id)
         obs = self._prepare_observations([observation], policy)
-        action, state_out, extras = policy.compute_single_action(obs[0], state, explore=explore, timestep=timestep)
+        action, state_out, extras = policy.compute_single_action(
+            obs[0], state, prev_action=policy.squash_actions(prev_action, normalize=unsquash_action),
+            prev_reward=prev_reward, explore=explore, timestep=timestep)
         action = policy.unsquash_actions(np.asarray(action)[None], normalize=unsquash_action, clip=clip_action)[0]
         # 1.13 returns the 3-tuple when a (non-empty) RNN state was passed in.
         if state or full_fetch:
@@ -176,8 +189,10 @@ class ActingMixin:
             state: A recurrent policy's state for the batch: one ``[B, ...]`` array per
                 state tensor (None: the initial state). For a model without state it
                 only asks for the 3-tuple return.
-            prev_action: Accepted for 1.13 compatibility; unused.
-            prev_reward: Accepted for 1.13 compatibility; unused.
+            prev_action: For a model that reads them, each observation's previous
+                action(s) as :meth:`compute_single_action`'s ``prev_action``, batched
+                ``[B, ...]`` (None: zeros, every episode at its start); else unused.
+            prev_reward: Each observation's previous reward(s) ``[B, ...]``, likewise.
             info: Accepted for 1.13 compatibility; unused.
             policy_id: Must be ``"default_policy"``.
             full_fetch: Return ``(actions, state_outs, extra_fetches)``.
@@ -207,7 +222,11 @@ class ActingMixin:
             if any(value.shape[:1] != (len(obs),) for value in states):
                 raise ValueError(f"compute_actions() got {len(obs)} observations but states of shapes "
                                  f"{[value.shape for value in states]}; give one state row per observation.")
-            actions, extras = policy.compute_actions(obs, explore=explore, state_batches=states)
+            prev = policy.prev_input_batches(len(obs), policy.squash_actions(prev_action, normalize=unsquash_actions),
+                                             prev_reward)
+            actions, extras = policy.compute_actions(obs, explore=explore, state_batches=states,
+                                                     prev_action_batch=prev.get("prev_actions"),
+                                                     prev_reward_batch=prev.get("prev_rewards"))
             recurrent_out = [extras.pop(state_out_key(i)) for i in range(len(states))]
         else:
             actions, extras = policy.compute_actions(obs, explore=explore)

@@ -54,11 +54,11 @@ def test_atari_rewards_are_clipped_to_their_sign_by_default():
     config = IMPALATrainer.merge_and_validate({"num_workers": 0})
     rewards = np.array([3.0, -2.0, 0.0], dtype=np.float32)
     atari = RolloutWorker("PongNoFrameskip-v4", Policy, config)
-    np.testing.assert_array_equal(atari._clip_rewards(rewards), [1.0, -1.0, 0.0])
+    np.testing.assert_array_equal(atari.clip_rewards(rewards), [1.0, -1.0, 0.0])
     unclipped = RolloutWorker("PongNoFrameskip-v4", Policy, {**config, "clip_rewards": False})
-    np.testing.assert_array_equal(unclipped._clip_rewards(rewards), rewards)
+    np.testing.assert_array_equal(unclipped.clip_rewards(rewards), rewards)
     cartpole = RolloutWorker("CartPole-v1", Policy, config)
-    np.testing.assert_array_equal(cartpole._clip_rewards(rewards), rewards)
+    np.testing.assert_array_equal(cartpole.clip_rewards(rewards), rewards)
 
 
 def test_unknown_preprocessor_pref_is_rejected():

@@ -5,13 +5,10 @@ checkpoint restores the same actions for the same memory, in torch and TF."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from rlstack.examples.env.repeat_after_me_env import RepeatAfterMeEnv
-from rlstack.trainers.ppo import PPOTrainer
-from tests.integration.test_lstm import inference_loop
+from tests.integration.test_lstm import assert_restored_acts_the_same, inference_loop, trained_fixture
 
-FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow"}
 MEMORY = (6, 16)  # attention_memory_*, attention_dim
 
 
@@ -30,14 +27,7 @@ def _inference_loop(trainer, seed, steps=None):
     return inference_loop(trainer, seed, steps=steps, env=RepeatAfterMeEnv({"episode_len": 50}))
 
 
-@pytest.fixture(scope="module", params=["torch", "tf"])
-def trained(request, ray_local, tmp_path_factory):
-    pytest.importorskip(FRAMEWORK_MODULES[request.param])
-    trainer = PPOTrainer(_config(request.param), "RepeatAfterMeEnv")
-    result = trainer.train()
-    checkpoint = trainer.save(str(tmp_path_factory.mktemp("attention_ckpt")))
-    yield request.param, trainer, result, str(getattr(checkpoint, "path", checkpoint))
-    trainer.stop()
+trained = trained_fixture(_config, "RepeatAfterMeEnv")
 
 
 def test_trains_with_a_remote_worker_and_evaluates_with_memory(trained):
@@ -59,23 +49,13 @@ def test_the_113_inference_loop_carries_the_memory(trained):
 
 
 def test_checkpoint_restores_the_same_actions_for_the_same_memory(trained):
-    framework, trainer, _, checkpoint = trained
     rng = np.random.default_rng(0)
     observations = rng.integers(0, 2, 20)
     state = [rng.normal(0, 1, (20, *MEMORY)).astype(np.float32)]
 
     def act(t):
-        policy = t.get_policy()
         obs = np.eye(2, dtype=np.float32)[observations]  # the Discrete(2) tokens, one-hot as workers give them
-        return policy.compute_actions(obs, explore=False, state_batches=state)[1]
+        return t.get_policy().compute_actions(obs, explore=False, state_batches=state)[1]
 
-    before = act(trainer)
-    restored = PPOTrainer(_config(framework, num_workers=0, evaluation_num_workers=0), "RepeatAfterMeEnv")
-    restored.restore(checkpoint)
-    after = act(restored)
-    loops = _inference_loop(trainer, seed=5, steps=30), _inference_loop(restored, seed=5, steps=30)
-    restored.stop()
-    for key in ("action_dist_inputs", "vf_preds", "state_out_0"):
-        np.testing.assert_allclose(after[key], before[key], rtol=1e-5, atol=1e-6, err_msg=key)
-    assert loops[0][0] == loops[1][0]
-
+    assert_restored_acts_the_same(trained, _config, "RepeatAfterMeEnv", act,
+                                  lambda t: _inference_loop(t, seed=5, steps=30)[0], rtol=1e-5, atol=1e-6)

@@ -1,13 +1,15 @@
 """A2C and IMPALA train use_attention (GTrXL) models through the same sequences as LSTMs
-(IMPALA: whole fragments in row order, time-major). Its own module: test_attention.py's
-trainers hold the 2 CPUs while its module lasts."""
+(IMPALA: whole fragments in row order, time-major; its GTrXL also reads the last 2
+actions and 3 rewards). Its own module: test_attention.py's trainers hold the 2 CPUs
+while its module lasts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tests.integration.test_attention import FRAMEWORK_MODULES, _config
+from tests.integration.test_attention import _config
+from tests.integration.test_lstm import FRAMEWORK_MODULES
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
@@ -21,6 +23,8 @@ def test_a2c_and_impala_train_with_attention(ray_local, framework, algorithm):
                      min_time_s_per_reporting=0)
     for key in ("sgd_minibatch_size", "num_sgd_iter"):
         config.pop(key)
+    if algorithm == "IMPALA":
+        config["model"].update(attention_use_n_prev_actions=2, attention_use_n_prev_rewards=3)
     trainer = get_trainer_class(algorithm)(config, "RepeatAfterMeEnv")
     try:
         before = trainer.get_policy().model.canonical_weights()
@@ -34,3 +38,7 @@ def test_a2c_and_impala_train_with_attention(ray_local, framework, algorithm):
     assert result["info"]["num_env_steps_trained"] >= 200
     assert np.isfinite(result["info"]["learner"]["default_policy"]["learner_stats"]["total_loss"])
     assert not np.allclose(before["unit0/query"], after["unit0/query"])  # the attention itself learned
+    if algorithm == "IMPALA":  # the embedding's rows of the previous actions and rewards learned too
+        features = config["model"]["fcnet_hiddens"][-1]
+        assert before["embed/kernel"].shape[0] == features + 2 * 2 + 3
+        assert not np.allclose(before["embed/kernel"][features:], after["embed/kernel"][features:])

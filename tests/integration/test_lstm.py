@@ -41,14 +41,24 @@ def inference_loop(trainer, seed, explore=False, steps=None, carry=True, env=Non
     return actions, state
 
 
-@pytest.fixture(scope="module", params=["torch", "tf"])
-def trained(request, ray_local, tmp_path_factory):
-    pytest.importorskip(FRAMEWORK_MODULES[request.param])
-    trainer = PPOTrainer(_config(request.param), "StatelessCartPole")
-    result = trainer.train()
-    checkpoint = trainer.save(str(tmp_path_factory.mktemp("lstm_ckpt")))
-    yield request.param, trainer, result, str(getattr(checkpoint, "path", checkpoint))
-    trainer.stop()
+def trained_fixture(config, env):
+    """A module fixture, once per framework: ``(framework, trainer, result, checkpoint)``
+    of a PPO trainer built with ``config(framework)`` on ``env`` after one iteration.
+    Shared by the recurrent trainer tests."""
+
+    @pytest.fixture(scope="module", params=["torch", "tf"])
+    def trained(request, ray_local, tmp_path_factory):
+        pytest.importorskip(FRAMEWORK_MODULES[request.param])
+        trainer = PPOTrainer(config(request.param), env)
+        result = trainer.train()
+        checkpoint = trainer.save(str(tmp_path_factory.mktemp("ckpt")))
+        yield request.param, trainer, result, str(getattr(checkpoint, "path", checkpoint))
+        trainer.stop()
+
+    return trained
+
+
+trained = trained_fixture(_config, "StatelessCartPole")
 
 
 def test_trains_with_remote_workers_and_evaluates_with_state(trained):
@@ -115,51 +125,68 @@ def test_wrong_state_is_an_error_that_names_the_fix(trained):
         trainer.compute_single_action(np.zeros(2, np.float32), [np.zeros(3)], explore=False)
 
 
-def test_checkpoint_restores_the_same_actions_for_the_same_state(trained):
+def assert_restored_acts_the_same(trained, config, env, act, loop, rtol=1e-6, atol=1e-7):
+    """A trainer restored from the fixture's checkpoint (built with ``config(framework,
+    ...)`` on ``env``, no workers) computes what the trained one does: each column of
+    ``act(trainer)`` and the actions of ``loop(trainer)``."""
     framework, trainer, _, checkpoint = trained
-    rng = np.random.default_rng(0)
-    observations = rng.uniform(-0.2, 0.2, (20, 2)).astype(np.float32)
-    states = [rng.normal(0, 1, (20, 16)).astype(np.float32) for _ in range(2)]
-
-    def act(t):
-        policy = t.get_policy()
-        _, extras = policy.compute_actions(observations, explore=False, state_batches=states)
-        return extras
-
     before = act(trainer)
-    restored = PPOTrainer(_config(framework, num_workers=0, evaluation_num_workers=0), "StatelessCartPole")
+    restored = PPOTrainer(config(framework, num_workers=0, evaluation_num_workers=0), env)
     restored.restore(checkpoint)
-    after = act(restored)
-    loop_before, loop_after = inference_loop(trainer, seed=5, steps=50), inference_loop(restored, seed=5, steps=50)
-    restored.stop()
-    for key in ("action_dist_inputs", "vf_preds", "state_out_0", "state_out_1"):
-        np.testing.assert_allclose(after[key], before[key], rtol=1e-6, atol=1e-7, err_msg=key)
-    assert loop_after[0] == loop_before[0]
+    try:
+        after, loops = act(restored), (loop(trainer), loop(restored))
+    finally:
+        restored.stop()
+    for key, value in before.items():
+        np.testing.assert_allclose(after[key], value, rtol=rtol, atol=atol, err_msg=key)
+    assert loops[0] == loops[1]
 
 
-def test_rollout_cli_carries_the_state_through_episodes(trained, tmp_path, monkeypatch):
-    framework, _, _, checkpoint = trained
-    if framework != "torch":
-        pytest.skip("one framework is enough for the CLI")
+def rollout_cli_calls(checkpoint, tmp_path, monkeypatch):
+    """Runs ``rlstack rollout`` for 2 episodes of the checkpoint; returns each call of
+    ``Trainer.compute_single_action`` as ``(state, keyword arguments, output)`` and the
+    transitions it saved."""
     calls = []
     act = PPOTrainer.compute_single_action
 
-    def spy(self, observation=None, state=None, *args, **kwargs):
-        out = act(self, observation, state, *args, **kwargs)
-        calls.append(([np.array(value) for value in state or []], out))
+    def spy(self, observation=None, state=None, **kwargs):
+        out = act(self, observation, state, **kwargs)
+        given = {key: np.array(value) if isinstance(value, np.ndarray) else value for key, value in kwargs.items()}
+        calls.append(([np.array(value) for value in state or []], given, out))
         return out
 
     monkeypatch.setattr(PPOTrainer, "compute_single_action", spy)
     out = tmp_path / "rollout.npz"
     assert main(["rollout", checkpoint, "--episodes", "2", "--out", str(out), "--seed", "7"]) == 0
     with np.load(out, allow_pickle=False) as data:
-        eps_id = data["eps_id"]
-    assert len(calls) == len(eps_id)
-    for i, (state, _) in enumerate(calls):
+        saved = dict(data)
+    assert len(calls) == len(saved["eps_id"]) and len(set(saved["eps_id"].tolist())) == 2
+    return calls, saved
+
+
+def test_checkpoint_restores_the_same_actions_for_the_same_state(trained):
+    rng = np.random.default_rng(0)
+    observations = rng.uniform(-0.2, 0.2, (20, 2)).astype(np.float32)
+    states = [rng.normal(0, 1, (20, 16)).astype(np.float32) for _ in range(2)]
+
+    def act(t):
+        return t.get_policy().compute_actions(observations, explore=False, state_batches=states)[1]
+
+    assert_restored_acts_the_same(trained, _config, "StatelessCartPole", act,
+                                  lambda t: inference_loop(t, seed=5, steps=50)[0])
+
+
+def test_rollout_cli_carries_the_state_through_episodes(trained, tmp_path, monkeypatch):
+    framework, _, _, checkpoint = trained
+    if framework != "torch":
+        pytest.skip("one framework is enough for the CLI")
+    calls, saved = rollout_cli_calls(checkpoint, tmp_path, monkeypatch)
+    eps_id = saved["eps_id"]
+    for i, (state, _, _) in enumerate(calls):
         assert [value.shape for value in state] == [(16,), (16,)]
         if i == 0 or eps_id[i] != eps_id[i - 1]:
             assert not any(value.any() for value in state)  # each episode starts from zeros
         else:
-            previous_out = calls[i - 1][1][1]
+            previous_out = calls[i - 1][2][1]
             for given, returned in zip(state, previous_out):
                 np.testing.assert_array_equal(given, returned)  # then follows state_out

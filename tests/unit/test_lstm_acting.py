@@ -80,9 +80,9 @@ def test_evaluation_episodes_carry_and_reset_the_state(monkeypatch):
     seen: list[list[np.ndarray]] = []
     act = type(policy).compute_actions
 
-    def spy(self, obs, explore=None, state_batches=None):
+    def spy(self, obs, explore=None, state_batches=None, **prev):
         seen.append([value.copy() for value in state_batches])
-        return act(self, obs, explore, state_batches)
+        return act(self, obs, explore, state_batches, **prev)
 
     monkeypatch.setattr(type(policy), "compute_actions", spy)
     episodes = worker.run_episodes(num_episodes=3)
@@ -91,3 +91,45 @@ def test_evaluation_episodes_carry_and_reset_the_state(monkeypatch):
     assert any(state[0].any() for state in seen[1:])  # then the state moves
     # A sub-env whose episode ended starts the next one from zeros again.
     assert any(not state[0][i].any() for state in seen[1:] for i in range(2))
+
+
+ATTENTION = {"use_attention": True, "max_seq_len": 5, "fcnet_hiddens": [8], "attention_dim": 8,
+             "attention_head_dim": 4, "attention_memory_inference": 3, "attention_memory_training": 3,
+             "attention_position_wise_mlp_dim": 8, "attention_use_n_prev_actions": 2,
+             "attention_use_n_prev_rewards": 3}
+
+
+@pytest.mark.parametrize("model", [{**MODEL, "lstm_use_prev_action": True, "lstm_use_prev_reward": True}, ATTENTION],
+                         ids=["lstm", "attention"])
+def test_prev_columns_are_the_previous_steps_and_zeros_at_each_episode_start(model):
+    pytest.importorskip("torch")
+    worker = _worker(model=model, rollout_fragment_length=20)
+    # The LSTM acts in numpy, the GTrXL (no numpy twin) in torch.
+    assert worker.sampling_policy.framework == ("numpy" if "use_lstm" in model else "torch")
+    batch = SampleBatch.concat_samples([worker.sample(), worker.sample()])
+    by_episode: dict[int, list[int]] = {}
+    for row, eps_id in enumerate(batch[B.EPS_ID].tolist()):
+        by_episode.setdefault(eps_id, []).append(row)
+    n_actions, n_rewards = (1, 1) if "use_lstm" in model else (2, 3)
+    crossed, restarted = 0, 0
+    for eps_id, rows in by_episode.items():
+        actions, rewards = batch[B.ACTIONS][rows], batch[B.REWARDS][rows]
+        # Each step reads the steps before it in its episode (oldest first), zeros before its start.
+        past_actions = np.concatenate([np.zeros(n_actions, actions.dtype), actions])
+        past_rewards = np.concatenate([np.zeros(n_rewards, np.float32), rewards])
+        expected_a = np.stack([past_actions[t : t + n_actions] for t in range(len(rows))])
+        expected_r = np.stack([past_rewards[t : t + n_rewards] for t in range(len(rows))])
+        got_a, got_r = batch[B.PREV_ACTIONS][rows], batch[B.PREV_REWARDS][rows]
+        np.testing.assert_array_equal(got_a.reshape(expected_a.shape), expected_a, err_msg=f"episode {eps_id}")
+        np.testing.assert_array_equal(got_r.reshape(expected_r.shape), expected_r, err_msg=f"episode {eps_id}")
+        crossed += int(np.any(np.diff(rows) > 1))  # split by a fragment boundary
+        restarted += int(rows[0] > 0 and bool(batch[B.TERMINATEDS][: rows[0]].any()))
+    assert len(by_episode) > 3 and crossed > 0 and restarted > 0
+    assert batch[B.PREV_ACTIONS].shape == (batch.count, *(() if n_actions == 1 else (n_actions,)))
+    # The recorded inputs are what the policy acted with.
+    policy = worker.sampling_policy
+    states = [batch[f"state_in_{i}"] for i in range(policy.num_state_tensors())]
+    _, extras = policy.compute_actions(batch[B.OBS], explore=False, state_batches=states,
+                                       prev_action_batch=batch[B.PREV_ACTIONS],
+                                       prev_reward_batch=batch[B.PREV_REWARDS])
+    np.testing.assert_allclose(extras[B.VF_PREDS], batch[B.VF_PREDS], rtol=1e-4, atol=1e-6)

@@ -59,23 +59,42 @@ def _numpy(value):
     return np.asarray(value)
 
 
-def rollout(policy, seed=0):
+def random_action(policy, rng):
+    """One action of ``policy``'s action space in its form (category indices from 0)."""
+    space = policy.action_space
+    if isinstance(space, gym.spaces.Discrete):
+        return np.array([rng.integers(space.n)])
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return rng.integers(0, space.nvec)[None]
+    return rng.normal(0, 1, (1, *space.shape)).astype(np.float32)
+
+
+def rollout(policy, seed=0, obs_size=3):
     """Steps through hand-made episodes (EPISODE_LENGTHS) with ``policy`` as a worker does:
-    the state starts at the initial state for each episode and follows state_out; returns
-    the rows with PPO's columns (an "old" policy that differs from the current one,
-    spread targets). Shared with the attention tests."""
+    the state starts at the initial state for each episode and follows state_out; a model
+    that reads previous actions / rewards gets them (zeros at each episode's start, then
+    random actions and rewards, recorded as prev_actions / prev_rewards). Returns the rows
+    with PPO's columns (an "old" policy that differs from the current one, spread
+    targets). Shared with the attention and previous-input tests."""
     rng = np.random.default_rng(seed)
     rows = []
+    spec = policy.prev_inputs
     for eps_id, length in enumerate(EPISODE_LENGTHS):
         state = policy.initial_state_batch(1)
+        prev = spec.zeros(1) if spec is not None else {}
         for _ in range(length):
-            obs = rng.uniform(-1, 1, (1, 3)).astype(np.float32)
-            actions, extras = policy.compute_actions(obs, explore=False, state_batches=state)
+            obs = rng.uniform(-1, 1, (1, obs_size)).astype(np.float32)
+            actions, extras = policy.compute_actions(obs, explore=False, state_batches=state,
+                                                     prev_action_batch=prev.get(B.PREV_ACTIONS),
+                                                     prev_reward_batch=prev.get(B.PREV_REWARDS))
             row = {B.OBS: obs[0], B.EPS_ID: eps_id, B.ACTION_DIST_INPUTS: extras[B.ACTION_DIST_INPUTS][0],
                    B.VF_PREDS: extras[B.VF_PREDS][0]}
             row.update({f"state_in_{i}": value[0] for i, value in enumerate(state)})
+            row.update({key: value[0].copy() for key, value in prev.items()})
             rows.append(row)
             state = [extras[f"state_out_{i}"] for i in range(len(state))]
+            if spec is not None:
+                spec.push(prev, random_action(policy, rng), rng.normal(0, 1, 1))
     batch = SampleBatch({key: np.stack([row[key] for row in rows]) for key in rows[0]})
     n = batch.count
     old = batch[B.ACTION_DIST_INPUTS] + rng.normal(0, 0.5, batch[B.ACTION_DIST_INPUTS].shape).astype(np.float32)
@@ -187,8 +206,8 @@ def test_minibatches_are_whole_sequences_sized_in_rows():
 @pytest.mark.parametrize(("key", "value", "fragment"), [
     ("max_seq_len", 0, "max_seq_len must be an integer >= 1"),
     ("lstm_cell_size", -3, "lstm_cell_size must be an integer >= 1"),
-    ("lstm_use_prev_action", True, "not supported yet"),
-    ("lstm_use_prev_reward", True, "not supported yet"),
+    ("lstm_use_prev_action", 1, "lstm_use_prev_action must be True or False"),
+    ("lstm_use_prev_reward", "yes", "lstm_use_prev_reward must be True or False"),
 ])
 def test_bad_lstm_keys_are_config_errors(key, value, fragment):
     with pytest.raises(ConfigError, match=fragment):

@@ -11,6 +11,7 @@ import numpy as np
 
 from rlstack.models.catalog import ModelSpec
 from rlstack.models.numpy.model import NumpyModel
+from rlstack.models.prev_inputs import NUMPY_OPS, PREV_ACTIONS, PREV_REWARDS, with_prev_inputs
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -43,6 +44,7 @@ class NumpyLSTMModel(NumpyModel):
         if spec.lstm is None:
             raise ValueError("NumpyLSTMModel needs a spec with an LSTM (model.use_lstm=True).")
         super().__init__(spec)
+        self.prev_inputs = spec.prev
 
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads weights in the canonical layout (copies them as float32).
@@ -64,17 +66,21 @@ class NumpyLSTMModel(NumpyModel):
         cell = self.spec.lstm.cell_size
         return [np.zeros(cell, np.float32), np.zeros(cell, np.float32)]
 
-    def step(self, obs: np.ndarray, state: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    def step(self, obs: np.ndarray, state: list[np.ndarray], prev_actions: np.ndarray | None = None,
+             prev_rewards: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
         """One step for a batch of sub-envs.
 
         Args:
             obs: Flat observations ``[B, obs_size]``.
             state: ``[h, c]``, each ``[B, cell]``.
+            prev_actions: The previous actions ``[B, ...]`` (with ``lstm_use_prev_action``).
+            prev_rewards: The previous rewards ``[B]`` (with ``lstm_use_prev_reward``).
 
         Returns:
             ``(dist_inputs [B, num_outputs], values [B], [h', c'])``.
         """
-        features = self._encode(self.spec.encoder, obs)
+        features = with_prev_inputs(self.prev_inputs, self._encode(self.spec.encoder, obs),
+                                    {PREV_ACTIONS: prev_actions, PREV_REWARDS: prev_rewards}, NUMPY_OPS)
         w = self.weights
         h, c = lstm_step(features, state[0], state[1], w["lstm/kernel"], w["lstm/recurrent_kernel"], w["lstm/bias"])
         dist_inputs = self._run(self.spec.logits, h)

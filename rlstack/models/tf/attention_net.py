@@ -13,8 +13,9 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.models.attention import GTrXLSpec
+from rlstack.models.prev_inputs import with_prev_inputs
 from rlstack.models.tf.framework import tf
-from rlstack.models.tf.recurrent_net import RecurrentNetwork
+from rlstack.models.tf.recurrent_net import TF_OPS, RecurrentNetwork
 
 _ACTIVATIONS = {"tanh": tf.tanh, "relu": tf.nn.relu, "swish": tf.nn.silu, "silu": tf.nn.silu, "elu": tf.nn.elu,
                 "linear": lambda x: x}
@@ -111,6 +112,7 @@ class GTrXLNet(RecurrentNetwork):
                model_config: dict, name: str, spec: GTrXLSpec) -> None:
         RecurrentNetwork.__init__(self, observation_space, action_space, num_outputs, model_config, name)
         self.gtrxl_spec = spec
+        self.prev_inputs = spec.prev
         # Initial weights from TF's generator (seeded by the trainer's `seed`); a policy
         # with use_attention loads the framework-independent ones of its seed instead.
         seed = int(tf.random.uniform([], 0, 2**31 - 1, dtype=tf.int64))
@@ -126,7 +128,7 @@ class GTrXLNet(RecurrentNetwork):
                     seq_lens: tf.Tensor) -> tuple[tf.Tensor, list[tf.Tensor]]:
         spec, w = self.gtrxl_spec, self.gtrxl_weights
         memories = [tf.cast(s, tf.float32) for s in state]
-        h, memories = gtrxl(spec, w, dense_encoder(spec, w, tf.cast(inputs, tf.float32)), memories)
+        h, memories = gtrxl(spec, w, tf.cast(inputs, tf.float32), memories)
         self._values = tf.reshape(tf.matmul(h, w["value_out/kernel"]) + w["value_out/bias"], [-1])
         out = tf.matmul(h, w["logits/kernel"]) + w["logits/bias"] if spec.num_outputs else h
         return out, memories
@@ -158,5 +160,15 @@ class AttentionWrapper(GTrXLNet):
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, num_outputs: int | None,
                  model_config: dict, name: str) -> None:
-        spec = GTrXLSpec.from_model_config(int(np.prod(observation_space.shape)), num_outputs, model_config)
+        spec = GTrXLSpec.from_model_config(int(np.prod(observation_space.shape)), num_outputs, model_config,
+                                           action_space)
         self._build(observation_space, action_space, num_outputs, model_config, name, spec)
+
+    def forward(self, input_dict: dict, state: list[tf.Tensor],
+                seq_lens: tf.Tensor) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        """As the torch class: the encoder on every row, the previous actions and rewards
+        after its features, then the GTrXL over the sequences."""
+        spec, w = self.gtrxl_spec, self.gtrxl_weights
+        features = dense_encoder(spec, w, tf.cast(input_dict["obs_flat"], tf.float32))
+        features = with_prev_inputs(spec.prev, features, input_dict, TF_OPS)
+        return RecurrentNetwork.forward(self, {**input_dict, "obs_flat": features}, state, seq_lens)

@@ -5,7 +5,8 @@ defines ``forward_rnn(inputs [B, T, ...], state, seq_lens) -> (outputs [B, T,
 num_outputs], new_state)``, ``get_initial_state()`` and ``value_function()``; ``forward``
 adds the time dimension to the flat rows a policy passes (``T`` = 1 when acting).
 :class:`TFLSTMModel` is ``use_lstm``'s network on the canonical weights of
-``specs.LSTMSpec`` (shared with torch and numpy).
+``specs.LSTMSpec`` (shared with torch and numpy). ``TF_OPS`` are the tensor operations
+``models/prev_inputs.py`` encodes previous actions with.
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ import gymnasium as gym
 
 from rlstack.models.catalog import ModelSpec
 from rlstack.models.modelv2 import add_time_dimension
+from rlstack.models.prev_inputs import TensorOps, with_prev_inputs
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFModel, encode
 from rlstack.models.tf.tf_modelv2 import TFModelV2
+
+TF_OPS = TensorOps(one_hot=lambda x, depth: tf.one_hot(tf.cast(x, tf.int32), depth),
+                   to_float=lambda x: tf.cast(x, tf.float32), reshape=tf.reshape,
+                   concat=lambda xs: tf.concat(xs, axis=-1))
 
 
 class RecurrentNetwork(TFModelV2):
@@ -88,7 +94,8 @@ def lstm_sequence(x: tf.Tensor, h: tf.Tensor, c: tf.Tensor, kernel: tf.Variable,
 
 class TFLSTMModel(TFModel, RecurrentNetwork):
     """``use_lstm``'s network (1.13's LSTM wrapper): the built-in encoder, an LSTM of
-    ``lstm_cell_size``, then the ``logits`` and ``value_out`` heads on its output.
+    ``lstm_cell_size`` over the features (and the previous action and reward, with
+    ``lstm_use_prev_*``), then the ``logits`` and ``value_out`` heads on its output.
 
     Args:
         spec: A catalog spec with ``lstm`` set.
@@ -98,26 +105,32 @@ class TFLSTMModel(TFModel, RecurrentNetwork):
         name: The model's name.
     """
 
-    forward = RecurrentNetwork.forward
-
     def __init__(self, spec: ModelSpec, obs_space: gym.Space | None = None, action_space: gym.Space | None = None,
                  model_config: dict | None = None, name: str = "default_model") -> None:
         if spec.lstm is None:
             raise ValueError("TFLSTMModel needs a spec with an LSTM (model.use_lstm=True).")
         super().__init__(spec, obs_space, action_space, model_config, name)
+        self.prev_inputs = spec.prev
 
     def get_initial_state(self) -> list[Any]:
         """``[h, c]``: zeros ``[lstm_cell_size]`` each."""
         cell = self.spec.lstm.cell_size
         return [tf.zeros([cell], tf.float32), tf.zeros([cell], tf.float32)]
 
+    def forward(self, input_dict: dict[str, Any], state: list[tf.Tensor],
+                seq_lens: Any) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        """As the torch model: the encoder on every row, the previous action and reward
+        after its features, then :meth:`RecurrentNetwork.forward` over them."""
+        features = encode(self.weight_vars, self.spec.encoder, tf.cast(input_dict["obs_flat"], tf.float32))
+        features = with_prev_inputs(self.prev_inputs, features, input_dict, TF_OPS)
+        return RecurrentNetwork.forward(self, {**input_dict, "obs_flat": features}, state, seq_lens)
+
     def forward_rnn(self, inputs: tf.Tensor, state: list[tf.Tensor],
                     seq_lens: tf.Tensor) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        # inputs: the LSTM's inputs [B, T, in] (see forward).
         w = self.weight_vars
         shape = tf.shape(inputs)
-        features = encode(w, self.spec.encoder, tf.reshape(inputs, [-1, inputs.shape[-1]]))
-        features = tf.reshape(features, [shape[0], shape[1], features.shape[-1]])
-        out, h, c = lstm_sequence(features, state[0], state[1], w["lstm/kernel"], w["lstm/recurrent_kernel"],
+        out, h, c = lstm_sequence(inputs, state[0], state[1], w["lstm/kernel"], w["lstm/recurrent_kernel"],
                                   w["lstm/bias"])
         rows = tf.reshape(out, [-1, out.shape[-1]])
         dist_inputs = self._run(self.layer_specs["logits"], rows) if "logits" in self.layer_specs else rows

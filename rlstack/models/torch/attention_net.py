@@ -17,7 +17,8 @@ import torch
 from torch import nn
 
 from rlstack.models.attention import GTrXLSpec
-from rlstack.models.torch.recurrent_net import RecurrentNetwork
+from rlstack.models.prev_inputs import with_prev_inputs
+from rlstack.models.torch.recurrent_net import TORCH_OPS, RecurrentNetwork
 
 _ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "swish": nn.functional.silu, "silu": nn.functional.silu,
                 "elu": nn.functional.elu, "linear": lambda x: x, None: lambda x: x}
@@ -118,6 +119,7 @@ class GTrXLNet(RecurrentNetwork, nn.Module):
         nn.Module.__init__(self)
         RecurrentNetwork.__init__(self, observation_space, action_space, num_outputs, model_config, name)
         self.gtrxl_spec = spec
+        self.prev_inputs = spec.prev
         # Initial weights from torch's generator (seeded by the trainer's `seed`); a policy
         # with use_attention loads the framework-independent ones of its seed instead.
         seed = int(torch.randint(0, 2**31 - 1, ()).item())
@@ -137,7 +139,7 @@ class GTrXLNet(RecurrentNetwork, nn.Module):
     def forward_rnn(self, inputs: torch.Tensor, state: list[torch.Tensor],
                     seq_lens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         spec, w = self.gtrxl_spec, self._weights()
-        h, memories = gtrxl(spec, w, dense_encoder(spec, w, inputs.float()), [s.float() for s in state])
+        h, memories = gtrxl(spec, w, inputs.float(), [s.float() for s in state])
         self._values = (h @ w["value_out/kernel"] + w["value_out/bias"]).reshape(-1)
         out = h @ w["logits/kernel"] + w["logits/bias"] if spec.num_outputs else h
         return out, memories
@@ -168,9 +170,20 @@ class GTrXLNet(RecurrentNetwork, nn.Module):
 class AttentionWrapper(GTrXLNet):
     """``use_attention: True``'s model: the dense encoder of ``fcnet_hiddens`` /
     ``fcnet_activation`` in front of a GTrXL configured by the ``attention_*`` keys
-    (1.13's defaults), with the ``logits`` and ``value_out`` heads on its output."""
+    (1.13's defaults), with the ``logits`` and ``value_out`` heads on its output; the
+    last ``attention_use_n_prev_actions`` / ``_rewards`` follow the encoder's features."""
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, num_outputs: int | None,
                  model_config: dict, name: str) -> None:
-        spec = GTrXLSpec.from_model_config(int(np.prod(observation_space.shape)), num_outputs, model_config)
+        spec = GTrXLSpec.from_model_config(int(np.prod(observation_space.shape)), num_outputs, model_config,
+                                           action_space)
         self._build(observation_space, action_space, num_outputs, model_config, name, spec)
+
+    def forward(self, input_dict: dict, state: list[torch.Tensor],
+                seq_lens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """As 1.13's attention wrapper: the encoder on every row, the previous actions and
+        rewards after its features, then the GTrXL over the sequences."""
+        spec, w = self.gtrxl_spec, self._weights()
+        features = with_prev_inputs(spec.prev, dense_encoder(spec, w, input_dict["obs_flat"].float()), input_dict,
+                                    TORCH_OPS)
+        return RecurrentNetwork.forward(self, {**input_dict, "obs_flat": features}, state, seq_lens)

@@ -5,7 +5,8 @@ RLlib 1.13 and defines ``forward_rnn(inputs [B, T, ...], state, seq_lens) ->
 (outputs [B, T, num_outputs], new_state)``, ``get_initial_state()`` and
 ``value_function()``; ``forward`` adds the time dimension to the flat rows a policy
 passes (``T`` = 1 when acting). :class:`TorchLSTMModel` is ``use_lstm``'s network, on
-the canonical weights of ``specs.LSTMSpec`` (shared with TF and numpy).
+the canonical weights of ``specs.LSTMSpec`` (shared with TF and numpy). ``TORCH_OPS``
+are the tensor operations ``models/prev_inputs.py`` encodes previous actions with.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ import torch
 from torch import nn
 
 from rlstack.models.catalog import ModelSpec
+from rlstack.models.modelv2 import add_time_dimension
+from rlstack.models.prev_inputs import TensorOps, with_prev_inputs
 from rlstack.models.torch.model import TorchModel, encode
 from rlstack.models.torch.torch_modelv2 import TorchModelV2
-from rlstack.models.modelv2 import add_time_dimension
+
+TORCH_OPS = TensorOps(one_hot=lambda x, depth: nn.functional.one_hot(x.long(), depth).float(),
+                      to_float=lambda x: x.float(), reshape=torch.reshape, concat=lambda xs: torch.cat(xs, dim=-1))
 
 
 class RecurrentNetwork(TorchModelV2):
@@ -88,7 +93,8 @@ def lstm_sequence(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, kernel: tor
 
 class TorchLSTMModel(TorchModel, RecurrentNetwork):
     """``use_lstm``'s network (1.13's LSTM wrapper): the built-in encoder, an LSTM of
-    ``lstm_cell_size``, then the ``logits`` and ``value_out`` heads on its output.
+    ``lstm_cell_size`` over the features (and the previous action and reward, with
+    ``lstm_use_prev_*``), then the ``logits`` and ``value_out`` heads on its output.
 
     Args:
         spec: A catalog spec with ``lstm`` set.
@@ -97,13 +103,12 @@ class TorchLSTMModel(TorchModel, RecurrentNetwork):
         name: The model's name.
     """
 
-    forward = RecurrentNetwork.forward
-
     def __init__(self, spec: ModelSpec, obs_space: gym.Space | None = None, action_space: gym.Space | None = None,
                  name: str = "default_model") -> None:
         if spec.lstm is None:
             raise ValueError("TorchLSTMModel needs a spec with an LSTM (model.use_lstm=True).")
         super().__init__(spec, obs_space, action_space, name)
+        self.prev_inputs = spec.prev
         shapes = spec.lstm.weight_shapes
         # Kept in the canonical layout ([in, 4 cell]): x @ kernel, no transposes.
         self.lstm_kernel = nn.Parameter(torch.zeros(shapes["lstm/kernel"]))
@@ -119,12 +124,20 @@ class TorchLSTMModel(TorchModel, RecurrentNetwork):
         cell = self.spec.lstm.cell_size
         return [self.lstm_bias.new_zeros(cell), self.lstm_bias.new_zeros(cell)]
 
+    def forward(self, input_dict: dict[str, Any], state: list[torch.Tensor],
+                seq_lens: Any) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """As 1.13's LSTM wrapper: the encoder on every row, the previous action and
+        reward after its features, then :meth:`RecurrentNetwork.forward` over them."""
+        features = encode(self.layers, self.spec.encoder, input_dict["obs_flat"].float())
+        features = with_prev_inputs(self.prev_inputs, features, input_dict, TORCH_OPS)
+        return RecurrentNetwork.forward(self, {**input_dict, "obs_flat": features}, state, seq_lens)
+
     def forward_rnn(self, inputs: torch.Tensor, state: list[torch.Tensor],
                     seq_lens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        # inputs: the LSTM's inputs [B, T, in] (see forward).
         batch, steps = inputs.shape[:2]
-        features = encode(self.layers, self.spec.encoder, inputs.reshape(batch * steps, -1))
-        out, h, c = lstm_sequence(features.reshape(batch, steps, -1), state[0], state[1], self.lstm_kernel,
-                                  self.lstm_recurrent_kernel, self.lstm_bias)
+        out, h, c = lstm_sequence(inputs, state[0], state[1], self.lstm_kernel, self.lstm_recurrent_kernel,
+                                  self.lstm_bias)
         rows = out.reshape(batch * steps, -1)
         dist_inputs = self.layers["logits"](rows) if self.spec.logits is not None else rows
         if self.log_std is not None:
