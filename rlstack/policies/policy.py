@@ -20,6 +20,7 @@ from rlstack.errors import ConfigError, ObservationError
 from rlstack.models.catalog import ModelCatalog, action_dist_spec
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
+from rlstack.policies.policy_map import PolicySpec  # noqa: F401 - 1.13's ray.rllib.policy.policy.PolicySpec
 from rlstack.policies.recurrent import RecurrentPolicyMixin
 from rlstack.sample_batch import SampleBatch
 
@@ -360,10 +361,14 @@ class Policy(RecurrentPolicyMixin, ABC):
         state_out = [extras.pop(f"state_out_{i}")[0] for i in range(n)]
         return actions[0], state_out, {key: value[0] for key, value in extras.items()}
 
-    @abstractmethod
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         """Returns the value estimates ``float32 [B]`` of preprocessed observations (a
-        recurrent policy's also takes ``state_batches``, as :meth:`compute_actions`)."""
+        recurrent policy's also takes ``state_batches``, as :meth:`compute_actions`).
+
+        Every built-in policy has one; a hand-written policy that does not learn (a fixed
+        heuristic in a multi-agent run) need not, and its rows get no bootstrap values.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no value function (compute_values).")
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         """Adds algorithm columns (advantages, n-step returns) to one trajectory piece."""

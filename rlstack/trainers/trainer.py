@@ -29,11 +29,13 @@ import rlstack
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.evaluation.metrics import EpisodeWindow, episode_results
+from rlstack.evaluation.worker_policies import resolve_class
 from rlstack.evaluation.worker_set import WorkerSet, worker_resources, worker_start_error
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.acting import DEFAULT_POLICY_ID, ActingMixin
 from rlstack.trainers.callbacks import make_callbacks, overridden_hooks, restorable_callbacks, with_callbacks_specs
+from rlstack.trainers.multi_agent import MultiAgentTrainerMixin, validate_multiagent_config
 from rlstack.trainers.ray_start import ensure_ray
 from rlstack.trainers.result_logger import create_user_logger, results_writer
 from rlstack.trainers.config import (
@@ -50,7 +52,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["COMMON_CONFIG", "DEFAULT_POLICY_ID", "Trainer"]
 
 
-class Trainer(ActingMixin, tune.Trainable):
+class Trainer(ActingMixin, MultiAgentTrainerMixin, tune.Trainable):
     """Base class of rlstack trainers (``PPOTrainer`` and friends).
 
     Args:
@@ -154,6 +156,7 @@ class Trainer(ActingMixin, tune.Trainable):
                 f"model.{memory}=True is not supported by {cls._name} yet; recurrent models train with "
                 f"{', '.join(able)}. Use one of those, or set {memory}=False (stack past observations with a "
                 "gymnasium wrapper for a little memory).")
+        validate_multiagent_config(merged, cls._name, cls.supports_multi_agent)
         cls.validate_config(merged)
         return merged
 
@@ -208,7 +211,8 @@ class Trainer(ActingMixin, tune.Trainable):
             self.workers = WorkerSet(self.config["env"], policy_class_path, self.config, self.config["num_workers"],
                                      postprocess_fn=type(self).postprocess_fn,
                                      numpy_policy_class=type(self).numpy_policy_class,
-                                     remote_workers_learn=type(self).remote_workers_learn)
+                                     remote_workers_learn=type(self).remote_workers_learn,
+                                     policy_specs=self.policy_specs_for(self.config))
         except ray.exceptions.RayActorError as exc:
             error = worker_start_error(exc)
             if error is None:
@@ -217,11 +221,12 @@ class Trainer(ActingMixin, tune.Trainable):
             # Raised outside the except block: chained to Ray's error, its traceback would
             # keep the failed WorkerSet, and with it its placement group, alive.
             raise error
-        self.policy_class = type(self.learner_policy)
+        self.check_multi_agent_support()  # a MultiAgentEnv shows itself only once built
+        self.policy_class = resolve_class(policy_class_path)  # imported by the WorkerSet already
         seed_everything(self.config["seed"])  # the framework may have been imported just now
         self.evaluation_workers: WorkerSet | None = None
-        self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "episodes_total": 0,
-                          "num_env_restarts": 0}
+        self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "num_agent_steps_sampled": 0,
+                          "num_agent_steps_trained": 0, "episodes_total": 0, "num_env_restarts": 0}
         self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])
         self._timers = {name: TimerStat() for name in ("training_iteration", "sample", "learn", "synch_weights")}
         self._last_learner_stats: dict[str, Any] = {}
@@ -321,7 +326,8 @@ class Trainer(ActingMixin, tune.Trainable):
             self.config = active
             return False
         self.config = self._active_config = merged
-        self.workers.foreach_worker(lambda w, c=merged: w.reset(c))
+        specs = self.policy_specs_for(merged)
+        self.workers.foreach_worker(lambda w, c=merged, s=specs: w.reset(c, s))
         self.workers.collect_episodes()  # drop the previous trial's unreported episodes
         self.workers.collect_env_restarts()
         self._counters = dict.fromkeys(self._counters, 0)
@@ -342,27 +348,29 @@ class Trainer(ActingMixin, tune.Trainable):
     def step(self) -> dict[str, Any]:
         cfg = self.config
         start = time.time()
-        steps_before = self._counters["num_env_steps_sampled"]
+        steps_before = self.global_timestep()
         learner_stats: dict[str, Any] = {}
         with self._timers["training_iteration"]:
             while True:
                 learner_stats = self.training_step()
-                sampled = self._counters["num_env_steps_sampled"] - steps_before
+                sampled = self.global_timestep() - steps_before
                 if cfg["min_time_s_per_reporting"] and time.time() - start < cfg["min_time_s_per_reporting"]:
                     continue
                 if cfg["min_sample_timesteps_per_reporting"] and sampled < cfg["min_sample_timesteps_per_reporting"]:
                     continue
                 break
-        policy_stats = learner_stats.get(DEFAULT_POLICY_ID)
-        if isinstance(policy_stats, dict):
-            # What on_learn_on_batch reported, beside learner_stats (classic RLlib's place).
-            policy_stats["custom_metrics"] = dict(self.learner_policy.learn_custom_metrics)
+        policy_map = self.workers.local_worker().policy_map
+        for policy_id, policy_stats in learner_stats.items():
+            if isinstance(policy_stats, dict) and policy_id in policy_map:
+                # What on_learn_on_batch reported, beside learner_stats (classic RLlib's place).
+                policy_stats["custom_metrics"] = dict(policy_map[policy_id].learn_custom_metrics)
         # The model's metrics(), as numbers, in both of classic RLlib's places: inside
         # learner_stats (its TF layout, which its Keras example reads) and beside it (its
         # torch layout). TF policies compute them in the train graph (learner_stats["model"]).
-        for info in learner_stats.values():
+        for policy_id, info in learner_stats.items():
             if isinstance(info, dict) and isinstance(info.get("learner_stats"), dict):
-                metrics = info["learner_stats"].get("model") or self.learner_policy.model_metrics()
+                policy = policy_map.get(policy_id, self.learner_policy)
+                metrics = info["learner_stats"].get("model") or policy.model_metrics()
                 if metrics:
                     info["learner_stats"]["model"] = metrics
                 info.setdefault("model", metrics)
@@ -377,12 +385,12 @@ class Trainer(ActingMixin, tune.Trainable):
             "episodes_total": self._counters["episodes_total"],
             # Sub-envs closed and rebuilt after raising (restart_failed_sub_environments).
             "num_env_restarts": self._counters["num_env_restarts"],
-            "timesteps_total": self._counters["num_env_steps_sampled"],
-            "timesteps_this_iter": self._counters["num_env_steps_sampled"] - steps_before,
+            # Env steps, or agent steps with multiagent.count_steps_by: agent_steps (1.13's).
+            "timesteps_total": self.global_timestep(),
+            "timesteps_this_iter": self.global_timestep() - steps_before,
             "num_env_steps_sampled": self._counters["num_env_steps_sampled"],
             "num_env_steps_trained": self._counters["num_env_steps_trained"],
-            "num_agent_steps_sampled": self._counters["num_env_steps_sampled"],
-            "num_agent_steps_trained": self._counters["num_env_steps_trained"],
+            **self.agent_step_results(),
             "num_healthy_workers": self.workers.num_healthy_workers,
             "num_remote_worker_restarts": self.workers.num_remote_worker_restarts,
             "info": {
@@ -472,9 +480,9 @@ class Trainer(ActingMixin, tune.Trainable):
             "env": env_spec_name(self.config["env"]),
             "config": ckpt.to_jsonable(with_callbacks_specs(self.config)),
         }
-        arrays = {"policy_state": policy.get_state(), "filters": self._local_filter().get_state(),
-                  **self.extra_checkpoint_arrays()}
-        ckpt.write_checkpoint(checkpoint_dir, metadata, arrays)
+        policy_metadata, arrays = self.policy_checkpoint_arrays()
+        ckpt.write_checkpoint(checkpoint_dir, {**metadata, **policy_metadata},
+                              {**arrays, **self.extra_checkpoint_arrays()})
         return None
 
     def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
@@ -509,17 +517,13 @@ class Trainer(ActingMixin, tune.Trainable):
                 f"Checkpoint {checkpoint!r} was saved with another network ({details}); build the trainer with "
                 "the checkpoint's model config, e.g. with the config stored in its rlstack_checkpoint.json."
             )
-        if "policy_state" not in arrays:
-            raise CheckpointError(f"Checkpoint {checkpoint!r} has no policy_state.npz; it is incomplete.")
-        self.learner_policy.set_state(arrays["policy_state"])
-        if arrays.get("filters"):
-            self.workers.set_filter_state(arrays["filters"])
+        self.restore_policy_arrays(metadata, arrays, checkpoint)
         self.restore_extra_arrays(arrays)
         self._counters.update(metadata.get("counters", {}))
         self._iteration = int(metadata.get("iteration", 0))
         self._time_total = float(metadata.get("time_total_s", 0.0))
         self._timesteps_total = self._counters["num_env_steps_sampled"]
-        self.workers.sync_weights(self._counters["num_env_steps_sampled"])
+        self.workers.sync_weights(self.global_timestep())
 
     # ----- resources and shutdown -------------------------------------------------------------
 
