@@ -27,9 +27,10 @@ from rlstack.errors import CheckpointError, ConfigError
 from rlstack.policies.policy import Policy
 from rlstack.policies.policy_map import PolicySpec
 from rlstack.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
-from rlstack.utils.imports import import_object
+from rlstack.utils.imports import import_object, object_path
 
-__all__ = ["MultiAgentTrainerMixin", "configured_policies", "policy_specs", "validate_multiagent_config"]
+__all__ = ["MultiAgentTrainerMixin", "configured_policies", "policy_specs", "restorable_multiagent",
+           "validate_multiagent_config", "with_multiagent_paths"]
 
 COUNT_STEPS_BY = ("env_steps", "agent_steps")
 _FIELDS = PolicySpec._fields
@@ -279,55 +280,45 @@ class MultiAgentTrainerMixin:
         return {"num_agent_steps_sampled": sampled, "num_agent_steps_trained": trained,
                 "agent_timesteps_total": sampled, "agent_steps_total": sampled}
 
-    # ----- checkpoints ------------------------------------------------------------------------
 
-    def policy_checkpoint_arrays(self) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
-        """``(manifest entries, array groups)`` holding every policy's state and filter.
+def with_multiagent_paths(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` whose ``multiagent`` functions and policy classes are their
+    import paths where they have one (module-level objects), so that a checkpoint's stored
+    config builds the trainer again (:func:`restorable_multiagent`)."""
+    multiagent = dict(config["multiagent"])
+    for key in ("policy_mapping_fn", "observation_fn", "policies_to_train"):
+        if callable(multiagent[key]):
+            multiagent[key] = object_path(multiagent[key]) or multiagent[key]
+    policies = multiagent["policies"]
+    if isinstance(policies, Mapping):
+        specs = {pid: PolicySpec(*spec) if isinstance(spec, (tuple, list)) and len(spec) == 4 else spec
+                 for pid, spec in policies.items()}
+        multiagent["policies"] = {
+            pid: spec._replace(policy_class=object_path(spec.policy_class) or spec.policy_class)
+            if isinstance(spec, PolicySpec) and isinstance(spec.policy_class, type) else spec
+            for pid, spec in specs.items()}
+    return {**config, "multiagent": multiagent}
 
-        Single-agent: ``policy_state`` and ``filters``. Multi-agent: ``policy_state_<i>``
-        per policy, the manifest's ``policies`` mapping each id to its file, and
-        ``filters`` with each policy's statistics under ``<i>/<name>``.
-        """
-        local = self.workers.local_worker()
-        if local.policies is None:
-            return {}, {"policy_state": self.learner_policy.get_state(), "filters": local.get_filter_state()}
-        files = {pid: f"policy_state_{i}" for i, pid in enumerate(local.policy_map)}
-        arrays = {files[pid]: policy.get_state() for pid, policy in local.policy_map.items()}
-        filters = local.get_filter_state()
-        arrays["filters"] = {f"{files[pid][len('policy_state_'):]}/{name}": value
-                             for pid, state in filters.items() for name, value in state.items()}
-        return {"policies": files}, arrays
 
-    def restore_policy_arrays(self, metadata: dict[str, Any], arrays: dict[str, dict[str, np.ndarray]],
-                              checkpoint: Any) -> None:
-        """Loads what :meth:`policy_checkpoint_arrays` wrote.
+def restorable_multiagent(config: dict[str, Any]) -> None:
+    """Checks a checkpoint's stored ``multiagent`` config for objects kept only as their
+    repr (a lambda, a space), which cannot build the trainer again.
 
-        Raises:
-            CheckpointError: If the checkpoint's policies are not this trainer's.
-        """
-        local = self.workers.local_worker()
-        files = metadata.get("policies")
-        if (local.policies is None) != (files is None):
-            kind = "a multi-agent" if files is not None else "a single-agent"
-            raise CheckpointError(f"Checkpoint {checkpoint!r} is {kind} checkpoint but this trainer is not; build it "
-                                  "with the checkpoint's multiagent config (rlstack_checkpoint.json).")
-        if files is None:
-            if "policy_state" not in arrays:
-                raise CheckpointError(f"Checkpoint {checkpoint!r} has no policy_state.npz; it is incomplete.")
-            self.learner_policy.set_state(arrays["policy_state"])
-            if arrays.get("filters"):
-                self.workers.set_filter_state(arrays["filters"])
-            return
-        if set(files) != set(local.policy_map):
-            raise CheckpointError(f"Checkpoint {checkpoint!r} holds policies {sorted(files)} but this trainer has "
-                                  f"{sorted(local.policy_map)}; build it with the checkpoint's multiagent.policies.")
-        missing = [name for name in files.values() if name not in arrays]
-        if missing:
-            raise CheckpointError(f"Checkpoint {checkpoint!r} has no {', '.join(missing)}.npz; it is incomplete.")
-        for pid, name in files.items():
-            local.get_policy(pid).set_state(arrays[name])
-        saved = arrays.get("filters") or {}
-        filters = {pid: {key.split("/", 1)[1]: value for key, value in saved.items()
-                         if key.split("/", 1)[0] == name[len("policy_state_"):]} for pid, name in files.items()}
-        if any(filters.values()):
-            self.workers.set_filter_state({pid: state for pid, state in filters.items() if state})
+    Raises:
+        CheckpointError: Naming them and how to pass them again.
+    """
+    lost = [f"{where}: {value['__repr__']}" for where, value in _leaves(config.get("multiagent") or {}, "multiagent")
+            if isinstance(value, dict) and set(value) == {"__repr__"}]
+    if lost:
+        raise CheckpointError(
+            f"The checkpoint's multi-agent config holds objects stored only as their repr ({'; '.join(lost)}); "
+            "pass that config again: Trainer.from_checkpoint(path, config_overrides={'multiagent': {...}}) (module-"
+            "level functions and classes, and policy ids whose spaces come from the env, are stored restorably).")
+
+
+def _leaves(value: Any, where: str) -> list[tuple[str, Any]]:
+    if isinstance(value, dict) and set(value) != {"__repr__"}:
+        return [leaf for key, sub in value.items() for leaf in _leaves(sub, f"{where}.{key}")]
+    if isinstance(value, list):
+        return [leaf for i, sub in enumerate(value) for leaf in _leaves(sub, f"{where}[{i}]")]
+    return [(where, value)]

@@ -1,9 +1,11 @@
 """Trainer: the base of every algorithm, a Ray Tune ``Trainable``.
 
 The base owns everything but the algorithm: config merge and validation, starting Ray
-when needed, building the rollout workers, the result dict, checkpoints and resource
-requests; acting with the trained policy and evaluation come from ``acting.py``
-(:class:`ActingMixin`). An algorithm
+when needed, building the rollout workers, the result dict and resource requests;
+acting with the trained policy and evaluation come from ``acting.py``
+(:class:`ActingMixin`), the per-policy steps of multi-agent runs from ``multi_agent.py``
+(:class:`MultiAgentTrainerMixin`), checkpoints from ``checkpointing.py``
+(:class:`CheckpointMixin`). An algorithm
 subclass supplies ``_name``, ``_default_config``, ``validate_config``,
 ``get_default_policy_class`` and ``training_step``.
 """
@@ -16,25 +18,23 @@ import logging
 import os
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import ray
 from ray import tune
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
-import rlstack
 from rlstack.env.registry import env_spec_name
-from rlstack.errors import CheckpointError, ConfigError
+from rlstack.errors import ConfigError
 from rlstack.evaluation.metrics import EpisodeWindow, episode_results
 from rlstack.evaluation.worker_policies import resolve_class
 from rlstack.evaluation.worker_set import WorkerSet, worker_resources, worker_start_error
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.acting import DEFAULT_POLICY_ID, ActingMixin
-from rlstack.trainers.callbacks import make_callbacks, overridden_hooks, restorable_callbacks, with_callbacks_specs
+from rlstack.trainers.callbacks import make_callbacks, overridden_hooks
+from rlstack.trainers.checkpointing import CheckpointMixin
 from rlstack.trainers.multi_agent import MultiAgentTrainerMixin, validate_multiagent_config
 from rlstack.trainers.ray_start import ensure_ray
 from rlstack.trainers.result_logger import create_user_logger, results_writer
@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["COMMON_CONFIG", "DEFAULT_POLICY_ID", "Trainer"]
 
 
-class Trainer(ActingMixin, MultiAgentTrainerMixin, tune.Trainable):
+class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainable):
     """Base class of rlstack trainers (``PPOTrainer`` and friends).
 
     Args:
@@ -258,48 +258,6 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, tune.Trainable):
             self.callbacks.on_train_result(trainer=self, result=result)
         super().log_result(result)
 
-    @classmethod
-    def from_checkpoint(cls, checkpoint: Any, env: Any = None, config_overrides: dict[str, Any] | None = None) -> "Trainer":
-        """Builds a trainer from a checkpoint's stored config and restores it.
-
-        Args:
-            checkpoint: A path from :meth:`save`, a ``tune.Checkpoint`` or a Tune result.
-            env: The env, needed when the checkpoint's env was an object rather than a
-                name (objects are stored only as their repr).
-            config_overrides: Config keys to change (e.g. ``{"num_workers": 0}``).
-
-        Raises:
-            CheckpointError: If the checkpoint cannot be read or is of another algorithm.
-        """
-        checkpoint = getattr(checkpoint, "checkpoint", checkpoint)
-        if isinstance(checkpoint, tune.Checkpoint):
-            with checkpoint.as_directory() as directory:
-                metadata, _ = ckpt.read_checkpoint(directory)
-        else:
-            metadata, _ = ckpt.read_checkpoint(checkpoint)
-        if metadata.get("algorithm") != cls._name:
-            raise CheckpointError(
-                f"Checkpoint was written by {metadata.get('algorithm')!r}; load it with "
-                f"{metadata.get('algorithm')}'s trainer, not {cls._name}'s."
-            )
-        config = {k: v for k, v in metadata["config"].items() if k in cls._default_config}
-        if env is not None:
-            config["env"] = env
-        elif isinstance(config.get("env"), dict):
-            raise CheckpointError(
-                f"The checkpoint's env was an object ({config['env'].get('__repr__')}); pass it again: "
-                f"{cls.__name__}.from_checkpoint(path, env=...)."
-            )
-        config.update(config_overrides or {})
-        # After the overrides: they may carry the stored config back (rlstack evaluate does).
-        dropped = restorable_callbacks(config)
-        if dropped:  # callbacks that could not be stored as an import path
-            logger.warning("The checkpoint's callbacks (%s) were not importable and are not restored; pass them "
-                           "with config_overrides={'callbacks': ...}.", ", ".join(dropped))
-        trainer = cls(config)
-        trainer.restore(checkpoint)
-        return trainer
-
     # Keys that take effect without rebuilding workers (used by Tune's PBT via reset_config).
     _HOT_KEYS = ("lr", "lr_schedule", "entropy_coeff", "entropy_coeff_schedule", "clip_param", "vf_clip_param",
                  "vf_loss_coeff", "kl_target", "num_sgd_iter", "sgd_minibatch_size", "grad_clip", "gamma",
@@ -415,116 +373,6 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, tune.Trainable):
         """Algorithm-specific entries of the result dict (replay buffer sizes, ...)."""
         return {}
 
-    # ----- checkpoints ----------------------------------------------------------------------
-
-    def save(self, checkpoint_dir: str | None = None) -> Any:
-        """Writes a checkpoint and returns its directory.
-
-        Outside Tune this returns the checkpoint's path (a ``str``), by default
-        ``<logdir>/checkpoint_<iteration>``, written atomically. Under Tune it returns
-        what Tune expects (Tune manages the directory and its upload).
-        """
-        if self._storage is not None:
-            return super().save(checkpoint_dir)
-        target = checkpoint_dir or os.path.join(self.logdir, f"checkpoint_{self.iteration:06d}")
-        return ckpt.save_atomic(target, self.save_checkpoint)
-
-    def restore(self, checkpoint_path: Any) -> None:
-        """Loads a checkpoint from :meth:`save`: a path, a ``tune.Checkpoint`` or a Tune result.
-
-        Unlike ``Trainable.restore`` this never unpickles anything: a directory that holds
-        Ray's pickled dict checkpoint is refused.
-
-        Raises:
-            CheckpointError: If the checkpoint is missing, incomplete, corrupt, or from
-                another algorithm, framework or model config.
-        """
-        checkpoint = getattr(checkpoint_path, "checkpoint", checkpoint_path)  # a Tune result
-        if isinstance(checkpoint, tune.Checkpoint):  # (it is also os.PathLike, to refuse that use)
-            with checkpoint.as_directory() as directory:
-                self._restore_from_directory(directory)
-            return
-        if isinstance(checkpoint, (str, os.PathLike)):
-            # A missing or foreign directory is described by read_checkpoint.
-            self._restore_from_directory(str(Path(checkpoint).absolute()))
-            return
-        raise CheckpointError(
-            f"Cannot restore from a {type(checkpoint).__name__}; pass the path returned by save(), "
-            "a ray.tune.Checkpoint or a Tune result."
-        )
-
-    def _restore_from_directory(self, directory: str) -> None:
-        if (Path(directory) / "_dict_checkpoint.pkl").exists():
-            raise CheckpointError(
-                f"{directory!r} holds a pickled Tune dict checkpoint, which rlstack never loads (unpickling "
-                "runs code); restore from a checkpoint written by an rlstack trainer."
-            )
-        self.load_checkpoint(directory)
-        self._time_since_restore = 0.0
-        self._timesteps_since_restore = 0
-        self._iterations_since_restore = 0
-        self._restored = True
-
-    def save_checkpoint(self, checkpoint_dir: str) -> None:
-        policy = self.learner_policy
-        metadata = {
-            "rlstack_version": rlstack.__version__,
-            "ray_version": ray.__version__,
-            "algorithm": self._name,
-            "framework": self.config["framework"],
-            "framework_version": ckpt.framework_version(self.config["framework"]),
-            "policy_class": f"{type(policy).__module__}.{type(policy).__qualname__}",
-            "iteration": self.iteration,
-            "time_total_s": self._time_total,
-            "counters": dict(self._counters),
-            "env": env_spec_name(self.config["env"]),
-            "config": ckpt.to_jsonable(with_callbacks_specs(self.config)),
-        }
-        policy_metadata, arrays = self.policy_checkpoint_arrays()
-        ckpt.write_checkpoint(checkpoint_dir, {**metadata, **policy_metadata},
-                              {**arrays, **self.extra_checkpoint_arrays()})
-        return None
-
-    def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
-        """Algorithm state beyond the policy's (e.g. a replay buffer), as groups of arrays."""
-        return {}
-
-    def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
-        """Restores what :meth:`extra_checkpoint_arrays` saved (groups may be missing)."""
-
-    def load_checkpoint(self, checkpoint: Any) -> None:
-        if isinstance(checkpoint, dict):
-            raise CheckpointError("This is a Tune dict checkpoint, not an rlstack checkpoint directory.")
-        metadata, arrays = ckpt.read_checkpoint(checkpoint)
-        if metadata.get("algorithm") != self._name:
-            raise CheckpointError(
-                f"Checkpoint {checkpoint!r} was written by {metadata.get('algorithm')!r}, not {self._name!r}; "
-                f"restore it with the {metadata.get('algorithm')} trainer: "
-                f"rlstack.get_trainer_class({metadata.get('algorithm')!r}).from_checkpoint(path)."
-            )
-        if metadata.get("framework") != self.config["framework"]:
-            raise CheckpointError(
-                f"Checkpoint {checkpoint!r} holds a {metadata.get('framework')!r} policy but this trainer uses "
-                f"framework={self.config['framework']!r}; set config['framework'] = {metadata.get('framework')!r}."
-            )
-        saved_model = (metadata.get("config") or {}).get("model") or {}
-        differing = [key for key in _MODEL_SHAPE_KEYS
-                     if ckpt.to_jsonable(self.config["model"].get(key)) != saved_model.get(key)]
-        if differing:
-            details = ", ".join(f"{key}: checkpoint {saved_model.get(key)!r} vs trainer "
-                                f"{self.config['model'].get(key)!r}" for key in differing)
-            raise CheckpointError(
-                f"Checkpoint {checkpoint!r} was saved with another network ({details}); build the trainer with "
-                "the checkpoint's model config, e.g. with the config stored in its rlstack_checkpoint.json."
-            )
-        self.restore_policy_arrays(metadata, arrays, checkpoint)
-        self.restore_extra_arrays(arrays)
-        self._counters.update(metadata.get("counters", {}))
-        self._iteration = int(metadata.get("iteration", 0))
-        self._time_total = float(metadata.get("time_total_s", 0.0))
-        self._timesteps_total = self._counters["num_env_steps_sampled"]
-        self.workers.sync_weights(self.global_timestep())
-
     # ----- resources and shutdown -------------------------------------------------------------
 
     @classmethod
@@ -557,8 +405,3 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, tune.Trainable):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={env_spec_name(self.config.get('env'))!r}, framework={self.config.get('framework')!r})"
-
-
-# Model keys that decide the network's layers and shapes.
-_MODEL_SHAPE_KEYS = ("fcnet_hiddens", "conv_filters", "post_fcnet_hiddens", "vf_share_layers", "free_log_std",
-                     "custom_model", "custom_action_dist")
