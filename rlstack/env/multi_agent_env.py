@@ -51,7 +51,8 @@ class MultiAgentEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None,
               options: dict | None = None) -> tuple[dict[Any, Any], dict[Any, dict]]:
-        """Starts an episode.
+        """Starts an episode. Subclasses implement it; ``super().reset(seed=seed)`` seeds
+        ``self.np_random``, as gymnasium's ``Env.reset`` does.
 
         Args:
             seed: Seeds the env's random generator (gymnasium's convention).
@@ -61,7 +62,7 @@ class MultiAgentEnv(gym.Env):
             ``(obs, infos)``: the first observation of each agent that acts first, and
             an info dict per agent (may be empty).
         """
-        raise NotImplementedError
+        return super().reset(seed=seed, options=options)  # type: ignore[return-value]
 
     def step(self, action_dict: dict[Any, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Applies one action per agent that was observed last.

@@ -263,10 +263,14 @@ class MultiAgentSampler:
                 observed.append((episode, obs[i], done_flags))
         self._observe(observed)
         bootstrap: dict[str, list] = defaultdict(list)
+        finished: list[tuple[MultiAgentRunningEpisode, _Agent]] = []
         for episode, step_obs, done_flags in observed:
             if done_flags is not None:
-                self._close_rows(episode, step_obs, *done_flags, bootstrap, pieces, complete)
+                finished += self._close_rows(episode, step_obs, *done_flags, bootstrap)
         self._compute_bootstraps(bootstrap)
+        if self.training and not complete:
+            for episode, agent in finished:  # an agent's trajectory ended: its last piece
+                self._flush_agent(episode, agent, pieces)
         for episode, _, done_flags in observed:
             if done_flags is None:
                 self._hook("on_episode_start", self.call_start, episode)
@@ -377,9 +381,11 @@ class MultiAgentSampler:
                     episode.to_act[agent.agent_id] = processed[k]
 
     def _close_rows(self, episode: MultiAgentRunningEpisode, step_obs: dict, terminateds: dict, truncateds: dict,
-                    bootstrap: dict[str, list], pieces: dict[str, list[SampleBatch]], complete: bool) -> None:
-        # An agent's open step ends when it observes again or is done (by its own flag or
-        # the episode's end); its row then holds every reward since its action.
+                    bootstrap: dict[str, list]) -> list[tuple[MultiAgentRunningEpisode, _Agent]]:
+        """Ends the open steps of agents that observe again or are done (by their own flag
+        or the episode's end); a row then holds every reward since its action. Returns the
+        agents whose trajectory ended."""
+        finished = []
         all_terminated, all_truncated = terminateds[ALL], truncateds[ALL]
         ends = all_terminated or all_truncated
         for agent_id, agent in episode.agents.items():
@@ -408,8 +414,8 @@ class MultiAgentSampler:
                     bootstrap[agent.policy_id].append((row, next_obs))
             if terminated or truncated:
                 agent.done = True
-                if self.training and not complete:
-                    self._flush_agent(episode, agent, pieces)
+                finished.append((episode, agent))
+        return finished
 
     def _compute_bootstraps(self, requests: dict[str, list]) -> None:
         for pid, items in requests.items():
