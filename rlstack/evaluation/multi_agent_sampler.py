@@ -114,15 +114,6 @@ class MultiAgentRunningEpisode(Episode):
         return bool(agent is not None and agent.done)
 
 
-def _act(policy: Policy, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    # rlstack's (actions, extras), or 1.13's (actions, state_outs, extras) of a user policy.
-    out = policy.compute_actions(obs)
-    actions, extras = (out[0], out[2]) if len(out) == 3 else out
-    n = len(obs)
-    return np.asarray(actions), {key: np.asarray(value) for key, value in (extras or {}).items()
-                                 if np.ndim(value) and len(value) == n}
-
-
 def _bootstraps(policy: Policy) -> bool:
     # Rows bootstrap from V(s) where the policy wants it and has a value function (a
     # hand-written policy that does not learn need not).
@@ -303,7 +294,7 @@ class MultiAgentSampler:
         for pid, members in groups.items():
             policy = self.policies.acting[pid]
             obs = np.stack([episode.to_act[agent_id] for episode, agent_id in members])
-            policy_actions, extras = _act(policy, obs)
+            policy_actions, extras = policy.compute_actions(obs)
             env_actions = policy.unsquash_actions(policy_actions)
             if env_actions.ndim == 1 and env_actions.dtype.kind in "iu":
                 env_actions = env_actions.tolist()  # the env checks Python ints faster

@@ -32,7 +32,8 @@ from rlstack.utils.imports import import_object
 if TYPE_CHECKING:
     from rlstack.utils.filters import MeanStdFilter, NoFilter
 
-__all__ = ["BuildArgs", "WorkerPolicyMap", "build_policy", "class_path", "mapping_caller", "resolve_class"]
+__all__ = ["BuildArgs", "WorkerPolicyMap", "adapt_compute_actions", "build_policy", "class_path", "mapping_caller",
+           "resolve_class"]
 
 
 def resolve_class(policy_class: type[Policy] | str) -> type[Policy]:
@@ -112,6 +113,28 @@ def refresh_acting(policy: Policy, acting: Policy, shares: bool, weights: dict[s
         if not shares:
             acting.set_weights(policy.get_weights() if weights is None else weights)
         acting.on_global_var_update(policy.global_timestep)
+
+
+def adapt_compute_actions(policy: Policy) -> None:
+    """Lets a user's policy written for 1.13 act where rlstack calls ``compute_actions``:
+    its ``(actions, state_outs, extras)`` comes back as rlstack's ``(actions, extras)``
+    (numpy), and ``explore`` is passed only if its signature takes it."""
+    compute_actions = policy.compute_actions
+    try:
+        params = inspect.signature(compute_actions).parameters
+        takes_explore = "explore" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    except (TypeError, ValueError):
+        takes_explore = True
+
+    def call(obs_batch: Any, explore: bool | None = None, **kwargs: Any) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        out = compute_actions(obs_batch, explore=explore, **kwargs) if takes_explore else \
+            compute_actions(obs_batch, **kwargs)
+        actions, extras = (out[0], out[2]) if len(out) == 3 else out
+        n = len(obs_batch)
+        return np.asarray(actions), {key: np.asarray(value) for key, value in (extras or {}).items()
+                                     if np.ndim(value) and len(value) == n}
+
+    policy.compute_actions = call  # type: ignore[method-assign]
 
 
 def mapping_caller(fn: Any, policy_ids: list[str]) -> Callable[[Any, Any, Any], str]:
@@ -221,6 +244,7 @@ class WorkerPolicyMap:
                                                       sampling_seed)
             else:
                 policy = resolve_class(spec.policy_class)(spec.observation_space, spec.action_space, config)
+                adapt_compute_actions(policy)
                 acting, shares = policy, False
             if policy.is_recurrent:
                 raise ConfigError(f"Policy {pid!r} has a recurrent model ({type(policy).__name__}); recurrent models "
