@@ -106,11 +106,7 @@ class MultiAgentVectorEnv(VectorEnv):
             rewards[i], terminateds[i], truncateds[i], infos[i] = reward, terminated, truncated, info
             if all_terminated or all_truncated:
                 final_obs[i] = obs
-                self._restarts_in_row[i] = 0  # it works: an episode came to its end
-                try:
-                    obs = self.reset_one(i)
-                except Exception as exc:  # noqa: BLE001 - any env error; re-raised or restarted
-                    obs = self._restart(i, "reset", exc)
+                obs = self._next_episode(i)
             observations[i] = obs
         return observations, rewards, terminateds, truncateds, final_obs, infos
 

@@ -73,51 +73,18 @@ class BasicMultiAgent(MultiAgentEnv):
         return obs, rewards, terminateds, truncateds, infos
 
 
-class EarlyDoneMultiAgent(MultiAgentEnv):
-    """Two agents taking turns; agent 0 is done after 3 of its steps, agent 1 after 10,
-    so agent 1 acts alone for the rest of the episode."""
-
-    def __init__(self, config: Any = None) -> None:
-        super().__init__()
-        self.agents = [MockEnv(3), MockEnv(10)]
-        self._agent_ids = {0, 1}
-        self.observation_space = gym.spaces.Discrete(10)
-        self.action_space = gym.spaces.Discrete(2)
-        self.turn = 0
-        self.done: set[int] = set()
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        self.turn, self.done = 0, set()
-        for agent in self.agents:
-            agent.reset()
-        return {0: 0}, {}
-
-    def step(self, action_dict: dict) -> tuple[dict, dict, dict, dict, dict]:
-        (i, action), = action_dict.items()
-        obs, reward, terminated, _, _ = self.agents[i].step(action)
-        terminateds, rewards = {i: terminated}, {i: reward}
-        if terminated:
-            self.done.add(i)
-        others = [j for j in (0, 1) if j not in self.done]
-        # The other agent acts next, unless it is done; the step's agent otherwise.
-        nxt = next((j for j in others if j != i), others[0] if others else None)
-        next_obs = {} if nxt is None else {nxt: self.agents[nxt].i}
-        if terminated and nxt is not None:
-            next_obs[i] = obs  # the final observation of the agent that is done
-        terminateds["__all__"] = len(self.done) == 2
-        return next_obs, rewards, terminateds, {"__all__": False}, {}
-
-
 class RoundRobinMultiAgent(MultiAgentEnv):
-    """``num`` agents acting in turns (one per step), each done after 5 of its own steps.
+    """``num`` agents acting in turns (one per step), each done after 5 of its own steps
+    (or after its entry of ``lengths``); one that is done is skipped.
 
     Args:
         num: The number of agents (or an env_config with ``num_agents``).
+        lengths: Each agent's steps until it is done (default 5 each).
     """
 
-    def __init__(self, num: int | Mapping = 2) -> None:
+    def __init__(self, num: int | Mapping = 2, lengths: list[int] | None = None) -> None:
         super().__init__()
-        self.agents = [MockEnv(5) for _ in range(_num_agents(num, 2))]
+        self.agents = [MockEnv(n) for n in (lengths or [5] * _num_agents(num, 2))]
         self._agent_ids = set(range(len(self.agents)))
         self.observation_space = gym.spaces.Discrete(10)
         self.action_space = gym.spaces.Discrete(2)
@@ -141,6 +108,14 @@ class RoundRobinMultiAgent(MultiAgentEnv):
             self.turn = next(j for j in [*range(i + 1, len(self.agents)), *range(i + 1)] if j in live)
             next_obs[self.turn] = self.agents[self.turn].i
         return next_obs, {i: reward}, {i: terminated, "__all__": not live}, {"__all__": False}, {}
+
+
+class EarlyDoneMultiAgent(RoundRobinMultiAgent):
+    """Two agents taking turns; agent 0 is done after 3 of its steps, agent 1 after 10,
+    so agent 1 acts alone for the rest of the episode."""
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(lengths=[3, 10])
 
 
 class FlexAgentsMultiAgent(MultiAgentEnv):
