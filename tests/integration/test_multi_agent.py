@@ -195,3 +195,15 @@ def test_a_multi_agent_env_without_policies_trains_one_default_policy_and_evalua
 def test_trainers_without_multi_agent_refuse_a_multi_agent_env():
     with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, PPO so far, not by DQN"):
         DQNTrainer({"num_workers": 0}, "MultiAgentCartPole")
+
+
+def test_reset_config_rebuilds_every_policy_with_the_new_hyper_parameters():
+    trainer = PPOTrainer({**SMALL, "num_workers": 0, "multiagent": TWO_POLICIES}, "MultiAgentCartPole")
+    trainer.train()
+    assert trainer.reset_config({**SMALL, "env": "MultiAgentCartPole", "num_workers": 0, "lr": 1e-3,
+                                 "multiagent": TWO_POLICIES})
+    assert trainer.get_policy("pol1").config["lr"] == 1e-3
+    result = trainer.train()
+    assert result["info"]["learner"]["pol0"]["learner_stats"]["cur_lr"] == pytest.approx(1e-3)
+    assert result["timesteps_total"] == 400  # the counters started over
+    trainer.stop()
