@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlstack.env.multi_agent_env import ALL
+from rlstack.env.multi_agent_env import ALL, DEFAULT_AGENT_ID
 from rlstack.errors import EnvError, NonFiniteError
 from rlstack.evaluation.episode import EPISODE_HOOKS, Episode
 from rlstack.evaluation.metrics import EpisodeStats
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["MultiAgentRunningEpisode", "MultiAgentSampler"]
 
 _B = SampleBatch
+# An episode longer than this in complete_episodes mode is taken as one that never ends.
+_MAX_PENDING_STEPS = 1_000_000
 
 
 class _Agent:
@@ -71,7 +73,7 @@ class MultiAgentRunningEpisode(Episode):
         self._actions: dict[Any, list[Any]] = {}  # agent -> [previous action, last action]
         self._rewards: dict[Any, list[float]] = {}  # agent -> [previous reward, last reward]
 
-    def policy_for(self, agent_id: Any = None) -> str:  # type: ignore[override]
+    def policy_for(self, agent_id: Any = DEFAULT_AGENT_ID) -> str:  # type: ignore[override]
         """The policy id acting for ``agent_id`` in this episode."""
         return self.agents[agent_id].policy_id
 
@@ -79,36 +81,36 @@ class MultiAgentRunningEpisode(Episode):
         """The ids of the agents seen so far in this episode, in order of appearance."""
         return list(self.agents)
 
-    def last_observation_for(self, agent_id: Any = None) -> Any:
+    def last_observation_for(self, agent_id: Any = DEFAULT_AGENT_ID) -> Any:
         """The agent's last observation as its policy saw it (preprocessed, filtered)."""
         agent = self.agents.get(agent_id)
         return None if agent is None else agent.last_obs
 
-    def last_raw_obs_for(self, agent_id: Any = None) -> Any:
+    def last_raw_obs_for(self, agent_id: Any = DEFAULT_AGENT_ID) -> Any:
         """The agent's last observation as the env returned it."""
         return self._raw.get(agent_id)
 
-    def last_info_for(self, agent_id: Any = None) -> dict:
+    def last_info_for(self, agent_id: Any = DEFAULT_AGENT_ID) -> dict:
         """The agent's last info dict (empty before its first)."""
         return self._infos.get(agent_id, {})
 
-    def last_action_for(self, agent_id: Any = None) -> Any:
+    def last_action_for(self, agent_id: Any = DEFAULT_AGENT_ID) -> Any:
         """The agent's last action (None before its first)."""
         return self._actions.get(agent_id, [None, None])[1]
 
-    def prev_action_for(self, agent_id: Any = None) -> Any:
+    def prev_action_for(self, agent_id: Any = DEFAULT_AGENT_ID) -> Any:
         """The agent's action before its last one."""
         return self._actions.get(agent_id, [None, None])[0]
 
-    def last_reward_for(self, agent_id: Any = None) -> float:
+    def last_reward_for(self, agent_id: Any = DEFAULT_AGENT_ID) -> float:
         """The reward of the agent's last completed step (0.0 before)."""
         return self._rewards.get(agent_id, [0.0, 0.0])[1]
 
-    def prev_reward_for(self, agent_id: Any = None) -> float:
+    def prev_reward_for(self, agent_id: Any = DEFAULT_AGENT_ID) -> float:
         """The reward of the agent's step before that."""
         return self._rewards.get(agent_id, [0.0, 0.0])[0]
 
-    def last_done_for(self, agent_id: Any = None) -> bool:
+    def last_done_for(self, agent_id: Any = DEFAULT_AGENT_ID) -> bool:
         """Whether the agent is done."""
         agent = self.agents.get(agent_id)
         return bool(agent is not None and agent.done)
@@ -171,6 +173,11 @@ class MultiAgentSampler:
             self._start(self.env.reset())
         while collected < target:
             acted = self._step(pieces, complete)
+            if complete and max(episode.length for episode in self.episodes) > _MAX_PENDING_STEPS:
+                raise EnvError(
+                    f"batch_mode='complete_episodes' but an episode on rollout worker {self.worker.worker_index} has "
+                    f"run {_MAX_PENDING_STEPS} steps without ending. Set 'horizon', give the env a time limit, or "
+                    "use batch_mode='truncate_episodes'.")
             if complete:
                 for episode, stats in self._finished:
                     collected += sum(len(a.rows) for a in episode.agents.values()) if self.by_agent_steps \
