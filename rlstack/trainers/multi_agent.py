@@ -93,13 +93,15 @@ def _as_spec(pid: str, value: Any) -> PolicySpec:
     return spec
 
 
-def validate_multiagent_config(config: dict[str, Any], algorithm: str, supported: bool) -> None:
-    """Checks ``config["multiagent"]``.
+def validate_multiagent_config(config: dict[str, Any], algorithm: str, supported: bool,
+                               validate_policy_config: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Checks ``config["multiagent"]``, each policy's config included.
 
     Args:
         config: The merged config.
         algorithm: The algorithm's name, for messages.
         supported: Whether the trainer trains several policies.
+        validate_policy_config: The algorithm's own check, run on each policy's config.
 
     Raises:
         ConfigError: Naming the key, the policy or agent, what is allowed and the fix.
@@ -140,12 +142,13 @@ def validate_multiagent_config(config: dict[str, Any], algorithm: str, supported
             if overrides.get(key, config["model"].get(key)):
                 raise ConfigError(f"model.{key}=True for policy {pid!r}: recurrent models are not supported in "
                                   "multi-agent runs yet. Set it to False (or train one policy without multiagent).")
-    specs = policy_specs(config, algorithm)
-    for pid, spec in (specs or {}).items():
-        from rlstack.trainers.config import validate_common_config
+    from rlstack.trainers.config import validate_common_config
 
+    for pid, spec in (policy_specs(config, algorithm) or {}).items():
         try:
             validate_common_config(dict(spec.config))
+            if validate_policy_config is not None:
+                validate_policy_config(dict(spec.config))
         except ConfigError as exc:
             raise ConfigError(f"In multiagent.policies[{pid!r}].config: {exc}") from exc
 

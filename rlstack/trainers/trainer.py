@@ -156,7 +156,7 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
                 f"model.{memory}=True is not supported by {cls._name} yet; recurrent models train with "
                 f"{', '.join(able)}. Use one of those, or set {memory}=False (stack past observations with a "
                 "gymnasium wrapper for a little memory).")
-        validate_multiagent_config(merged, cls._name, cls.supports_multi_agent)
+        validate_multiagent_config(merged, cls._name, cls.supports_multi_agent, cls.validate_config)
         cls.validate_config(merged)
         return merged
 

@@ -62,6 +62,8 @@ def test_per_policy_overrides_merge_over_the_trainer_config():
 @pytest.mark.parametrize(("multiagent", "fragments"), [
     ({"policies": {"p": PolicySpec(config={"lr_shedule": None})}}, ["policies['p'].config", "did you mean 'lr_schedule'"]),
     ({"policies": {"p": PolicySpec(config={"gamma": 2.0})}}, ["policies['p'].config", "gamma must be in [0, 1]"]),
+    ({"policies": {"p": PolicySpec(config={"sgd_minibatch_size": 8000})}},
+     ["policies['p'].config", "sgd_minibatch_size (8000) must be <= train_batch_size"]),
     ({"policies": {1: PolicySpec()}}, ["Policy ids are strings", "1"]),
     ({"policies": {"p": "PPO"}}, ["policies['p']", "not a policy spec"]),
     ({"policies": {"p": PolicySpec(policy_class=dict)}}, ["policies['p'].policy_class", "not a Policy subclass"]),
