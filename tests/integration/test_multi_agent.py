@@ -207,3 +207,12 @@ def test_reset_config_rebuilds_every_policy_with_the_new_hyper_parameters():
     assert result["info"]["learner"]["pol0"]["learner_stats"]["cur_lr"] == pytest.approx(1e-3)
     assert result["timesteps_total"] == 400  # the counters started over
     trainer.stop()
+
+
+def test_count_steps_by_agent_steps_sizes_batches_and_timesteps_in_agent_steps():
+    trainer = PPOTrainer({**SMALL, "num_workers": 0, "multiagent": {**TWO_POLICIES, "count_steps_by": "agent_steps"}},
+                         "MultiAgentCartPole")
+    result = trainer.train()
+    assert result["timesteps_total"] == result["agent_timesteps_total"] >= 400
+    assert result["num_env_steps_sampled"] < result["timesteps_total"]  # four agents act per env step
+    trainer.stop()
