@@ -101,12 +101,11 @@ MISSING: dict[str, str] = {
     "rlstack.trainers.mock": _ALGORITHMS + "; 1.x's test-only MockTrainer is not there",
     "rlstack.trainers.random_agent": _ALGORITHMS + "; a random policy is not there",
     # --- environments ------------------------------------------------------------------
-    "rlstack.env.multi_agent_env": "rlstack trains single-agent gymnasium envs only (multi-agent is "
-                                   "issue 19); rlstack.env has register_env, EnvContext, VectorEnv",
     "rlstack.env.external_env": "rlstack steps its envs itself; external (client-driven) envs and "
                                 "PolicyClient/PolicyServerInput are issue 20, not implemented yet",
-    "rlstack.env.external_multi_agent_env": "rlstack steps its envs itself; external and multi-agent envs are "
-                                            "not implemented",
+    "rlstack.env.external_multi_agent_env": "rlstack steps its envs itself; external envs (multi-agent ones "
+                                            "included) are issue 20, not implemented yet; a MultiAgentEnv "
+                                            "(rlstack.env.multi_agent_env) that rlstack steps works",
     "rlstack.env.policy_client": "PolicyClient / PolicyServerInput (serving a policy over HTTP to external "
                                  "envs) are not implemented; restore a trainer and call "
                                  "trainer.compute_single_action(obs) in your own server",
@@ -119,8 +118,9 @@ MISSING: dict[str, str] = {
                                      "envs as separate actors (remote_worker_envs) are not implemented",
     "rlstack.env.wrappers": "rlstack.env.atari holds the DeepMind Atari preprocessing (preprocessor_pref="
                             "'deepmind'); 1.x's other env wrappers (Unity3D, dm_control, PettingZoo, RecSim, "
-                            "group_agents) are not in rlstack",
-    "rlstack.env.group_agents_wrapper": "multi-agent envs are not implemented in rlstack",
+                            "group_agents) are not in rlstack yet (PettingZoo: issue 19's next step)",
+    "rlstack.env.group_agents_wrapper": "agent groups (MultiAgentEnv.with_agent_groups, for QMIX) are not "
+                                        "implemented; multi-agent envs are (rlstack.env.multi_agent_env)",
     "rlstack.env.apis": "rlstack's envs are plain gymnasium envs; 1.x's TaskSettableEnv (curriculum learning) "
                         "and the other env APIs are not implemented",
     # --- offline data, execution plans, replay buffers ---------------------------------
@@ -169,8 +169,6 @@ MISSING: dict[str, str] = {
                                           "rlstack.policies.tf_policy.TFPolicy",
     "rlstack.policies.eager_tf_policy": "rlstack's TF policies are tf.function-compiled TF 2 code: subclass "
                                         "rlstack.policies.tf_policy.TFPolicy",
-    "rlstack.policies.policy_map": "rlstack trains one policy per trainer (multi-agent is not implemented); "
-                                   "trainer.get_policy() returns it",
     "rlstack.evaluation.postprocessing": "rlstack's postprocessing is rlstack.policies.postprocessing "
                                          "(compute_advantages, compute_gae, discount_cumsum)",
     "rlstack.evaluation.sampler": "rlstack's sampling loop is RolloutWorker.sample() "
@@ -178,7 +176,9 @@ MISSING: dict[str, str] = {
     "rlstack.evaluation.collectors": "rlstack's RolloutWorker builds its SampleBatch itself; there are no "
                                      "sample collectors",
     "rlstack.evaluation.sample_batch_builder": "rlstack's RolloutWorker builds its SampleBatch itself",
-    "rlstack.evaluation.observation_function": "multi-agent observation functions are not implemented",
+    "rlstack.evaluation.observation_function": "rlstack's multiagent.observation_fn is a plain function "
+                                               "fn(agent_obs, worker, base_env, policies, episode, **kwargs) -> "
+                                               "agent_obs; 1.13's ObservationFunction base class is not needed",
     # --- utils -------------------------------------------------------------------------
     "rlstack.utils.filter": "rlstack's observation filters are rlstack.utils.filters (MeanStdFilter, NoFilter)",
     "rlstack.utils.spaces": "rlstack has no Repeated/Simplex spaces; it takes gymnasium's Box, Discrete, "

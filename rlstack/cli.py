@@ -152,6 +152,11 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{flag.replace('_', '-')} (RLlib 1.x's, for its pickle/shelve output) is not "
                               "supported: rlstack's --out writes one .npz of the transitions' columns.")
     trainer, env_name = _build_trainer(args)
+    if trainer.is_multi_agent:
+        trainer.stop()
+        raise ConfigError("rlstack evaluate / rollout play single-agent envs; this trainer is multi-agent. Restore "
+                          "it in Python and call trainer.evaluate() (evaluation_duration episodes; its result has "
+                          "policy_reward_mean per policy).")
     env_config = dict(trainer.config.get("env_config") or {})
     render_mode = "rgb_array" if args.video_dir else ("human" if args.render else None)
     if isinstance(env_name, str) and env_name in gym.registry and render_mode:

@@ -12,6 +12,10 @@ A file maps experiment names to specs::
         config:
             lr: {grid_search: [0.001, 0.0003]}
 
+A stop criterion on a result key that holds one value per policy (``policy_reward_mean``,
+``policy_reward_min``, ``policy_reward_max`` of a multi-agent run) is met once every
+policy's value reaches it: ``stop: {policy_reward_mean: 150}``.
+
 Search spaces are written as one-key mappings: ``grid_search: [...]``, ``choice: [...]``,
 ``uniform: [low, high]``, ``loguniform: [low, high]``, ``randint: [low, high]``,
 ``quniform: [low, high, q]``. A key rlstack does not implement is an error naming it.
@@ -235,7 +239,7 @@ def run_experiments(
         run_config = tune.RunConfig(
             name=spec.get("name") or name,
             storage_path=storage,
-            stop=spec.get("stop") or None,
+            stop=stopper(spec.get("stop")),
             verbose=verbose,
             checkpoint_config=tune.CheckpointConfig(
                 checkpoint_frequency=spec.get("checkpoint_freq") or 0,
@@ -268,6 +272,32 @@ def run_experiments(
                 "error": str(result.error).splitlines()[0][:200] if result.error else "",
             })
     return rows
+
+
+# Result keys holding {policy_id: value}: a stop criterion on one is met when every policy's is.
+PER_POLICY_KEYS = ("policy_reward_mean", "policy_reward_min", "policy_reward_max")
+
+
+def stopper(stop: dict[str, float] | None) -> Any:
+    """What Tune's ``RunConfig(stop=...)`` gets for an experiment's ``stop``: the dict
+    itself, or, when a criterion names a per-policy key (:data:`PER_POLICY_KEYS`), a
+    function that also stops once every policy's value reaches that criterion."""
+    if not stop or not set(stop) & set(PER_POLICY_KEYS):
+        return stop or None
+    criteria = dict(stop)
+
+    def should_stop(trial_id: str, result: dict[str, Any]) -> bool:
+        for key, bar in criteria.items():
+            value = result.get(key)
+            if isinstance(value, dict):
+                # Every policy, and at least one: a policy with no finished episode yet has none.
+                if value and all(v >= bar for v in value.values()):
+                    return True
+            elif value is not None and value >= bar:
+                return True
+        return False
+
+    return should_stop
 
 
 def _first_values(config: Any) -> Any:

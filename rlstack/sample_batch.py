@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["DEFAULT_POLICY_ID", "SampleBatch", "concat_samples"]
+__all__ = ["DEFAULT_POLICY_ID", "MultiAgentBatch", "SampleBatch", "concat_samples"]
 
 # The id of a single-agent trainer's one policy (``trainer.get_policy(DEFAULT_POLICY_ID)``,
 # ``result["info"]["learner"][DEFAULT_POLICY_ID]``). Defined here, with no heavy import,
@@ -44,6 +44,8 @@ class SampleBatch(dict):
     ACTION_LOGP = "action_logp"
     ACTION_DIST_INPUTS = "action_dist_inputs"
     VF_PREDS = "vf_preds"
+    # Multi-agent batches: the agent's index in its episode (in order of appearance).
+    AGENT_INDEX = "agent_index"
     # V(s_last) on the last row of a trajectory piece that did not terminate (time
     # limit or fragment cut), 0.0 everywhere else. GAE bootstraps from it.
     BOOTSTRAP_VALUE = "bootstrap_value"
@@ -179,6 +181,18 @@ class SampleBatch(dict):
         """Concatenates batches with the same columns row-wise (see :func:`concat_samples`)."""
         return concat_samples(batches)
 
+    def as_multi_agent(self) -> "MultiAgentBatch":
+        """This batch as the one policy batch (``default_policy``) of a MultiAgentBatch."""
+        return MultiAgentBatch({DEFAULT_POLICY_ID: self}, self.count)
+
+    def env_steps(self) -> int:
+        """Env steps in the batch: its rows (1.13's name, shared with MultiAgentBatch)."""
+        return self.count
+
+    def agent_steps(self) -> int:
+        """Agent steps in the batch: its rows, one agent acting per step."""
+        return self.count
+
     def __repr__(self) -> str:
         cols = ", ".join(f"{k}: {v.dtype}{list(v.shape)}" for k, v in self.items())
         return f"SampleBatch({self.count} rows; {cols})"
@@ -191,12 +205,15 @@ def _column(key: str, value: object) -> np.ndarray:
     return array
 
 
-def concat_samples(batches: Sequence[SampleBatch]) -> SampleBatch:
-    """Concatenates batches row-wise; empty batches are skipped.
+def concat_samples(batches: Sequence[SampleBatch | MultiAgentBatch]) -> SampleBatch | MultiAgentBatch:
+    """Concatenates batches row-wise; empty batches are skipped. Multi-agent batches (or
+    a mix) concatenate policy by policy into a :class:`MultiAgentBatch`.
 
     Raises:
         ValueError: If the non-empty batches do not have the same columns.
     """
+    if any(isinstance(b, MultiAgentBatch) for b in batches):
+        return MultiAgentBatch.concat_samples(batches)
     batches = [b for b in batches if b.count > 0]
     if not batches:
         return SampleBatch()
@@ -207,3 +224,74 @@ def concat_samples(batches: Sequence[SampleBatch]) -> SampleBatch:
                 f"Cannot concatenate batches with different columns: {sorted(keys)} vs {sorted(batch.keys())}"
             )
     return SampleBatch({key: np.concatenate([b[key] for b in batches]) for key in batches[0].keys()})
+
+
+class MultiAgentBatch:
+    """The experience of several policies: one :class:`SampleBatch` per policy id.
+
+    ``count`` is the number of env steps the batch covers; every agent that acted in a
+    step adds a row to its policy's batch, so :meth:`agent_steps` (all rows) is at least
+    :meth:`env_steps` when every step has an acting agent.
+
+    >>> import numpy as np
+    >>> b = MultiAgentBatch({"pol0": SampleBatch({"obs": np.zeros((4, 2))}),
+    ...                      "pol1": SampleBatch({"obs": np.zeros((2, 2))})}, env_steps=3)
+    >>> b.env_steps(), b.agent_steps(), sorted(b.policy_batches)
+    (3, 6, ['pol0', 'pol1'])
+
+    Args:
+        policy_batches: ``{policy_id: SampleBatch}``.
+        env_steps: The env steps the rows came from.
+    """
+
+    def __init__(self, policy_batches: Mapping[str, SampleBatch], env_steps: int) -> None:
+        self.policy_batches: dict[str, SampleBatch] = dict(policy_batches)
+        self.count = int(env_steps)
+
+    def env_steps(self) -> int:
+        """The env steps this batch covers."""
+        return self.count
+
+    def agent_steps(self) -> int:
+        """All agents' steps: the rows of every policy batch together."""
+        return sum(batch.count for batch in self.policy_batches.values())
+
+    def copy(self) -> "MultiAgentBatch":
+        """A batch with copies of every policy batch."""
+        return MultiAgentBatch({pid: batch.copy() for pid, batch in self.policy_batches.items()}, self.count)
+
+    def size_bytes(self) -> int:
+        """Memory held by every policy batch's columns, in bytes."""
+        return sum(batch.size_bytes() for batch in self.policy_batches.values())
+
+    def as_multi_agent(self) -> "MultiAgentBatch":
+        """The batch itself (as :meth:`SampleBatch.as_multi_agent` for a single-agent one)."""
+        return self
+
+    @staticmethod
+    def wrap_as_needed(policy_batches: Mapping[str, SampleBatch], env_steps: int) -> SampleBatch | MultiAgentBatch:
+        """A plain SampleBatch when the only policy is ``default_policy``, else a MultiAgentBatch."""
+        if len(policy_batches) == 1 and DEFAULT_POLICY_ID in policy_batches:
+            return policy_batches[DEFAULT_POLICY_ID]
+        return MultiAgentBatch(policy_batches, env_steps)
+
+    @staticmethod
+    def concat_samples(batches: Sequence[SampleBatch | MultiAgentBatch]) -> "MultiAgentBatch":
+        """Concatenates batches policy by policy; env steps add up (a SampleBatch counts
+        as ``default_policy``'s).
+
+        Raises:
+            ValueError: If two batches of one policy do not have the same columns.
+        """
+        by_policy: dict[str, list[SampleBatch]] = {}
+        env_steps = 0
+        for batch in batches:
+            multi = batch.as_multi_agent()
+            env_steps += multi.count
+            for policy_id, policy_batch in multi.policy_batches.items():
+                by_policy.setdefault(policy_id, []).append(policy_batch)
+        return MultiAgentBatch({pid: concat_samples(parts) for pid, parts in by_policy.items()}, env_steps)
+
+    def __repr__(self) -> str:
+        policies = ", ".join(f"{pid}: {batch.count} rows" for pid, batch in self.policy_batches.items())
+        return f"MultiAgentBatch({self.count} env steps; {policies})"

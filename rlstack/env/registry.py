@@ -22,7 +22,10 @@ _REGISTRY: dict[str, EnvCreator] = {}
 # Example envs every process knows by name (as 1.13's examples were imported by path):
 # name -> "module:Class", imported on first use.
 _EXAMPLE_ENVS = {"StatelessCartPole": "rlstack.examples.env.stateless_cartpole:StatelessCartPole",
-                 "RepeatAfterMeEnv": "rlstack.examples.env.repeat_after_me_env:RepeatAfterMeEnv"}
+                 "RepeatAfterMeEnv": "rlstack.examples.env.repeat_after_me_env:RepeatAfterMeEnv",
+                 **{name: f"rlstack.examples.env.multi_agent:{name}" for name in (
+                     "MultiAgentCartPole", "MultiAgentPendulum", "BasicMultiAgent", "RoundRobinMultiAgent",
+                     "FlexAgentsMultiAgent", "EarlyDoneMultiAgent")}}
 logger = logging.getLogger(__name__)
 
 

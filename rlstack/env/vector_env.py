@@ -170,14 +170,19 @@ class VectorEnv(BaseEnv):
                 terminateds[i] = bool(terminated)
                 truncateds[i] = bool(truncated) and not terminated
                 final_obs[i] = obs
-                self._restarts_in_row[i] = 0  # it works: an episode came to its end
-                try:
-                    obs = self.reset_one(i)
-                except Exception as exc:  # noqa: BLE001 - any env error; re-raised or restarted
-                    # The episode itself ended well; only the next one cannot start.
-                    obs = self._restart(i, "reset", exc)
+                obs = self._next_episode(i)
             observations[i] = obs
         return observations, rewards, terminateds, truncateds, final_obs, infos
+
+    def _next_episode(self, index: int) -> Any:
+        """Resets sub-env ``index`` after its episode came to its end (so its failures in
+        a row are forgotten) and returns the next episode's first observation."""
+        self._restarts_in_row[index] = 0  # it works: an episode came to its end
+        try:
+            return self.reset_one(index)
+        except Exception as exc:  # noqa: BLE001 - any env error; re-raised or restarted
+            # The episode itself ended well; only the next one cannot start.
+            return self._restart(index, "reset", exc)
 
     def _restart(self, index: int, method: str, exc: Exception) -> Any:
         """Raises for a sub-env whose ``method`` raised ``exc``, or (``restart_failed``)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
+from rlstack.env.multi_agent_env import DEFAULT_AGENT_ID
 from rlstack.sample_batch import DEFAULT_POLICY_ID
 
 if TYPE_CHECKING:
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_AGENT_ID", "DEFAULT_POLICY_ID", "EPISODE_HOOKS", "Episode", "EpisodeTracker",
            "MultiAgentEpisode", "zero_action"]
 
-# Classic RLlib's id of the one agent of a single-agent env.
-DEFAULT_AGENT_ID = "agent0"
 # The hooks that need Episode objects.
 EPISODE_HOOKS = frozenset({"on_episode_start", "on_episode_step", "on_episode_end", "on_postprocess_trajectory"})
 

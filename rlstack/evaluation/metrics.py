@@ -11,16 +11,21 @@ from typing import Any
 
 import numpy as np
 
+from rlstack.sample_batch import DEFAULT_POLICY_ID
+
 
 @dataclass(frozen=True)
 class EpisodeStats:
-    """One finished episode: its undiscounted return and its length in steps, and what
-    callbacks put in its ``custom_metrics`` and ``hist_data`` (empty without callbacks)."""
+    """One finished episode: its undiscounted return (all agents' rewards together) and its
+    length in env steps, what callbacks put in its ``custom_metrics`` and ``hist_data``
+    (empty without callbacks), and in a multi-agent run each ``(agent_id, policy_id)``'s
+    own return."""
 
     episode_return: float
     length: int
     custom_metrics: dict[str, float] = field(default_factory=dict)
     hist_data: dict[str, list] = field(default_factory=dict)
+    agent_rewards: dict[tuple[Any, str], float] = field(default_factory=dict)
 
 
 class EpisodeWindow:
@@ -71,7 +76,8 @@ def summarize_custom_metrics(episodes: Iterable[EpisodeStats]) -> dict[str, floa
 
 def hist_stats(episodes: Iterable[EpisodeStats]) -> dict[str, list[Any]]:
     """``episode_reward`` and ``episode_lengths`` of ``episodes``, plus their ``hist_data``
-    lists concatenated by name (classic RLlib's ``hist_stats``)."""
+    lists concatenated by name and, multi-agent, ``policy_<id>_reward`` (classic RLlib's
+    ``hist_stats``)."""
     episodes = list(episodes)
     stats: dict[str, list[Any]] = {
         "episode_reward": [e.episode_return for e in episodes],
@@ -80,11 +86,28 @@ def hist_stats(episodes: Iterable[EpisodeStats]) -> dict[str, list[Any]]:
     for episode in episodes:
         for name, data in episode.hist_data.items():
             stats.setdefault(name, []).extend(data)
+        for (_, policy_id), reward in episode.agent_rewards.items():
+            if policy_id != DEFAULT_POLICY_ID:  # multi-agent: each agent's return, by policy (1.13's)
+                stats.setdefault(f"policy_{policy_id}_reward", []).append(reward)
     return stats
 
 
+def policy_rewards(episodes: Iterable[EpisodeStats]) -> dict[str, dict[str, float]]:
+    """``policy_reward_mean/min/max``: ``{policy_id: value}`` over the returns of each agent
+    that a policy acted for, one per agent per episode (1.13's; ``default_policy`` is
+    left out, as 1.13 did, so a single-agent run reports empty dicts)."""
+    returns: dict[str, list[float]] = {}
+    for episode in episodes:
+        for (_, policy_id), reward in episode.agent_rewards.items():
+            if policy_id != DEFAULT_POLICY_ID:
+                returns.setdefault(policy_id, []).append(reward)
+    return {f"policy_reward_{name}": {pid: float(fn(values)) for pid, values in returns.items()}
+            for name, fn in (("min", np.min), ("max", np.max), ("mean", np.mean))}
+
+
 def episode_results(episodes: Iterable[EpisodeStats]) -> dict[str, Any]:
-    """:func:`summarize_episodes` with ``custom_metrics`` and ``hist_stats`` beside it."""
+    """:func:`summarize_episodes` with ``policy_reward_*``, ``custom_metrics`` and
+    ``hist_stats`` beside it."""
     episodes = list(episodes)
-    return {**summarize_episodes(episodes), "custom_metrics": summarize_custom_metrics(episodes),
-            "hist_stats": hist_stats(episodes)}
+    return {**summarize_episodes(episodes), **policy_rewards(episodes),
+            "custom_metrics": summarize_custom_metrics(episodes), "hist_stats": hist_stats(episodes)}

@@ -19,7 +19,6 @@ then dropped from the batch and from the episode metrics and counted in
 
 from __future__ import annotations
 
-import importlib
 import time
 from typing import Any
 
@@ -29,6 +28,7 @@ import numpy as np
 from rlstack.env.env_context import EnvContext
 from rlstack.env.atari import is_atari
 from rlstack.env.registry import restore_registry
+from rlstack.env.multi_agent_vector_env import MultiAgentVectorEnv, make_vector_env
 from rlstack.env.vector_env import VectorEnv, env_name
 from rlstack.errors import EnvError, EnvFailureError, NonFiniteError
 from rlstack.evaluation import recurrent_states
@@ -36,10 +36,13 @@ from rlstack.evaluation.evaluation_episodes import run_episodes
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.worker_access import WorkerAccessMixin
 from rlstack.evaluation.worker_episodes import WorkerEpisodesMixin
+from rlstack.evaluation.worker_policies import (BuildArgs, WorkerPolicyMap, build_policy, class_path,  # noqa: F401
+                                                resolve_class)
 from rlstack.models.catalog import ModelCatalog
-from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
+from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn
 from rlstack.policies.policy import Policy
-from rlstack.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
+from rlstack.policies.policy_map import PolicySpec
+from rlstack.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch, concat_samples
 from rlstack.utils.filters import make_filter
 from rlstack.utils.seeding import env_seed, seed_everything
 
@@ -64,19 +67,6 @@ def _has_float_box(space: gym.Space) -> bool:
     return not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
 
 
-def resolve_class(policy_class: type[Policy] | str) -> type[Policy]:
-    """The class itself, or the class an ``"module:Class"`` import path names (imported here)."""
-    if isinstance(policy_class, str):
-        module_name, class_name = policy_class.split(":")
-        return getattr(importlib.import_module(module_name), class_name)
-    return policy_class
-
-
-def class_path(cls: type) -> str:
-    """``"module:Class"`` for a class, so it can travel without importing its module."""
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
 class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
     """Collects experience with one policy in ``num_envs_per_worker`` sub-envs.
 
@@ -97,6 +87,14 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             None: :class:`NumpyPolicy`.
         learns: This remote worker computes gradients (A3C): it keeps the framework
             policy even when it acts in numpy.
+        policy_specs: The multi-agent policies (``multiagent.policies`` as the trainer
+            completed them); None: single-agent, unless the env is a MultiAgentEnv.
+
+    A multi-agent worker (policies configured, a MultiAgentEnv, or ``spaces`` given by
+    policy id) holds its policies in :attr:`policies` (a :class:`WorkerPolicyMap`) and
+    samples with :class:`~rlstack.evaluation.multi_agent_sampler.MultiAgentSampler`;
+    ``policy``, ``sampling_policy``, ``filter`` and ``preprocessor`` are then those of its
+    first policy.
     """
 
     def __init__(
@@ -113,6 +111,7 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         postprocess_fn: PostprocessFn | None = None,
         numpy_policy_class: type[Policy] | str | None = None,
         learns: bool = False,
+        policy_specs: dict[str, PolicySpec] | None = None,
     ) -> None:
         if env_registry:
             restore_registry(env_registry)
@@ -131,52 +130,35 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         if spaces is None:
             context = EnvContext(config.get("env_config"), worker_index, 0, num_workers)
             n = int(config["num_envs_per_worker"])
-            self.env = VectorEnv(
+            self.env = make_vector_env(
                 lambda i: self._make_sub_env(env_spec, context.copy_with(vector_index=i)),
                 n,
+                multi_agent=policy_specs is not None,
                 seeds=[env_seed(seed, worker_index, i) for i in range(n)],
                 horizon=config.get("horizon"),
                 restart_failed=bool(config.get("restart_failed_sub_environments", False)),
                 no_done_at_end=bool(config.get("no_done_at_end", False)),
                 worker_index=worker_index,
             )
-            spaces = (self.env.observation_space, self.env.action_space)
-        self.observation_space, self.action_space = spaces
         # Classic default: Atari rewards are clipped to their sign under "deepmind" preprocessing.
         self._reward_clip = config.get("clip_rewards")
         if self._reward_clip is None and self.env is not None and config.get("preprocessor_pref") == "deepmind":
             self._reward_clip = True if is_atari(self.env.envs[0]) else None
-        sampling_seed = None if seed is None else seed + worker_index
         # Numpy acting is opt-in: the algorithm supplies its framework-free postprocessing.
-        numpy_acting = postprocess_fn is not None and numpy_inference_applies(
-            self.observation_space, self.action_space, config, num_gpus)
         numpy_class = resolve_class(numpy_policy_class) if numpy_policy_class is not None else NumpyPolicy
-        if worker_index > 0 and numpy_acting and not learns:
-            # A remote worker that acts in numpy never imports torch or TensorFlow.
-            self.policy: Policy = numpy_class(self.observation_space, self.action_space, config,
-                                              sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
-        else:
-            policy_class = resolve_class(policy_class)
-            if worker_index > 0:
-                # Rollout workers share the machine's cores with each other and the learner.
-                policy_class.pin_threads(config)
-            self.policy = policy_class(self.observation_space, self.action_space, config, num_gpus=num_gpus,
-                                       sampling_seed=sampling_seed)
-        # The policy that acts while sampling: the driver's worker, and a remote worker
-        # that computes gradients (A3C), keep the framework policy for learning but act
-        # through a numpy copy of it (one framework call per step costs more than the step).
-        self.sampling_policy: Policy = self.policy
-        self._acting_shares_weights = False
-        if ((worker_index == 0 or learns) and numpy_acting and self.env is not None
-                and getattr(self.policy, "builtin_model", False)):
-            self.sampling_policy = numpy_class(self.observation_space, self.action_space, config,
-                                               sampling_seed=sampling_seed, postprocess_fn=postprocess_fn)
-            self._load_acting_weights()
-        self._bind_policies()
-        if "on_create_policy" in self._hooks:
-            self.callbacks.on_create_policy(policy_id=DEFAULT_POLICY_ID, policy=self.policy)
-        self.preprocessor = self.policy.preprocessor
-        self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
+        self._build_args = BuildArgs(policy_class, worker_index, num_gpus, postprocess_fn, numpy_class, learns,
+                                     self.env is not None)
+        self.multi_agent = isinstance(self.env, MultiAgentVectorEnv) or isinstance(spaces, dict)
+        self.policies: WorkerPolicyMap | None = None
+        if self.multi_agent:
+            self.policies = WorkerPolicyMap(policy_specs, spaces, self.env.envs[0] if self.env is not None else None,
+                                            config, self._build_args, self._bind_policy)
+            self._use_first_policy()
+            # The env's spaces (by agent id, or shared), or the first policy's without an env.
+            spaces = spaces[next(iter(spaces))] if self.env is None else None
+        self.observation_space, self.action_space = spaces or (self.env.observation_space, self.env.action_space)
+        if not self.multi_agent:
+            self._build_policy()
         self._obs: np.ndarray | None = None
         # A recurrent policy's state (and previous actions / rewards) per sub-env.
         self._states: recurrent_states.SubEnvMemory | None = None
@@ -185,11 +167,16 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         self._perf = {"env_wait": 0.0, "inference": 0.0, "action_processing": 0.0, "obs_processing": 0.0}
         self._perf_steps = 0
         # NaN/inf checks on what the env returns (skipped for spaces that cannot hold them).
-        self._check_obs = _has_float_box(self.observation_space)
+        self._check_obs = not self.multi_agent and _has_float_box(self.observation_space)
         self._env_steps = 0  # steps of every sub-env together, for messages
         self._reported_restarts = 0
         # Episode objects for the episode hooks, only when some are overridden.
-        self._tracker = self._make_tracker()
+        self._tracker = None if self.multi_agent else self._make_tracker()
+        self._multi_agent_sampler: Any = None
+        if self.multi_agent and self.env is not None:
+            from rlstack.evaluation.multi_agent_sampler import MultiAgentSampler
+
+            self._multi_agent_sampler = MultiAgentSampler(self)
 
     # ----- small remote-callable helpers ------------------------------------------
 
@@ -201,77 +188,50 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         """Returns ``func(self, *args)`` (how ``WorkerSet.foreach_worker`` reaches actors)."""
         return func(self, *args)
 
-    def reset(self, config: dict) -> None:
-        """Starts learning over with ``config`` (changed hyper-parameters only): a new
-        policy from its initial weights, a new observation filter; envs are kept."""
+    def reset(self, config: dict, policy_specs: dict[str, PolicySpec] | None = None) -> None:
+        """Starts learning over with ``config`` (changed hyper-parameters only): new
+        policies from their initial weights, new observation filters; envs are kept.
+
+        Args:
+            config: The new config.
+            policy_specs: The multi-agent policies for ``config`` (as for the constructor).
+        """
         self.config = config
         if self.env is not None:
             self.env.restart_failed = bool(config.get("restart_failed_sub_environments", False))
-        sampling_seed = None if config.get("seed") is None else config["seed"] + self.worker_index
-        kwargs = {"postprocess_fn": self.policy.postprocess_fn} if isinstance(self.policy, NumpyPolicy) else {}
-        self.policy = type(self.policy)(self.observation_space, self.action_space, config,
-                                        num_gpus=self.policy.num_gpus, sampling_seed=sampling_seed, **kwargs)
-        if isinstance(self.sampling_policy, NumpyPolicy) and self.sampling_policy is not self.policy:
-            self.sampling_policy = type(self.sampling_policy)(self.observation_space, self.action_space, config,
-                                                              sampling_seed=sampling_seed,
-                                                              postprocess_fn=self.sampling_policy.postprocess_fn)
-            self._load_acting_weights()
+        if self.policies is not None:
+            self.policies.reset(config, policy_specs)
+            self._use_first_policy()
+            if self._multi_agent_sampler is not None:
+                self._multi_agent_sampler.reset()
         else:
-            self.sampling_policy = self.policy
-        self._bind_policies()
-        self.filter = make_filter(config["observation_filter"], self.preprocessor.shape)
+            self._build_policy()
         self._episodes = []
         self._states = None
 
-    def _bind_policies(self) -> None:
-        self.policy.bind_worker(self.worker_index, self.num_workers)
-        self.policy.set_callbacks(self.callbacks, self._hooks)
-        if self.sampling_policy is not self.policy:
-            self.sampling_policy.bind_worker(self.worker_index, self.num_workers)
+    def _build_policy(self) -> None:
+        # The single-agent policy, its acting copy and its observation filter.
+        seed = self.config.get("seed")
+        self.policy, self.sampling_policy, self._acting_shares_weights = build_policy(
+            self._build_args, self.observation_space, self.action_space, self.config,
+            None if seed is None else seed + self.worker_index)
+        self._bind_policy(DEFAULT_POLICY_ID, self.policy, self.sampling_policy)
+        self.preprocessor = self.policy.preprocessor
+        self.filter = make_filter(self.config["observation_filter"], self.preprocessor.shape)
 
-    def get_spaces(self) -> tuple[gym.Space, gym.Space]:
-        """The env's observation and action spaces."""
-        return self.observation_space, self.action_space
+    def _use_first_policy(self) -> None:
+        # A multi-agent worker's single-agent attributes are its first policy's.
+        pid = next(iter(self.policies.policies))
+        self.policy, self.sampling_policy = self.policies.policies[pid], self.policies.acting[pid]
+        self.preprocessor, self.filter = self.policy.preprocessor, self.policies.filters[pid]
 
-    def get_weights(self) -> dict[str, np.ndarray]:
-        """The policy's weights."""
-        return self.policy.get_weights()
-
-    def set_weights(self, weights: dict[str, np.ndarray], global_timestep: int | None = None) -> None:
-        """Loads the learner's weights (and moves schedules to ``global_timestep``)."""
-        self.policy.set_weights(weights)
-        if global_timestep is not None:
-            self.policy.on_global_var_update(global_timestep)
-        self.refresh_sampling_policy(weights)
-
-    def refresh_sampling_policy(self, weights: dict[str, np.ndarray] | None = None) -> None:
-        """Copies the policy's weights (or ``weights``, when the caller has them already)
-        into the separate acting copy, if there is one and it does not read them in place."""
-        if self.sampling_policy is not self.policy:
-            if not self._acting_shares_weights:
-                self.sampling_policy.set_weights(self.policy.get_weights() if weights is None else weights)
-            self.sampling_policy.on_global_var_update(self.policy.global_timestep)
-
-    def _load_acting_weights(self) -> None:
-        # The acting copy reads the learner's parameters in place where both sides allow
-        # it (a CPU torch policy with a built-in actor-critic, a numpy model that keeps the
-        # arrays it is given): no copy at any later sync. Otherwise a copy now and at each.
-        views = self.policy.shared_weights()
-        self._acting_shares_weights = views is not None and self.sampling_policy.share_weights(views)
-        if not self._acting_shares_weights:
-            self.sampling_policy.set_weights(self.policy.get_weights())
-
-    def get_filter_state(self) -> dict[str, np.ndarray]:
-        """The observation filter's statistics."""
-        return self.filter.get_state()
-
-    def set_filter_state(self, state: dict[str, np.ndarray]) -> None:
-        """Replaces the observation filter's statistics (after a sync)."""
-        self.filter.set_state(state)
-
-    def flush_filter(self) -> dict[str, np.ndarray]:
-        """Returns what the filter saw since the last sync, and clears that buffer."""
-        return self.filter.flush_buffer()
+    def _bind_policy(self, policy_id: str, policy: Policy, acting: Policy) -> None:
+        policy.bind_worker(self.worker_index, self.num_workers)
+        policy.set_callbacks(self.callbacks, self._hooks)
+        if acting is not policy:
+            acting.bind_worker(self.worker_index, self.num_workers)
+        if "on_create_policy" in self._hooks:
+            self.callbacks.on_create_policy(policy_id=policy_id, policy=policy)
 
     @property
     def num_env_restarts(self) -> int:
@@ -345,8 +305,9 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             raise RuntimeError("This worker was built without envs (the driver's copy when num_workers > 0).")
         return self.env
 
-    def sample(self) -> SampleBatch:
-        """Collects and postprocesses at least ``rollout_fragment_length * num_envs`` steps.
+    def sample(self) -> SampleBatch | MultiAgentBatch:
+        """Collects and postprocesses at least ``rollout_fragment_length * num_envs`` steps
+        (a multi-agent worker's: a MultiAgentBatch, see MultiAgentSampler).
 
         With ``batch_mode="truncate_episodes"`` every sub-env contributes exactly
         ``rollout_fragment_length`` steps; the cut piece bootstraps from V(next obs).
@@ -366,6 +327,8 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             EnvFailureError: A sub-env raised (and restarts are off or gave up).
             NonFiniteError: An observation or reward is NaN or inf.
         """
+        if self._multi_agent_sampler is not None:
+            return self._multi_agent_sampler.sample()
         env = self._require_env()
         target = int(self.config["rollout_fragment_length"]) * env.num_envs
         complete = self.config["batch_mode"] == "complete_episodes"
@@ -582,6 +545,8 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
     def run_episodes(self, num_episodes: int | None = None, num_steps: int | None = None) -> list[EpisodeStats]:
         """Plays whole episodes without recording a batch (for evaluation); see
         :func:`rlstack.evaluation.evaluation_episodes.run_episodes`."""
+        if self._multi_agent_sampler is not None:
+            return self._multi_agent_sampler.run_episodes(num_episodes, num_steps)
         return run_episodes(self, num_episodes, num_steps)
 
     def stop(self) -> None:

@@ -1,18 +1,25 @@
 """RLlib 1.13's accessors of a rollout worker's policies and sub-envs: ``policy_map``,
 ``get_policy``, ``foreach_policy``, ``foreach_trainable_policy``, ``foreach_env`` and
-``foreach_env_with_context`` (a mixin of :class:`~rlstack.evaluation.rollout_worker.RolloutWorker`,
-which supplies ``policy``, ``env``, ``config``, ``worker_index`` and ``num_workers``)."""
+``foreach_env_with_context``; the policies' spaces, weights and observation filters as
+the WorkerSet moves them (a mixin of :class:`~rlstack.evaluation.rollout_worker.RolloutWorker`,
+which supplies ``policy``, ``sampling_policy``, ``policies``, ``filter``, ``env``,
+``config``, ``worker_index`` and ``num_workers``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
+
 from rlstack.env.env_context import EnvContext
+from rlstack.evaluation.worker_policies import refresh_acting
 from rlstack.sample_batch import DEFAULT_POLICY_ID
 
 if TYPE_CHECKING:
+    from rlstack.evaluation.worker_policies import WorkerPolicyMap
     from rlstack.policies.policy import Policy
+    from rlstack.utils.filters import MeanStdFilter, NoFilter
 
 
 __all__ = ["DEFAULT_POLICY_ID", "WorkerAccessMixin"]
@@ -22,6 +29,12 @@ class WorkerAccessMixin:
     """Policy and sub-env accessors of a rollout worker, under RLlib 1.13's names."""
 
     policy: Policy
+    sampling_policy: Policy
+    policies: WorkerPolicyMap | None
+    filter: NoFilter | MeanStdFilter
+    observation_space: gym.Space
+    action_space: gym.Space
+    _acting_shares_weights: bool
     env: Any
     config: dict
     worker_index: int
@@ -29,13 +42,16 @@ class WorkerAccessMixin:
 
     @property
     def policy_map(self) -> dict[str, Policy]:
-        """``{"default_policy": policy}`` (rlstack's workers hold one policy).
+        """``{policy_id: policy}``: ``{"default_policy": policy}`` for a single-agent
+        worker, every policy of ``multiagent.policies`` for a multi-agent one.
 
         On a remote worker acting in numpy (``rollout_inference="auto"`` with a built-in
-        dense model, or ``"numpy"``) the policy is that worker's
+        dense model, or ``"numpy"``) a policy of the algorithm's class is that worker's
         :class:`~rlstack.policies.numpy_policy.NumpyPolicy`: it acts and holds the
-        learner's weights, but does not learn. The driver's worker holds the learner.
+        learner's weights, but does not learn. The driver's worker holds the learners.
         """
+        if self.policies is not None:
+            return self.policies.policies
         return {DEFAULT_POLICY_ID: self.policy}
 
     def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Policy:
@@ -46,8 +62,8 @@ class WorkerAccessMixin:
         """
         policy_map = self.policy_map
         if policy_id not in policy_map:
-            raise KeyError(f"Unknown policy id {policy_id!r}; this worker has {sorted(policy_map)} "
-                           "(rlstack trains one policy per trainer).")
+            raise KeyError(f"Unknown policy id {policy_id!r}; this worker has {sorted(map(str, policy_map))} "
+                           "(configure several with multiagent.policies).")
         return policy_map[policy_id]
 
     def foreach_policy(self, func: Callable[..., Any], **kwargs: Any) -> list[Any]:
@@ -55,8 +71,80 @@ class WorkerAccessMixin:
         return [func(policy, policy_id, **kwargs) for policy_id, policy in self.policy_map.items()]
 
     def foreach_trainable_policy(self, func: Callable[..., Any], **kwargs: Any) -> list[Any]:
-        """Like :meth:`foreach_policy` for the policies being trained (all of them here)."""
-        return self.foreach_policy(func, **kwargs)
+        """Like :meth:`foreach_policy` for the policies being trained
+        (``multiagent.policies_to_train``; a function of it is asked with no batch)."""
+        return [func(policy, policy_id, **kwargs) for policy_id, policy in self.policy_map.items()
+                if self.policies is None or self.policies.is_trained(policy_id)]
+
+    # ----- spaces, weights and filters, as the WorkerSet moves them ------------------------
+
+    def get_spaces(self) -> Any:
+        """The env's observation and action spaces; a multi-agent worker's
+        ``{policy_id: (obs_space, action_space)}``."""
+        if self.policies is not None:
+            return self.policies.spaces()
+        return self.observation_space, self.action_space
+
+    def get_weights(self, policies: Any = None) -> dict[str, Any]:
+        """The policy's weights; a multi-agent worker's ``{policy_id: weights}`` of
+        ``policies`` (None: all)."""
+        if self.policies is not None:
+            return self.policies.get_weights(policies)
+        return self.policy.get_weights()
+
+    def set_weights(self, weights: dict[str, Any], global_timestep: int | None = None) -> None:
+        """Loads the learner's weights (a multi-agent worker's ``{policy_id: weights}``, of
+        some policies or all) and moves schedules to ``global_timestep``."""
+        if self.policies is not None:
+            self.policies.set_weights(weights, global_timestep)
+            return
+        self.policy.set_weights(weights)
+        if global_timestep is not None:
+            self.policy.on_global_var_update(global_timestep)
+        self.refresh_sampling_policy(weights)
+
+    def refresh_sampling_policy(self, weights: dict[str, Any] | None = None) -> None:
+        """Copies the policy's weights (or ``weights``, when the caller has them already)
+        into the separate acting copy, if there is one and it does not read them in place."""
+        if self.policies is not None:
+            self.policies.refresh(weights)
+        else:
+            refresh_acting(self.policy, self.sampling_policy, self._acting_shares_weights, weights)
+
+    def get_filter_state(self) -> dict[str, Any]:
+        """The observation filter's statistics (multi-agent: by policy id)."""
+        return self.policies.get_filter_state() if self.policies is not None else self.filter.get_state()
+
+    def set_filter_state(self, state: dict[str, Any]) -> None:
+        """Replaces the observation filter's statistics (after a sync)."""
+        if self.policies is not None:
+            self.policies.set_filter_state(state)
+        else:
+            self.filter.set_state(state)
+
+    def flush_filter(self) -> dict[str, Any]:
+        """Returns what the filter saw since the last sync, and clears that buffer."""
+        return self.policies.flush_filters() if self.policies is not None else self.filter.flush_buffer()
+
+    def apply_filter_buffer(self, buffer: dict[str, Any]) -> None:
+        """Merges another worker's :meth:`flush_filter` into this worker's filter(s)."""
+        if self.policies is not None:
+            self.policies.apply_filter_buffers(buffer)
+        else:
+            self.filter.apply_buffer(buffer)
+
+    def uses_filters(self) -> bool:
+        """Whether observations are filtered (some policy's ``observation_filter``)."""
+        if self.policies is not None:
+            return self.policies.uses_filters()
+        return self.config["observation_filter"] != "NoFilter"
+
+    def filter_for(self, policy: Policy) -> Any:
+        """The observation filter of ``policy`` (one of :attr:`policy_map`)."""
+        if self.policies is None:
+            return self.filter
+        return next(self.policies.filters[pid] for pid, p in self.policies.policies.items() if p is policy)
+
 
     def foreach_env(self, func: Callable[[Any], Any]) -> list[Any]:
         """``[func(sub_env)]`` for each of this worker's sub-envs, in vector-index order

@@ -14,10 +14,12 @@ from rlstack.env.registry import registered_envs
 from rlstack.errors import PlacementTimeoutError, WorkerFailureError
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.placement import remove_quietly, wait_until_placed, worker_resources, worker_start_error
-from rlstack.evaluation.rollout_worker import RolloutWorker, class_path, resolve_class
+from rlstack.evaluation.rollout_worker import RolloutWorker
+from rlstack.evaluation.worker_policies import class_path, resolve_class
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.policy import Policy
-from rlstack.sample_batch import SampleBatch, concat_samples
+from rlstack.policies.policy_map import PolicySpec
+from rlstack.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class WorkerSet:
             ``NumpyPolicy``).
         remote_workers_learn: The remote workers compute gradients (A3C): they keep the
             framework policy, and act through a numpy copy of it where numpy acting applies.
+        policy_specs: The multi-agent policies (see :class:`RolloutWorker`).
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class WorkerSet:
         postprocess_fn: Any = None,
         numpy_policy_class: str | None = None,
         remote_workers_learn: bool = False,
+        policy_specs: dict[str, PolicySpec] | None = None,
     ) -> None:
         self.config = config
         self.name = name
@@ -85,7 +89,7 @@ class WorkerSet:
                     env_spec, policy_path, config, worker_index=position + 1, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
                     postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
-                    learns=remote_workers_learn,
+                    learns=remote_workers_learn, policy_specs=policy_specs,
                 )
 
             self._make_remote = make_remote
@@ -96,13 +100,14 @@ class WorkerSet:
             # remote workers start, rather than after the first of them answers.
             policy_class = resolve_class(policy_class)
             if num_workers > 0 and not local_env:
-                # The driver holds no env: ask the first worker for the spaces (this also
-                # waits until the workers are up, surfacing env construction errors here).
+                # The driver holds no env: ask the first worker for the spaces (by policy id
+                # when multi-agent; this also waits until the workers are up, surfacing env
+                # construction errors here).
                 spaces = ray.get(self._remote_workers[0].get_spaces.remote())
             self._local_worker = RolloutWorker(
                 env_spec, policy_class, config, worker_index=0, num_workers=num_workers,
                 spaces=spaces, num_gpus=config.get("num_gpus", 0) if name == "rollout" else 0,
-                postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
+                postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class, policy_specs=policy_specs,
             )
             if self._remote_workers:
                 ray.get([w.ping.remote() for w in self._remote_workers])
@@ -277,8 +282,8 @@ class WorkerSet:
             ray.get(handle.ping.remote(), timeout=cfg.get("worker_health_probe_timeout_s", 60))
             weights = self.restore_weights() if self.restore_weights else self._local_worker.get_weights()
             refs = [handle.set_weights.remote(weights, self._global_timestep)]
-            if cfg["observation_filter"] != "NoFilter":
-                refs.append(handle.set_filter_state.remote(self._local_worker.filter.get_state()))
+            if self._local_worker.uses_filters():
+                refs.append(handle.set_filter_state.remote(self._local_worker.get_filter_state()))
             ray.get(refs, timeout=cfg.get("worker_restore_timeout_s", 1800))
         except (RayActorError, RayTaskError, GetTimeoutError) as new_exc:
             _kill_quietly(handle)
@@ -294,26 +299,31 @@ class WorkerSet:
 
     # ----- sampling and syncing -------------------------------------------------------------
 
-    def sample(self) -> list[SampleBatch]:
+    def sample(self) -> list[SampleBatch | MultiAgentBatch]:
         """One ``sample()`` from every sampling worker, gathered in parallel (a worker that
         fails contributes nothing this round, see :meth:`fetch`)."""
         if not self._remote_workers:
             return [self._local_worker.sample()]
         return list(self.call_healthy(lambda w: w.sample.remote()).values())
 
-    def sync_weights(self, global_timestep: int | None = None) -> None:
+    def sync_weights(self, global_timestep: int | None = None, policies: list[str] | None = None) -> None:
         """Sends the local policy's weights to every remote worker.
 
         The weights go into the object store once and every worker reads that copy;
         the call returns without waiting (each worker applies them before its next
         ``sample``, since an actor runs its calls in order).
+
+        Args:
+            global_timestep: Where the workers' schedules move to.
+            policies: Multi-agent: the ids of the policies whose weights changed (those
+                that learned); None: all. A single-agent set ignores it.
         """
         self._global_timestep = global_timestep
         if not self._remote_workers:
-            # Only the driver's acting copy (which may read the weights in place).
+            # Only the driver's acting copies (which may read the weights in place).
             self._local_worker.refresh_sampling_policy()
             return
-        weights = self._local_worker.get_weights()
+        weights = self._local_worker.get_weights(policies)
         self._local_worker.refresh_sampling_policy(weights)
         weights_ref = ray.put(weights)
         for position in self.healthy_positions():
@@ -328,17 +338,17 @@ class WorkerSet:
                 own statistics and only copies the first worker's into the local filter,
                 which acting, evaluation and checkpoints use.
         """
-        if not self._remote_workers or self.config["observation_filter"] == "NoFilter":
+        local = self._local_worker
+        if not self._remote_workers or not local.uses_filters():
             return
         if not broadcast:
             states = self.call_healthy(lambda w: w.get_filter_state.remote())
             if states:
-                self._local_worker.set_filter_state(states[min(states)])
+                local.set_filter_state(states[min(states)])
             return
-        local_filter = self._local_worker.filter
         for buffer in self.call_healthy(lambda w: w.flush_filter.remote()).values():
-            local_filter.apply_buffer(buffer)
-        state_ref = ray.put(local_filter.get_state())
+            local.apply_filter_buffer(buffer)
+        state_ref = ray.put(local.get_filter_state())
         for position in self.healthy_positions():
             self._remote_workers[position].set_filter_state.remote(state_ref)
 
@@ -472,20 +482,24 @@ def _kill_quietly(handle: Any) -> None:
         pass
 
 
-def synchronous_parallel_sample(workers: WorkerSet, max_env_steps: int) -> SampleBatch:
-    """Samples from every worker in rounds until at least ``max_env_steps`` steps.
+def synchronous_parallel_sample(workers: WorkerSet, max_env_steps: int | None = None,
+                                max_agent_steps: int | None = None) -> SampleBatch | MultiAgentBatch:
+    """Samples from every worker in rounds until at least ``max_env_steps`` env steps (or
+    ``max_agent_steps`` agent steps: multi-agent ``count_steps_by: agent_steps``).
 
     Args:
         workers: The worker set.
-        max_env_steps: Steps to collect (``train_batch_size``).
+        max_env_steps: Env steps to collect (``train_batch_size``).
+        max_agent_steps: Agent steps to collect instead.
 
     Returns:
-        All the rounds' batches concatenated.
+        All the rounds' batches concatenated (a MultiAgentBatch from multi-agent workers).
     """
-    batches: list[SampleBatch] = []
+    batches: list[SampleBatch | MultiAgentBatch] = []
     steps = 0
-    while steps < max_env_steps:
+    target = max_env_steps if max_agent_steps is None else max_agent_steps
+    while steps < target:
         for batch in workers.sample():
             batches.append(batch)
-            steps += batch.count
+            steps += batch.count if max_agent_steps is None else batch.agent_steps()
     return concat_samples(batches)

@@ -5,5 +5,6 @@ from their modules, not from here.
 """
 
 from rlstack.policies.policy import Policy
+from rlstack.policies.policy_map import PolicySpec
 
-__all__ = ["Policy"]
+__all__ = ["Policy", "PolicySpec"]

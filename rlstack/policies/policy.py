@@ -21,6 +21,7 @@ from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
 # Re-exported: check_observation lived here.
 from rlstack.policies.observations import check_observation  # noqa: F401
+from rlstack.policies.policy_map import PolicySpec  # noqa: F401 - 1.13's ray.rllib.policy.policy.PolicySpec
 from rlstack.policies.recurrent import RecurrentPolicyMixin
 from rlstack.sample_batch import SampleBatch
 
@@ -284,11 +285,15 @@ class Policy(RecurrentPolicyMixin, ABC):
             return actions[0], [], {key: value[0] for key, value in extras.items()}
         return self.single_recurrent_action(np.asarray(obs), state, prev_action, prev_reward, explore)
 
-    @abstractmethod
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         """Returns the value estimates ``float32 [B]`` of preprocessed observations (a
         recurrent policy's also takes ``state_batches``, ``prev_action_batch`` and
-        ``prev_reward_batch``, as :meth:`compute_actions`)."""
+        ``prev_reward_batch``, as :meth:`compute_actions`).
+
+        Every built-in policy has one; a hand-written policy that does not learn (a fixed
+        heuristic in a multi-agent run) need not, and its rows get no bootstrap values.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no value function (compute_values).")
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         """Adds algorithm columns (advantages, n-step returns) to one trajectory piece."""

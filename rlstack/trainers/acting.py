@@ -2,7 +2,7 @@
 ``get_weights`` / ``set_weights`` by policy id, ``compute_single_action`` /
 ``compute_actions`` on raw observations, and ``evaluate()`` on evaluation workers. A
 mixin of :class:`Trainer`, which supplies ``config``, ``workers``, ``evaluation_workers``,
-``policy_class``, ``learner_policy``, ``_counters``, ``_local_filter`` and the
+``policy_class``, ``learner_policy``, ``global_timestep``, ``policy_specs_for`` and the
 algorithm's ``postprocess_fn`` / ``numpy_policy_class``.
 """
 
@@ -33,7 +33,8 @@ class ActingMixin:
     # ----- policies and weights (RLlib 1.13's names) ---------------------------------------
 
     def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Policy:
-        """Returns the learner's policy (rlstack trains one policy, ``"default_policy"``).
+        """Returns the learner's policy ``policy_id`` (``"default_policy"`` for a single-agent
+        trainer; any id of ``multiagent.policies`` for a multi-agent one).
 
         Raises:
             KeyError: For another policy id, naming the known ones.
@@ -44,10 +45,11 @@ class ActingMixin:
         """The learner's weights by policy id, as numpy arrays (RLlib 1.13's form).
 
         Args:
-            policies: The policy ids to return (None: all, i.e. ``["default_policy"]``).
+            policies: The policy ids to return (None: all; ``["default_policy"]`` for a
+                single-agent trainer).
 
         Returns:
-            ``{"default_policy": {name: array}}``.
+            ``{policy_id: {name: array}}``.
 
         Raises:
             KeyError: For an unknown policy id, naming the known ones.
@@ -65,7 +67,7 @@ class ActingMixin:
         policies = {policy_id: self.get_policy(policy_id) for policy_id in weights}
         for policy_id, policy in policies.items():
             policy.set_weights(weights[policy_id])
-        self.workers.sync_weights(self._counters["num_env_steps_sampled"])
+        self.workers.sync_weights(self.global_timestep())
 
     # ----- acting -----------------------------------------------------------------------
 
@@ -110,7 +112,7 @@ class ActingMixin:
                 ``attention_use_n_prev_rewards`` rewards, oldest first; as ``prev_action``.
             info: Accepted for 1.13 compatibility; unused.
             input_dict: ``{"obs": observation}``, used instead of ``observation``.
-            policy_id: Must be ``"default_policy"``.
+            policy_id: The policy that acts (multi-agent: any of ``multiagent.policies``).
             full_fetch: Return ``(action, state_out, extra_fetches)`` even without a state.
             explore: Sample (True) or take the most likely action (False); None uses
                 ``config["explore"]``.
@@ -137,7 +139,7 @@ class ActingMixin:
             ValueError: If ``state`` has the wrong number or shapes of tensors, or
                 ``prev_action`` / ``prev_reward`` the wrong shape (or an action outside
                 the action space).
-            KeyError: For a policy id other than ``"default_policy"``.
+            KeyError: For an unknown policy id.
         """
         unsquash_action = _renamed("unsquash_actions", unsquash_actions, "unsquash_action", unsquash_action)
         clip_action = _renamed("clip_actions", clip_actions, "clip_action", clip_action)
@@ -194,7 +196,7 @@ class ActingMixin:
                 ``[B, ...]`` (None: zeros, every episode at its start); else unused.
             prev_reward: Each observation's previous reward(s) ``[B, ...]``, likewise.
             info: Accepted for 1.13 compatibility; unused.
-            policy_id: Must be ``"default_policy"``.
+            policy_id: The policy that acts (multi-agent: any of ``multiagent.policies``).
             full_fetch: Return ``(actions, state_outs, extra_fetches)``.
             explore: As in :meth:`compute_single_action`.
             timestep: Accepted for 1.13 compatibility.
@@ -270,7 +272,8 @@ class ActingMixin:
         for i, obs in enumerate(observations):
             check_observation(obs, space, "Observation" if len(observations) == 1 else
                               f"Observation {i} of {len(observations)}")
-        return self._local_filter()(policy.preprocessor.transform_batch(observations), update=False)
+        observation_filter = self.workers.local_worker().filter_for(policy)  # each policy's own
+        return observation_filter(policy.preprocessor.transform_batch(observations), update=False)
 
     # ----- evaluation ---------------------------------------------------------------------
 
@@ -291,10 +294,12 @@ class ActingMixin:
             self.evaluation_workers = WorkerSet(cfg["env"], self.policy_class, eval_config, num,
                                                 local_env=num == 0, name="evaluation",
                                                 postprocess_fn=type(self).postprocess_fn,
-                                                numpy_policy_class=type(self).numpy_policy_class)
+                                                numpy_policy_class=type(self).numpy_policy_class,
+                                                policy_specs=self.policy_specs_for(eval_config))
         workers = self.evaluation_workers
-        weights = self.learner_policy.get_weights()
-        filter_state = self._local_filter().get_state()
+        # The learner's weights and filter statistics (multi-agent: of every policy, by id).
+        weights = self.workers.local_worker().get_weights()
+        filter_state = self.workers.local_worker().get_filter_state()
         workers.local_worker().set_weights(weights)
         workers.local_worker().set_filter_state(filter_state)
         if workers.num_remote_workers:

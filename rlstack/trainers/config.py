@@ -151,6 +151,34 @@ COMMON_CONFIG: dict[str, Any] = {
     "worker_health_probe_timeout_s": 60,
     # ...and to take the weights and filter state.
     "worker_restore_timeout_s": 1800,
+    # === Multi-agent (rlstack/trainers/multi_agent.py; README "Multi-agent") ===
+    "multiagent": {
+        # {policy_id: PolicySpec(policy_class, observation_space, action_space, config)}, 1.13's
+        # 4-tuples in its place (or, in YAML, 4-item lists or mappings of those field names), or
+        # a list / set of ids whose spaces come from the env. Empty: a MultiAgentEnv's agents
+        # all act with one "default_policy".
+        "policies": {},
+        # policy_mapping_fn(agent_id, episode, worker, **kwargs) -> policy id (1.13's older
+        # (agent_id) and (agent_id, episode) forms too), or its import path "module:function"
+        # (YAML). None: every agent -> the only policy, or "default_policy".
+        "policy_mapping_fn": None,
+        # The policies that learn: a list of ids, or fn(policy_id, batch) -> bool; None: all.
+        # The others act (fixed or hand-written policies) and their weights stay as they are.
+        "policies_to_train": None,
+        # observation_fn(agent_obs, worker, base_env, policies, episode, **kwargs) -> agent_obs:
+        # rewrites each step's {agent_id: obs} before the policies see it (or an import path).
+        "observation_fn": None,
+        # What rollout_fragment_length and train_batch_size count: "env_steps" (each step of
+        # the env once) or "agent_steps" (each agent's action once).
+        "count_steps_by": "env_steps",
+        # 1.13's size of its policy cache; rlstack keeps every policy in memory (no effect).
+        "policy_map_capacity": 100,
+        # 1.13's directory for policies swapped out of that cache (no effect).
+        "policy_map_cache": None,
+        # Replay-based algorithms replay each policy's rows on their own ("independent");
+        # 1.13's "lockstep" is not supported.
+        "replay_mode": "independent",
+    },
     # === Callbacks ===
     # Hooks into training (episode start/step/end, trajectories, learning, results) for
     # custom metrics and more: a DefaultCallbacks subclass, a MultiCallbacks([...])
@@ -166,7 +194,7 @@ COMMON_CONFIG: dict[str, Any] = {
 
 # Sub-dicts merged key by key rather than replaced.
 DEEP_MERGE_KEYS = ("model", "env_config", "evaluation_config", "exploration_config", "optimizer",
-                   "custom_resources_per_worker", "tf_session_args", "local_tf_session_args")
+                   "custom_resources_per_worker", "tf_session_args", "local_tf_session_args", "multiagent")
 THREAD_POOL_KEYS = ("intra_op_parallelism_threads", "inter_op_parallelism_threads")
 # Sub-dicts whose defaults are dropped when the user names another "type" (classic RLlib
 # 1.13's _override_all_subkeys_if_type_changes): a DDPG config switching to
@@ -225,6 +253,8 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
         if key in DEEP_MERGE_KEYS and value is None:
             continue  # an empty YAML section (`env_config:`): keep the defaults
         _check_section_type(key, value, algorithm)
+        if key == "multiagent":
+            _check_keys(value, defaults["multiagent"], f"multiagent of {algorithm}")
         if key == "evaluation_config":
             _check_keys(value, defaults, f"evaluation_config of {algorithm}")
             for sub_key, sub_value in value.items():

@@ -1,9 +1,11 @@
 """Trainer: the base of every algorithm, a Ray Tune ``Trainable``.
 
 The base owns everything but the algorithm: config merge and validation, starting Ray
-when needed, building the rollout workers, the result dict, checkpoints and resource
-requests; acting with the trained policy and evaluation come from ``acting.py``
-(:class:`ActingMixin`). An algorithm
+when needed, building the rollout workers, the result dict and resource requests;
+acting with the trained policy and evaluation come from ``acting.py``
+(:class:`ActingMixin`), the per-policy steps of multi-agent runs from ``multi_agent.py``
+(:class:`MultiAgentTrainerMixin`), checkpoints from ``checkpointing.py``
+(:class:`CheckpointMixin`). An algorithm
 subclass supplies ``_name``, ``_default_config``, ``validate_config``,
 ``get_default_policy_class`` and ``training_step``.
 """
@@ -16,24 +18,24 @@ import logging
 import os
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import ray
 from ray import tune
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
-import rlstack
 from rlstack.env.registry import env_spec_name
-from rlstack.errors import CheckpointError, ConfigError
+from rlstack.errors import ConfigError
 from rlstack.evaluation.metrics import EpisodeWindow, episode_results
+from rlstack.evaluation.worker_policies import resolve_class
 from rlstack.evaluation.worker_set import WorkerSet, worker_resources, worker_start_error
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.acting import DEFAULT_POLICY_ID, ActingMixin
-from rlstack.trainers.callbacks import make_callbacks, overridden_hooks, restorable_callbacks, with_callbacks_specs
+from rlstack.trainers.callbacks import make_callbacks, overridden_hooks
+from rlstack.trainers.checkpointing import CheckpointMixin
+from rlstack.trainers.multi_agent import MultiAgentTrainerMixin, validate_multiagent_config
 from rlstack.trainers.ray_start import ensure_ray
 from rlstack.trainers.result_logger import create_user_logger, results_writer
 from rlstack.trainers.config import (
@@ -50,7 +52,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["COMMON_CONFIG", "DEFAULT_POLICY_ID", "Trainer"]
 
 
-class Trainer(ActingMixin, tune.Trainable):
+class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainable):
     """Base class of rlstack trainers (``PPOTrainer`` and friends).
 
     Args:
@@ -154,6 +156,7 @@ class Trainer(ActingMixin, tune.Trainable):
                 f"model.{memory}=True is not supported by {cls._name} yet; recurrent models train with "
                 f"{', '.join(able)}. Use one of those, or set {memory}=False (stack past observations with a "
                 "gymnasium wrapper for a little memory).")
+        validate_multiagent_config(merged, cls._name, cls.supports_multi_agent, cls.validate_config)
         cls.validate_config(merged)
         return merged
 
@@ -208,7 +211,8 @@ class Trainer(ActingMixin, tune.Trainable):
             self.workers = WorkerSet(self.config["env"], policy_class_path, self.config, self.config["num_workers"],
                                      postprocess_fn=type(self).postprocess_fn,
                                      numpy_policy_class=type(self).numpy_policy_class,
-                                     remote_workers_learn=type(self).remote_workers_learn)
+                                     remote_workers_learn=type(self).remote_workers_learn,
+                                     policy_specs=self.policy_specs_for(self.config))
         except ray.exceptions.RayActorError as exc:
             error = worker_start_error(exc)
             if error is None:
@@ -217,11 +221,12 @@ class Trainer(ActingMixin, tune.Trainable):
             # Raised outside the except block: chained to Ray's error, its traceback would
             # keep the failed WorkerSet, and with it its placement group, alive.
             raise error
-        self.policy_class = type(self.learner_policy)
+        self.check_multi_agent_support()  # a MultiAgentEnv shows itself only once built
+        self.policy_class = resolve_class(policy_class_path)  # imported by the WorkerSet already
         seed_everything(self.config["seed"])  # the framework may have been imported just now
         self.evaluation_workers: WorkerSet | None = None
-        self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "episodes_total": 0,
-                          "num_env_restarts": 0}
+        self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "num_agent_steps_sampled": 0,
+                          "num_agent_steps_trained": 0, "episodes_total": 0, "num_env_restarts": 0}
         self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])
         self._timers = {name: TimerStat() for name in ("training_iteration", "sample", "learn", "synch_weights")}
         self._last_learner_stats: dict[str, Any] = {}
@@ -253,48 +258,6 @@ class Trainer(ActingMixin, tune.Trainable):
             self.callbacks.on_train_result(trainer=self, result=result)
         super().log_result(result)
 
-    @classmethod
-    def from_checkpoint(cls, checkpoint: Any, env: Any = None, config_overrides: dict[str, Any] | None = None) -> "Trainer":
-        """Builds a trainer from a checkpoint's stored config and restores it.
-
-        Args:
-            checkpoint: A path from :meth:`save`, a ``tune.Checkpoint`` or a Tune result.
-            env: The env, needed when the checkpoint's env was an object rather than a
-                name (objects are stored only as their repr).
-            config_overrides: Config keys to change (e.g. ``{"num_workers": 0}``).
-
-        Raises:
-            CheckpointError: If the checkpoint cannot be read or is of another algorithm.
-        """
-        checkpoint = getattr(checkpoint, "checkpoint", checkpoint)
-        if isinstance(checkpoint, tune.Checkpoint):
-            with checkpoint.as_directory() as directory:
-                metadata, _ = ckpt.read_checkpoint(directory)
-        else:
-            metadata, _ = ckpt.read_checkpoint(checkpoint)
-        if metadata.get("algorithm") != cls._name:
-            raise CheckpointError(
-                f"Checkpoint was written by {metadata.get('algorithm')!r}; load it with "
-                f"{metadata.get('algorithm')}'s trainer, not {cls._name}'s."
-            )
-        config = {k: v for k, v in metadata["config"].items() if k in cls._default_config}
-        if env is not None:
-            config["env"] = env
-        elif isinstance(config.get("env"), dict):
-            raise CheckpointError(
-                f"The checkpoint's env was an object ({config['env'].get('__repr__')}); pass it again: "
-                f"{cls.__name__}.from_checkpoint(path, env=...)."
-            )
-        config.update(config_overrides or {})
-        # After the overrides: they may carry the stored config back (rlstack evaluate does).
-        dropped = restorable_callbacks(config)
-        if dropped:  # callbacks that could not be stored as an import path
-            logger.warning("The checkpoint's callbacks (%s) were not importable and are not restored; pass them "
-                           "with config_overrides={'callbacks': ...}.", ", ".join(dropped))
-        trainer = cls(config)
-        trainer.restore(checkpoint)
-        return trainer
-
     # Keys that take effect without rebuilding workers (used by Tune's PBT via reset_config).
     _HOT_KEYS = ("lr", "lr_schedule", "entropy_coeff", "entropy_coeff_schedule", "clip_param", "vf_clip_param",
                  "vf_loss_coeff", "kl_target", "num_sgd_iter", "sgd_minibatch_size", "grad_clip", "gamma",
@@ -321,7 +284,8 @@ class Trainer(ActingMixin, tune.Trainable):
             self.config = active
             return False
         self.config = self._active_config = merged
-        self.workers.foreach_worker(lambda w, c=merged: w.reset(c))
+        specs = self.policy_specs_for(merged)
+        self.workers.foreach_worker(lambda w, c=merged, s=specs: w.reset(c, s))
         self.workers.collect_episodes()  # drop the previous trial's unreported episodes
         self.workers.collect_env_restarts()
         self._counters = dict.fromkeys(self._counters, 0)
@@ -342,27 +306,29 @@ class Trainer(ActingMixin, tune.Trainable):
     def step(self) -> dict[str, Any]:
         cfg = self.config
         start = time.time()
-        steps_before = self._counters["num_env_steps_sampled"]
+        steps_before = self.global_timestep()
         learner_stats: dict[str, Any] = {}
         with self._timers["training_iteration"]:
             while True:
                 learner_stats = self.training_step()
-                sampled = self._counters["num_env_steps_sampled"] - steps_before
+                sampled = self.global_timestep() - steps_before
                 if cfg["min_time_s_per_reporting"] and time.time() - start < cfg["min_time_s_per_reporting"]:
                     continue
                 if cfg["min_sample_timesteps_per_reporting"] and sampled < cfg["min_sample_timesteps_per_reporting"]:
                     continue
                 break
-        policy_stats = learner_stats.get(DEFAULT_POLICY_ID)
-        if isinstance(policy_stats, dict):
-            # What on_learn_on_batch reported, beside learner_stats (classic RLlib's place).
-            policy_stats["custom_metrics"] = dict(self.learner_policy.learn_custom_metrics)
+        policy_map = self.workers.local_worker().policy_map
+        for policy_id, policy_stats in learner_stats.items():
+            if isinstance(policy_stats, dict) and policy_id in policy_map:
+                # What on_learn_on_batch reported, beside learner_stats (classic RLlib's place).
+                policy_stats["custom_metrics"] = dict(policy_map[policy_id].learn_custom_metrics)
         # The model's metrics(), as numbers, in both of classic RLlib's places: inside
         # learner_stats (its TF layout, which its Keras example reads) and beside it (its
         # torch layout). TF policies compute them in the train graph (learner_stats["model"]).
-        for info in learner_stats.values():
+        for policy_id, info in learner_stats.items():
             if isinstance(info, dict) and isinstance(info.get("learner_stats"), dict):
-                metrics = info["learner_stats"].get("model") or self.learner_policy.model_metrics()
+                policy = policy_map.get(policy_id, self.learner_policy)
+                metrics = info["learner_stats"].get("model") or policy.model_metrics()
                 if metrics:
                     info["learner_stats"]["model"] = metrics
                 info.setdefault("model", metrics)
@@ -377,12 +343,12 @@ class Trainer(ActingMixin, tune.Trainable):
             "episodes_total": self._counters["episodes_total"],
             # Sub-envs closed and rebuilt after raising (restart_failed_sub_environments).
             "num_env_restarts": self._counters["num_env_restarts"],
-            "timesteps_total": self._counters["num_env_steps_sampled"],
-            "timesteps_this_iter": self._counters["num_env_steps_sampled"] - steps_before,
+            # Env steps, or agent steps with multiagent.count_steps_by: agent_steps (1.13's).
+            "timesteps_total": self.global_timestep(),
+            "timesteps_this_iter": self.global_timestep() - steps_before,
             "num_env_steps_sampled": self._counters["num_env_steps_sampled"],
             "num_env_steps_trained": self._counters["num_env_steps_trained"],
-            "num_agent_steps_sampled": self._counters["num_env_steps_sampled"],
-            "num_agent_steps_trained": self._counters["num_env_steps_trained"],
+            **self.agent_step_results(),
             "num_healthy_workers": self.workers.num_healthy_workers,
             "num_remote_worker_restarts": self.workers.num_remote_worker_restarts,
             "info": {
@@ -406,120 +372,6 @@ class Trainer(ActingMixin, tune.Trainable):
     def extra_results(self) -> dict[str, Any]:
         """Algorithm-specific entries of the result dict (replay buffer sizes, ...)."""
         return {}
-
-    # ----- checkpoints ----------------------------------------------------------------------
-
-    def save(self, checkpoint_dir: str | None = None) -> Any:
-        """Writes a checkpoint and returns its directory.
-
-        Outside Tune this returns the checkpoint's path (a ``str``), by default
-        ``<logdir>/checkpoint_<iteration>``, written atomically. Under Tune it returns
-        what Tune expects (Tune manages the directory and its upload).
-        """
-        if self._storage is not None:
-            return super().save(checkpoint_dir)
-        target = checkpoint_dir or os.path.join(self.logdir, f"checkpoint_{self.iteration:06d}")
-        return ckpt.save_atomic(target, self.save_checkpoint)
-
-    def restore(self, checkpoint_path: Any) -> None:
-        """Loads a checkpoint from :meth:`save`: a path, a ``tune.Checkpoint`` or a Tune result.
-
-        Unlike ``Trainable.restore`` this never unpickles anything: a directory that holds
-        Ray's pickled dict checkpoint is refused.
-
-        Raises:
-            CheckpointError: If the checkpoint is missing, incomplete, corrupt, or from
-                another algorithm, framework or model config.
-        """
-        checkpoint = getattr(checkpoint_path, "checkpoint", checkpoint_path)  # a Tune result
-        if isinstance(checkpoint, tune.Checkpoint):  # (it is also os.PathLike, to refuse that use)
-            with checkpoint.as_directory() as directory:
-                self._restore_from_directory(directory)
-            return
-        if isinstance(checkpoint, (str, os.PathLike)):
-            # A missing or foreign directory is described by read_checkpoint.
-            self._restore_from_directory(str(Path(checkpoint).absolute()))
-            return
-        raise CheckpointError(
-            f"Cannot restore from a {type(checkpoint).__name__}; pass the path returned by save(), "
-            "a ray.tune.Checkpoint or a Tune result."
-        )
-
-    def _restore_from_directory(self, directory: str) -> None:
-        if (Path(directory) / "_dict_checkpoint.pkl").exists():
-            raise CheckpointError(
-                f"{directory!r} holds a pickled Tune dict checkpoint, which rlstack never loads (unpickling "
-                "runs code); restore from a checkpoint written by an rlstack trainer."
-            )
-        self.load_checkpoint(directory)
-        self._time_since_restore = 0.0
-        self._timesteps_since_restore = 0
-        self._iterations_since_restore = 0
-        self._restored = True
-
-    def save_checkpoint(self, checkpoint_dir: str) -> None:
-        policy = self.learner_policy
-        metadata = {
-            "rlstack_version": rlstack.__version__,
-            "ray_version": ray.__version__,
-            "algorithm": self._name,
-            "framework": self.config["framework"],
-            "framework_version": ckpt.framework_version(self.config["framework"]),
-            "policy_class": f"{type(policy).__module__}.{type(policy).__qualname__}",
-            "iteration": self.iteration,
-            "time_total_s": self._time_total,
-            "counters": dict(self._counters),
-            "env": env_spec_name(self.config["env"]),
-            "config": ckpt.to_jsonable(with_callbacks_specs(self.config)),
-        }
-        arrays = {"policy_state": policy.get_state(), "filters": self._local_filter().get_state(),
-                  **self.extra_checkpoint_arrays()}
-        ckpt.write_checkpoint(checkpoint_dir, metadata, arrays)
-        return None
-
-    def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
-        """Algorithm state beyond the policy's (e.g. a replay buffer), as groups of arrays."""
-        return {}
-
-    def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
-        """Restores what :meth:`extra_checkpoint_arrays` saved (groups may be missing)."""
-
-    def load_checkpoint(self, checkpoint: Any) -> None:
-        if isinstance(checkpoint, dict):
-            raise CheckpointError("This is a Tune dict checkpoint, not an rlstack checkpoint directory.")
-        metadata, arrays = ckpt.read_checkpoint(checkpoint)
-        if metadata.get("algorithm") != self._name:
-            raise CheckpointError(
-                f"Checkpoint {checkpoint!r} was written by {metadata.get('algorithm')!r}, not {self._name!r}; "
-                f"restore it with the {metadata.get('algorithm')} trainer: "
-                f"rlstack.get_trainer_class({metadata.get('algorithm')!r}).from_checkpoint(path)."
-            )
-        if metadata.get("framework") != self.config["framework"]:
-            raise CheckpointError(
-                f"Checkpoint {checkpoint!r} holds a {metadata.get('framework')!r} policy but this trainer uses "
-                f"framework={self.config['framework']!r}; set config['framework'] = {metadata.get('framework')!r}."
-            )
-        saved_model = (metadata.get("config") or {}).get("model") or {}
-        differing = [key for key in _MODEL_SHAPE_KEYS
-                     if ckpt.to_jsonable(self.config["model"].get(key)) != saved_model.get(key)]
-        if differing:
-            details = ", ".join(f"{key}: checkpoint {saved_model.get(key)!r} vs trainer "
-                                f"{self.config['model'].get(key)!r}" for key in differing)
-            raise CheckpointError(
-                f"Checkpoint {checkpoint!r} was saved with another network ({details}); build the trainer with "
-                "the checkpoint's model config, e.g. with the config stored in its rlstack_checkpoint.json."
-            )
-        if "policy_state" not in arrays:
-            raise CheckpointError(f"Checkpoint {checkpoint!r} has no policy_state.npz; it is incomplete.")
-        self.learner_policy.set_state(arrays["policy_state"])
-        if arrays.get("filters"):
-            self.workers.set_filter_state(arrays["filters"])
-        self.restore_extra_arrays(arrays)
-        self._counters.update(metadata.get("counters", {}))
-        self._iteration = int(metadata.get("iteration", 0))
-        self._time_total = float(metadata.get("time_total_s", 0.0))
-        self._timesteps_total = self._counters["num_env_steps_sampled"]
-        self.workers.sync_weights(self._counters["num_env_steps_sampled"])
 
     # ----- resources and shutdown -------------------------------------------------------------
 
@@ -553,8 +405,3 @@ class Trainer(ActingMixin, tune.Trainable):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={env_spec_name(self.config.get('env'))!r}, framework={self.config.get('framework')!r})"
-
-
-# Model keys that decide the network's layers and shapes.
-_MODEL_SHAPE_KEYS = ("fcnet_hiddens", "conv_filters", "post_fcnet_hiddens", "vf_share_layers", "free_log_std",
-                     "custom_model", "custom_action_dist")

@@ -184,15 +184,16 @@ def test_try_import_tf_goes_through_rlstacks_tf_import():
 
 # ----- sample_batch, ViewRequirement, EnvContext, registry -------------------------------------
 
-def test_sample_batch_module_offers_1x_names_and_explains_the_multi_agent_ones():
-    from rlstack.policies.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
+def test_sample_batch_module_offers_1x_names_including_the_multi_agent_batch():
+    from rlstack.policies.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch, concat_samples
     from rlstack.trainers.trainer import DEFAULT_POLICY_ID as TRAINER_POLICY_ID
 
     assert DEFAULT_POLICY_ID == TRAINER_POLICY_ID == "default_policy"
     batch = concat_samples([SampleBatch({SampleBatch.REWARDS: np.ones(2)}), SampleBatch({"rewards": np.zeros(3)})])
     assert len(batch) == 5
-    with pytest.raises(ImportError, match="one policy per trainer"):
-        from rlstack.policies.sample_batch import MultiAgentBatch  # noqa: F401
+    assert MultiAgentBatch({"p": batch}, 5).agent_steps() == 5
+    with pytest.raises(ImportError, match="policy_batches"):
+        from rlstack.policies.sample_batch import convert_ma_batch_to_sample_batch  # noqa: F401
 
 
 def test_view_requirement_keeps_1x_arguments():

@@ -3,18 +3,20 @@
 One ``training_step``: the workers sample ``train_batch_size`` steps together (GAE on the
 workers), the learner takes one gradient step on the whole batch (accumulated over
 ``microbatch_size`` rows at a time when set), and the weights go back to every worker.
+Multi-agent, each policy of ``policies_to_train`` does so on its own rows.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rlstack.evaluation.worker_set import synchronous_parallel_sample
+from rlstack.policies.policy import Policy
 from rlstack.policies.postprocessing import postprocess_advantages
+from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.a3c.a3c import DEFAULT_CONFIG as A3C_DEFAULT_CONFIG
 from rlstack.trainers.a3c.a3c import actor_critic_policy_path, validate_actor_critic_config
 from rlstack.trainers.config import DefaultConfig, merge_config
-from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+from rlstack.trainers.trainer import Trainer
 
 # Classic RLlib 1.x A2C defaults: A3C's with synchronous sampling.
 A2C_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
@@ -46,6 +48,7 @@ class A2CTrainer(Trainer):
     _default_config = A2C_DEFAULT_CONFIG
     postprocess_fn = staticmethod(postprocess_advantages)
     supports_recurrent_models = True
+    supports_multi_agent = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:
@@ -57,19 +60,21 @@ class A2CTrainer(Trainer):
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
         with self._timers["sample"]:
-            batch = synchronous_parallel_sample(self.workers, max_env_steps=cfg["train_batch_size"])
-        self._counters["num_env_steps_sampled"] += batch.count
+            batch = self.sample_train_batch(cfg["train_batch_size"])
+        self.count_sampled(batch)
         with self._timers["learn"]:
-            if cfg["microbatch_size"]:
-                # Classic A2C's microbatches: gradients summed over microbatch_size rows
-                # at a time (bounded memory), then one step, as A3C's driver applies them.
-                grads, stats = self.learner_policy.compute_gradients(batch)
-                self.learner_policy.apply_gradients(grads)
-            else:
-                stats = self.learner_policy.learn_on_batch(batch)
-        self._counters["num_env_steps_trained"] += batch.count
+            info = self.learn_per_policy(batch, _learn_on_batch)  # multi-agent: per policy, on its rows
+        self.count_trained(batch)
         with self._timers["synch_weights"]:
-            self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])
-            self.workers.sync_weights(self._counters["num_env_steps_sampled"])
-            self.workers.sync_filters(broadcast=cfg["synchronize_filters"])
-        return {DEFAULT_POLICY_ID: {"learner_stats": stats}}
+            self.sync_learned_weights(info)
+        return info
+
+
+def _learn_on_batch(policy: Policy, batch: SampleBatch) -> dict[str, Any]:
+    if policy.config.get("microbatch_size"):
+        # Classic A2C's microbatches: gradients summed over microbatch_size rows at a time
+        # (bounded memory), then one step, as A3C's driver applies them.
+        grads, stats = policy.compute_gradients(batch)  # type: ignore[attr-defined]
+        policy.apply_gradients(grads)  # type: ignore[attr-defined]
+        return stats
+    return policy.learn_on_batch(batch)

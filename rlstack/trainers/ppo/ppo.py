@@ -3,7 +3,8 @@
 One iteration: the workers sample ``train_batch_size`` steps (GAE computed on the
 workers), advantages are standardised over the batch, the learner runs
 ``num_sgd_iter`` epochs of minibatch SGD on the clipped surrogate with an adaptive KL
-penalty, and the new weights go back to the workers.
+penalty, and the new weights go back to the workers. Multi-agent, each policy of
+``policies_to_train`` does so on its own rows.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from rlstack.errors import ConfigError
-from rlstack.evaluation.worker_set import synchronous_parallel_sample
+from rlstack.policies.policy import Policy
 from rlstack.policies.postprocessing import postprocess_advantages, standardize
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
-from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+from rlstack.trainers.trainer import Trainer
 
 # Classic RLlib 1.x PPO defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
@@ -76,6 +77,7 @@ class PPOTrainer(Trainer):
     _default_config = DEFAULT_CONFIG
     postprocess_fn = staticmethod(postprocess_advantages)
     supports_recurrent_models = True
+    supports_multi_agent = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:
@@ -116,14 +118,16 @@ class PPOTrainer(Trainer):
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
         with self._timers["sample"]:
-            batch = synchronous_parallel_sample(self.workers, max_env_steps=cfg["train_batch_size"])
-        self._counters["num_env_steps_sampled"] += batch.count
-        batch = standardize(batch, SampleBatch.ADVANTAGES)
+            batch = self.sample_train_batch(cfg["train_batch_size"])
+        self.count_sampled(batch)
         with self._timers["learn"]:
-            stats = self.learner_policy.learn_on_batch(batch)
-        self._counters["num_env_steps_trained"] += batch.count
+            # Multi-agent: each policy that learns, on its own rows (advantages standardised per policy).
+            info = self.learn_per_policy(batch, _learn_on_batch)
+        self.count_trained(batch)
         with self._timers["synch_weights"]:
-            self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])
-            self.workers.sync_weights(self._counters["num_env_steps_sampled"])
-            self.workers.sync_filters(broadcast=cfg["synchronize_filters"])
-        return {DEFAULT_POLICY_ID: {"learner_stats": stats}}
+            self.sync_learned_weights(info)
+        return info
+
+
+def _learn_on_batch(policy: Policy, batch: SampleBatch) -> dict[str, Any]:
+    return policy.learn_on_batch(standardize(batch, SampleBatch.ADVANTAGES))

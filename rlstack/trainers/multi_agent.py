@@ -1,0 +1,327 @@
+"""Multi-agent training: the ``multiagent`` config read into :class:`PolicySpec` objects,
+its checks, and the trainer's per-policy steps (:class:`MultiAgentTrainerMixin`, a mixin
+of :class:`~rlstack.trainers.trainer.Trainer`).
+
+A synchronous trainer's ``training_step`` stays the same in both modes::
+
+    batch = self.sample_train_batch(cfg["train_batch_size"])  # SampleBatch or MultiAgentBatch
+    self.count_sampled(batch)
+    info = self.learn_per_policy(batch, learn)                # {policy_id: {"learner_stats": ...}}
+    self.count_trained(batch)
+    self.sync_learned_weights(info)
+
+With a MultiAgentBatch each policy of ``policies_to_train`` learns on its own rows, and
+only the weights of those that learned go to the rollout workers.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlstack.errors import CheckpointError, ConfigError
+from rlstack.policies.policy import Policy
+from rlstack.policies.policy_map import PolicySpec
+from rlstack.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
+from rlstack.utils.imports import import_object, object_path
+
+__all__ = ["MultiAgentTrainerMixin", "configured_policies", "policy_specs", "restorable_multiagent",
+           "validate_multiagent_config", "with_multiagent_paths"]
+
+COUNT_STEPS_BY = ("env_steps", "agent_steps")
+_FIELDS = PolicySpec._fields
+
+
+def configured_policies(config: dict[str, Any]) -> dict[str, PolicySpec]:
+    """``multiagent.policies`` as ``{policy_id: PolicySpec}`` (overrides not merged yet);
+    empty when none are configured.
+
+    Raises:
+        ConfigError: For a value that is not a dict of specs or a collection of ids.
+    """
+    policies = config["multiagent"]["policies"]
+    if not policies:
+        return {}
+    if isinstance(policies, (list, tuple, set, frozenset)):
+        return {_policy_id(pid): PolicySpec() for pid in policies}
+    if not isinstance(policies, Mapping):
+        raise ConfigError(f"multiagent.policies must be a dict {{policy_id: PolicySpec(...)}} or a list of policy "
+                          f"ids, got {type(policies).__name__} ({policies!r}).")
+    return {_policy_id(pid): _as_spec(pid, value) for pid, value in policies.items()}
+
+
+def _policy_id(pid: Any) -> str:
+    if not isinstance(pid, str):
+        raise ConfigError(f"Policy ids are strings (1.13's PolicyID); got {pid!r} ({type(pid).__name__}) in "
+                          "multiagent.policies. Name it e.g. 'pol0'.")
+    return pid
+
+
+def _as_spec(pid: str, value: Any) -> PolicySpec:
+    # PolicySpec, 1.13's 4-tuple (a 4-item list in YAML), a mapping of its field names, or None.
+    if value is None:
+        return PolicySpec()
+    if isinstance(value, PolicySpec):
+        spec = value
+    elif isinstance(value, (tuple, list)) and len(value) == 4:
+        spec = PolicySpec(*value)
+    elif isinstance(value, Mapping) and set(value) <= set(_FIELDS):
+        spec = PolicySpec(**value)
+    else:
+        raise ConfigError(
+            f"multiagent.policies[{pid!r}] = {value!r} is not a policy spec; give PolicySpec(policy_class, "
+            "observation_space, action_space, config), 1.13's 4-tuple of those, a mapping of those names (YAML: "
+            "{config: {lr: 0.001}}), or None (all taken from the trainer and the env).")
+    cls = spec.policy_class
+    if isinstance(cls, str):
+        cls = import_object(cls, f"multiagent.policies[{pid!r}].policy_class")
+    if cls is not None and not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise ConfigError(f"multiagent.policies[{pid!r}].policy_class = {spec.policy_class!r} is not a Policy "
+                          "subclass; give a subclass of rlstack.policies.policy.Policy (or None: the trainer's).")
+    for field in ("observation_space", "action_space"):
+        space = getattr(spec, field)
+        if space is not None and not isinstance(space, gym.Space):
+            raise ConfigError(f"multiagent.policies[{pid!r}].{field} = {space!r} is not a gymnasium space; give one "
+                              "(e.g. gymnasium.spaces.Box(...)) or None to take it from the env.")
+    if spec.config is not None and not isinstance(spec.config, Mapping):
+        raise ConfigError(f"multiagent.policies[{pid!r}].config must be a dict of the trainer's config keys this "
+                          f"policy overrides, got {spec.config!r}.")
+    return spec
+
+
+def validate_multiagent_config(config: dict[str, Any], algorithm: str, supported: bool,
+                               validate_policy_config: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Checks ``config["multiagent"]``, each policy's config included.
+
+    Args:
+        config: The merged config.
+        algorithm: The algorithm's name, for messages.
+        supported: Whether the trainer trains several policies.
+        validate_policy_config: The algorithm's own check, run on each policy's config.
+
+    Raises:
+        ConfigError: Naming the key, the policy or agent, what is allowed and the fix.
+    """
+    multiagent = config["multiagent"]
+    policies = configured_policies(config)
+    if policies and not supported:
+        raise ConfigError(_unsupported(algorithm))
+    if multiagent["count_steps_by"] not in COUNT_STEPS_BY:
+        raise ConfigError(f"multiagent.count_steps_by={multiagent['count_steps_by']!r} is not allowed; use one of "
+                          f"{', '.join(COUNT_STEPS_BY)}.")
+    if multiagent["replay_mode"] != "independent":
+        raise ConfigError(f"multiagent.replay_mode={multiagent['replay_mode']!r} is not supported; rlstack replays "
+                          "each policy's rows on their own ('independent', the default).")
+    capacity = multiagent["policy_map_capacity"]
+    if not (isinstance(capacity, numbers.Integral) and not isinstance(capacity, bool) and capacity >= 1):
+        raise ConfigError(f"multiagent.policy_map_capacity must be an integer >= 1, got {capacity!r}.")
+    for key in ("policy_mapping_fn", "observation_fn"):
+        value = multiagent[key]
+        if isinstance(value, str):
+            value = import_object(value, f"multiagent.{key}")
+        if value is not None and not callable(value):
+            raise ConfigError(f"multiagent.{key} must be a function or its import path 'module:function', got "
+                              f"{multiagent[key]!r}.")
+    known = sorted(policies) or [DEFAULT_POLICY_ID]
+    to_train = multiagent["policies_to_train"]
+    if isinstance(to_train, (list, tuple, set, frozenset)):
+        unknown = [pid for pid in to_train if pid not in known]
+        if unknown:
+            raise ConfigError(f"multiagent.policies_to_train names {unknown}, which are not among the policies "
+                              f"{known}; remove them or add them to multiagent.policies.")
+    elif to_train is not None and not callable(to_train):
+        raise ConfigError(f"multiagent.policies_to_train must be a list of policy ids or a function "
+                          f"fn(policy_id, batch) -> bool, got {to_train!r}.")
+    for pid, spec in policies.items():
+        for key in ("use_lstm", "use_attention"):
+            overrides = (spec.config or {}).get("model") or {}
+            if overrides.get(key, config["model"].get(key)):
+                raise ConfigError(f"model.{key}=True for policy {pid!r}: recurrent models are not supported in "
+                                  "multi-agent runs yet. Set it to False (or train one policy without multiagent).")
+    from rlstack.trainers.config import validate_common_config
+
+    for pid, spec in (policy_specs(config, algorithm) or {}).items():
+        try:
+            validate_common_config(dict(spec.config))
+            if validate_policy_config is not None:
+                validate_policy_config(dict(spec.config))
+        except ConfigError as exc:
+            raise ConfigError(f"In multiagent.policies[{pid!r}].config: {exc}") from exc
+
+
+def _unsupported(algorithm: str) -> str:
+    from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
+
+    able = sorted(name for name in ALGORITHMS if getattr(get_trainer_class(name), "supports_multi_agent", False))
+    return (f"multi-agent training is supported by {', '.join(able)} so far, not by {algorithm}: its trainer learns "
+            "one policy. Use one of those, or a single-agent env without multiagent.policies.")
+
+
+def policy_specs(config: dict[str, Any], algorithm: str) -> dict[str, PolicySpec] | None:
+    """The configured policies with complete configs (each policy's overrides merged over
+    ``config``), or None when ``multiagent.policies`` is empty.
+
+    Raises:
+        ConfigError: For an override key the trainer does not have (with the closest ones).
+    """
+    from rlstack.trainers.config import merge_config
+
+    policies = configured_policies(config)
+    if not policies:
+        return None
+    specs = {}
+    for pid, spec in policies.items():
+        try:
+            merged = merge_config(config, dict(spec.config or {}), algorithm)
+        except ConfigError as exc:
+            raise ConfigError(f"In multiagent.policies[{pid!r}].config: {exc}") from exc
+        specs[pid] = PolicySpec(spec.policy_class, spec.observation_space, spec.action_space, merged)
+    return specs
+
+
+class MultiAgentTrainerMixin:
+    """The per-policy parts of a trainer's step, results and checkpoints (a mixin of
+    :class:`~rlstack.trainers.trainer.Trainer`, which supplies ``config``, ``workers``,
+    ``_counters``, ``_name`` and ``learner_policy``)."""
+
+    # The trainer trains several policies (multiagent.policies, a MultiAgentEnv).
+    supports_multi_agent: bool = False
+
+    config: dict[str, Any]
+    workers: Any
+    _counters: dict[str, int]
+    _name: str
+    learner_policy: Policy
+
+    def policy_specs_for(self, config: dict[str, Any]) -> dict[str, PolicySpec] | None:
+        """The multi-agent policies of ``config`` (see :func:`policy_specs`)."""
+        return policy_specs(config, self._name)
+
+    @property
+    def is_multi_agent(self) -> bool:
+        """Whether the rollout workers run several policies (policies configured, or a MultiAgentEnv)."""
+        return self.workers.local_worker().multi_agent
+
+    def check_multi_agent_support(self) -> None:
+        """Raises after the workers found a MultiAgentEnv the trainer cannot train.
+
+        Raises:
+            ConfigError: Naming the trainers that can.
+        """
+        if self.is_multi_agent and not self.supports_multi_agent:
+            self.workers.stop()
+            raise ConfigError(_unsupported(self._name))
+
+    # ----- a synchronous step ---------------------------------------------------------------
+
+    def sample_train_batch(self, size: int) -> SampleBatch | MultiAgentBatch:
+        """``size`` env steps from the workers, or agent steps with ``count_steps_by: agent_steps``."""
+        from rlstack.evaluation.worker_set import synchronous_parallel_sample
+
+        if self.config["multiagent"]["count_steps_by"] == "agent_steps":
+            return synchronous_parallel_sample(self.workers, max_agent_steps=size)
+        return synchronous_parallel_sample(self.workers, max_env_steps=size)
+
+    def count_sampled(self, batch: SampleBatch | MultiAgentBatch) -> None:
+        """Adds a sampled batch's env and agent steps to the counters."""
+        self._counters["num_env_steps_sampled"] += batch.env_steps()
+        self._counters["num_agent_steps_sampled"] += batch.agent_steps()
+
+    def count_trained(self, batch: SampleBatch | MultiAgentBatch) -> None:
+        """Adds a batch learned on to the trained counters."""
+        self._counters["num_env_steps_trained"] += batch.env_steps()
+        self._counters["num_agent_steps_trained"] += batch.agent_steps()
+
+    def policies_to_train(self, batch: Any = None) -> list[str]:
+        """The ids of the policies that learn (``multiagent.policies_to_train``)."""
+        local = self.workers.local_worker()
+        if local.policies is None:
+            return [DEFAULT_POLICY_ID]
+        return [pid for pid in local.policies.policies if local.policies.is_trained(pid, batch)]
+
+    def learn_per_policy(self, batch: SampleBatch | MultiAgentBatch,
+                         learn: Callable[[Policy, SampleBatch], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """``learn(policy, its rows)`` for each policy that learns and has rows.
+
+        Returns:
+            ``{policy_id: {"learner_stats": stats}}`` (the results' ``info/learner``).
+        """
+        if isinstance(batch, SampleBatch):
+            return {DEFAULT_POLICY_ID: {"learner_stats": learn(self.learner_policy, batch)}}
+        local = self.workers.local_worker()
+        info = {}
+        for pid in self.policies_to_train(batch):
+            rows = batch.policy_batches.get(pid)
+            if rows is not None and rows.count:
+                info[pid] = {"learner_stats": learn(local.get_policy(pid), rows)}
+        return info
+
+    def global_timestep(self) -> int:
+        """The step count schedules follow: env steps, or agent steps (``count_steps_by``)."""
+        by_agent = self.is_multi_agent and self.config["multiagent"]["count_steps_by"] == "agent_steps"
+        return self._counters["num_agent_steps_sampled" if by_agent else "num_env_steps_sampled"]
+
+    def sync_learned_weights(self, info: dict[str, Any]) -> None:
+        """Moves every policy's schedules on and sends the weights of those that learned
+        (``info``'s policies; a single-agent trainer's one) and the filters to the workers."""
+        steps = self.global_timestep()
+        for policy in self.workers.local_worker().policy_map.values():
+            policy.on_global_var_update(steps)
+        self.workers.sync_weights(steps, policies=list(info) if self.is_multi_agent else None)
+        self.workers.sync_filters(broadcast=self.config["synchronize_filters"])
+
+    def agent_step_results(self) -> dict[str, int]:
+        """The agent-step counters of the result dict (the env-step ones when single-agent)."""
+        multi = self.is_multi_agent
+        sampled = self._counters["num_agent_steps_sampled" if multi else "num_env_steps_sampled"]
+        trained = self._counters["num_agent_steps_trained" if multi else "num_env_steps_trained"]
+        # 1.13's result key, and the name this project's issue gives it.
+        return {"num_agent_steps_sampled": sampled, "num_agent_steps_trained": trained,
+                "agent_timesteps_total": sampled, "agent_steps_total": sampled}
+
+
+def with_multiagent_paths(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` whose ``multiagent`` functions and policy classes are their
+    import paths where they have one (module-level objects), so that a checkpoint's stored
+    config builds the trainer again (:func:`restorable_multiagent`)."""
+    multiagent = dict(config["multiagent"])
+    for key in ("policy_mapping_fn", "observation_fn", "policies_to_train"):
+        if callable(multiagent[key]):
+            multiagent[key] = object_path(multiagent[key]) or multiagent[key]
+    policies = multiagent["policies"]
+    if isinstance(policies, Mapping):
+        specs = {pid: PolicySpec(*spec) if isinstance(spec, (tuple, list)) and len(spec) == 4 else spec
+                 for pid, spec in policies.items()}
+        multiagent["policies"] = {
+            pid: spec._replace(policy_class=object_path(spec.policy_class) or spec.policy_class)
+            if isinstance(spec, PolicySpec) and isinstance(spec.policy_class, type) else spec
+            for pid, spec in specs.items()}
+    return {**config, "multiagent": multiagent}
+
+
+def restorable_multiagent(config: dict[str, Any]) -> None:
+    """Checks a checkpoint's stored ``multiagent`` config for objects kept only as their
+    repr (a lambda, a space), which cannot build the trainer again.
+
+    Raises:
+        CheckpointError: Naming them and how to pass them again.
+    """
+    lost = [f"{where}: {value['__repr__']}" for where, value in _leaves(config.get("multiagent") or {}, "multiagent")
+            if isinstance(value, dict) and set(value) == {"__repr__"}]
+    if lost:
+        raise CheckpointError(
+            f"The checkpoint's multi-agent config holds objects stored only as their repr ({'; '.join(lost)}); "
+            "pass that config again: Trainer.from_checkpoint(path, config_overrides={'multiagent': {...}}) (module-"
+            "level functions and classes, and policy ids whose spaces come from the env, are stored restorably).")
+
+
+def _leaves(value: Any, where: str) -> list[tuple[str, Any]]:
+    if isinstance(value, dict) and set(value) != {"__repr__"}:
+        return [leaf for key, sub in value.items() for leaf in _leaves(sub, f"{where}.{key}")]
+    if isinstance(value, list):
+        return [leaf for i, sub in enumerate(value) for leaf in _leaves(sub, f"{where}[{i}]")]
+    return [(where, value)]
