@@ -174,9 +174,14 @@ def policy_specs(config: dict[str, Any], algorithm: str) -> dict[str, PolicySpec
     if not policies:
         return None
     specs = {}
-    for pid, spec in policies.items():
+    for k, (pid, spec) in enumerate(policies.items()):
+        overrides = dict(spec.config or {})
+        if k and config.get("seed") is not None and "seed" not in overrides:
+            # Each policy starts from its own initial weights (as 1.13's, built one after
+            # another from one random stream), reproducibly and alike on every worker.
+            overrides["seed"] = int(config["seed"]) + 1_000_003 * k
         try:
-            merged = merge_config(config, dict(spec.config or {}), algorithm)
+            merged = merge_config(config, overrides, algorithm)
         except ConfigError as exc:
             raise ConfigError(f"In multiagent.policies[{pid!r}].config: {exc}") from exc
         specs[pid] = PolicySpec(spec.policy_class, spec.observation_space, spec.action_space, merged)

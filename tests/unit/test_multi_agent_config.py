@@ -134,3 +134,17 @@ def test_mapping_functions_of_every_1x_signature_get_what_they_take(fn, expected
 def test_without_a_mapping_function_agents_go_to_the_only_policy_or_the_default():
     assert mapping_caller(None, ["only"])("any", None, None) == "only"
     assert mapping_caller(None, ["a", "b"])("any", None, None) == "default_policy"
+
+
+def test_each_policy_starts_from_its_own_weights_reproducibly():
+    from rlstack.trainers.multi_agent import policy_specs
+    from rlstack.trainers.ppo import DEFAULT_CONFIG
+
+    config = {**DEFAULT_CONFIG, "seed": 3,
+              "multiagent": {**DEFAULT_CONFIG["multiagent"], "policies": {
+                  "a": PolicySpec(), "b": PolicySpec(), "c": PolicySpec(config={"seed": 9})}}}
+    specs = policy_specs(config, "PPO")
+    seeds = [specs[pid].config["seed"] for pid in ("a", "b", "c")]
+    # The first keeps the trainer's seed; the others get their own, and an explicit one wins.
+    assert seeds[0] == 3 and seeds[1] not in (3, 9) and seeds[2] == 9
+    assert [s.config["seed"] for s in policy_specs(config, "PPO").values()] == seeds
