@@ -56,6 +56,7 @@ def learning_runs(request):
                 if run.done.is_set():
                     reporter.write_line(f"learning run {run.case_id}: started at {run.started_at:.0f} s, "
                                         f"{run.seconds:.0f} s ({run.slots} slot{'s' if run.slots > 1 else ''}), "
+                                        f"{run.cpu_seconds:.0f} CPU s, "
                                         f"exit {run.returncode}")
     if not failed:
         _pool.remove_files()

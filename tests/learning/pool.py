@@ -16,6 +16,7 @@ not what it learns.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -25,6 +26,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 from rlstack.experiments import load_experiments, needed_cpus
 from rlstack.trainers.registry import get_trainer_class
@@ -47,6 +50,14 @@ class Run:
     returncode: int | None = None
     log: str = ""
     seconds: float = 0.0
+    # User + system CPU seconds of each process of the run's tree (the driver, Ray's
+    # processes, the trial's actors), as last sampled (every 0.5 s) while it ran.
+    cpu_by_pid: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU seconds the run's processes used (up to the last 0.5 s of each)."""
+        return sum(self.cpu_by_pid.values())
     started_at: float | None = None  # seconds after the pool started
 
 
@@ -115,14 +126,29 @@ class LearningRuns:
             time.sleep(0.5)
             for entry in list(running):
                 run, proc, started = entry
-                if proc.poll() is None and time.monotonic() - started < RUN_TIMEOUT_S:
+                if self._reap(run, proc) is None and time.monotonic() - started < RUN_TIMEOUT_S:
                     continue
-                if proc.poll() is None:
+                if proc.returncode is None:
                     proc.kill()
                     proc.wait()
                     run.log = f"killed after {RUN_TIMEOUT_S} s\n"
                 self._finish(run, proc, time.monotonic() - started)
                 running.remove(entry)
+
+    @staticmethod
+    def _reap(run: Run, proc: subprocess.Popen) -> int | None:
+        """The run's exit code once it has ended (None before); while it runs, samples
+        the CPU time of every process of its tree."""
+        if proc.poll() is None:
+            try:
+                root = psutil.Process(proc.pid)
+                for process in [root, *root.children(recursive=True)]:
+                    with contextlib.suppress(psutil.Error):
+                        times = process.cpu_times()
+                        run.cpu_by_pid[process.pid] = times.user + times.system
+            except psutil.Error:
+                pass  # it ended just now
+        return proc.poll()
 
     def _start(self, run: Run) -> subprocess.Popen:
         run.storage = self.root / run.case_id
