@@ -34,6 +34,7 @@ def test_train_grid_search_from_yaml_then_rollout(tmp_path):
                 sgd_minibatch_size: 100
                 num_sgd_iter: 1
                 model: {fcnet_hiddens: [8]}
+                seed: 0
                 lr: {grid_search: [0.001, 0.0001]}
         """
     ))
@@ -49,8 +50,9 @@ def test_train_grid_search_from_yaml_then_rollout(tmp_path):
         assert len(checkpoints) == 1  # keep_checkpoints_num: 1
     checkpoint = sorted(trials[0].glob("checkpoint_*"))[0]
 
-    proc = _rlstack("rollout", str(checkpoint), "--episodes", "2", "--video-dir", "videos", "--steps", "300",
-                    cwd=tmp_path)
+    # Two CartPole-v1 episodes end within 1,000 steps (500 at most each), whatever the policy learned.
+    proc = _rlstack("rollout", str(checkpoint), "--episodes", "2", "--video-dir", "videos", "--steps", "1000",
+                    "--seed", "0", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     videos = sorted((tmp_path / "videos").glob("*.mp4"))
     assert len(videos) == 2 and all(v.stat().st_size > 1000 for v in videos)
