@@ -116,9 +116,10 @@ MISSING: dict[str, str] = {
                                    "envs as separate actors (remote_worker_envs) are not implemented",
     "rlstack.env.remote_vector_env": "rlstack steps sub-envs inside each rollout worker (num_envs_per_worker); "
                                      "envs as separate actors (remote_worker_envs) are not implemented",
-    "rlstack.env.wrappers": "rlstack.env.atari holds the DeepMind Atari preprocessing (preprocessor_pref="
-                            "'deepmind'); 1.x's other env wrappers (Unity3D, dm_control, PettingZoo, RecSim, "
-                            "group_agents) are not in rlstack yet (PettingZoo: issue 19's next step)",
+    "rlstack.env.wrappers": "rlstack.env.wrappers.pettingzoo_env holds PettingZooEnv and ParallelPettingZooEnv, "
+                            "and rlstack.env.atari the DeepMind Atari preprocessing (preprocessor_pref='deepmind'); "
+                            "1.x's other env wrappers (Unity3D, dm_control, RecSim, group_agents) are not in rlstack "
+                            "yet",
     "rlstack.env.group_agents_wrapper": "agent groups (MultiAgentEnv.with_agent_groups, for QMIX) are not "
                                         "implemented; multi-agent envs are (rlstack.env.multi_agent_env)",
     "rlstack.env.apis": "rlstack's envs are plain gymnasium envs; 1.x's TaskSettableEnv (curriculum learning) "

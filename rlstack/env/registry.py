@@ -23,6 +23,7 @@ _REGISTRY: dict[str, EnvCreator] = {}
 # name -> "module:Class", imported on first use.
 _EXAMPLE_ENVS = {"StatelessCartPole": "rlstack.examples.env.stateless_cartpole:StatelessCartPole",
                  "RepeatAfterMeEnv": "rlstack.examples.env.repeat_after_me_env:RepeatAfterMeEnv",
+                 "RockPaperScissors": "rlstack.examples.env.rock_paper_scissors:RockPaperScissors",
                  **{name: f"rlstack.examples.env.multi_agent:{name}" for name in (
                      "MultiAgentCartPole", "MultiAgentPendulum", "BasicMultiAgent", "RoundRobinMultiAgent",
                      "FlexAgentsMultiAgent", "EarlyDoneMultiAgent")}}

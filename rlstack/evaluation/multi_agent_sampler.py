@@ -27,10 +27,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlstack.env.multi_agent_env import ALL, DEFAULT_AGENT_ID
-from rlstack.errors import EnvError, NonFiniteError
+from rlstack.errors import ConfigError, EnvError, NonFiniteError
+from rlstack.evaluation import recurrent_states
 from rlstack.evaluation.episode import EPISODE_HOOKS, Episode
 from rlstack.evaluation.metrics import EpisodeStats
+from rlstack.evaluation.recurrent_states import SubEnvMemory
+from rlstack.models.prev_inputs import PREV_ACTIONS, PREV_REWARDS
 from rlstack.policies.policy import Policy
+from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
 from rlstack.utils.imports import import_object
 
@@ -47,10 +51,14 @@ _MAX_PENDING_STEPS = 1_000_000
 class _Agent:
     """One agent in one episode: its policy, its open step and its rows not yet cut."""
 
-    __slots__ = ("agent_id", "index", "policy_id", "open", "reward", "rows", "last_obs", "done")
+    __slots__ = ("agent_id", "index", "policy_id", "open", "reward", "rows", "last_obs", "done", "memory")
 
-    def __init__(self, agent_id: Any, index: int, policy_id: str) -> None:
+    def __init__(self, agent_id: Any, index: int, policy_id: str, memory: SubEnvMemory | None = None) -> None:
         self.agent_id, self.index, self.policy_id = agent_id, index, policy_id
+        # For a policy with a state (a recurrent model, a hand-written policy's
+        # get_initial_state()): the agent's state and, if the model reads them, its
+        # previous action and reward, one row, carried from its step to its next.
+        self.memory = memory
         self.open: tuple[np.ndarray, Any, dict[str, Any]] | None = None  # (obs, action, extras) awaiting its end
         self.reward = 0.0  # rewards since the open step's action
         # Closed rows: [obs, action, reward, terminated, truncated, extras, next_obs, bootstrap_value].
@@ -116,6 +124,23 @@ class MultiAgentRunningEpisode(Episode):
         return bool(agent is not None and agent.done)
 
 
+def _memory_columns(memories: list[SubEnvMemory]) -> dict[str, np.ndarray]:
+    # The agents' one-row memories stacked: {state_in_<i>, prev_actions, prev_rewards}.
+    columns = [memory.columns() for memory in memories]
+    return {key: np.concatenate([c[key] for c in columns]) for key in columns[0]}
+
+
+def _memory_inputs(columns: dict[str, np.ndarray]) -> dict[str, Any]:
+    # compute_actions / compute_values keyword arguments of _memory_columns' result.
+    states = [value for key, value in columns.items() if key.startswith("state_in_")]
+    inputs: dict[str, Any] = {"state_batches": states}
+    if PREV_ACTIONS in columns:
+        inputs["prev_action_batch"] = columns[PREV_ACTIONS]
+    if PREV_REWARDS in columns:
+        inputs["prev_reward_batch"] = columns[PREV_REWARDS]
+    return inputs
+
+
 def _bootstraps(policy: Policy) -> bool:
     # Rows bootstrap from V(s) where the policy wants it and has a value function (a
     # hand-written policy that does not learn need not).
@@ -153,6 +178,13 @@ class MultiAgentSampler:
         """Forgets the running episodes (the envs reset at the next sample)."""
         self.policies = self.worker.policies
         self.episodes = None
+
+    def drop_episodes_of(self, policy_id: str) -> None:
+        """After ``remove_policy``: forgets the running episodes (the envs reset at the
+        next sample) if an agent of one of them acts for ``policy_id``."""
+        if self.episodes and any(agent.policy_id == policy_id for episode in self.episodes
+                                 for agent in episode.agents.values()):
+            self.episodes = None
 
     # ----- sampling -----------------------------------------------------------------------
 
@@ -301,7 +333,23 @@ class MultiAgentSampler:
         for pid, members in groups.items():
             policy = self.policies.acting[pid]
             obs = np.stack([episode.to_act[agent_id] for episode, agent_id in members])
-            policy_actions, extras = policy.compute_actions(obs)
+            memories = [episode.agents[agent_id].memory for episode, agent_id in members]
+            if memories[0] is None:
+                policy_actions, extras = policy.compute_actions(obs)
+            else:
+                # Each agent's state (and previous action / reward) in, its new state out;
+                # rows record what they acted from (state_in_<i>, prev_*) and state_out_<i>.
+                inputs = _memory_columns(memories)
+                policy_actions, extras = policy.compute_actions(obs, **_memory_inputs(inputs))
+                n_states = len(memories[0].states)
+                if any(state_out_key(i) not in extras for i in range(n_states)):
+                    raise ConfigError(
+                        f"Policy {pid!r} ({type(policy).__name__}) has {n_states} state tensor(s) "
+                        "(get_initial_state()) but its compute_actions returned fewer state outputs; return "
+                        "(actions, state_outs, extras) with one state_out per state tensor.")
+                for k, memory in enumerate(memories):
+                    memory.states = [extras[state_out_key(i)][k:k + 1].copy() for i in range(n_states)]
+                extras.update(inputs)
             env_actions = policy.unsquash_actions(policy_actions)
             if env_actions.ndim == 1 and env_actions.dtype.kind in "iu":
                 env_actions = env_actions.tolist()  # the env checks Python ints faster
@@ -319,7 +367,8 @@ class MultiAgentSampler:
         if agent is None:
             env = self.env.envs[episode.env_id]
             policy_id = self.policies.policy_for(agent_id, episode, self.worker, env)
-            agent = episode.agents[agent_id] = _Agent(agent_id, len(episode.agents), policy_id)
+            memory = recurrent_states.initial_states(self.policies.acting[policy_id], 1)
+            agent = episode.agents[agent_id] = _Agent(agent_id, len(episode.agents), policy_id, memory)
         return agent
 
     def _reward(self, episode: MultiAgentRunningEpisode, rewards: dict) -> None:
@@ -404,21 +453,31 @@ class MultiAgentSampler:
             if self.track:
                 previous = episode._rewards.get(agent_id, [0.0, 0.0])[1]
                 episode._rewards[agent_id] = [previous, agent.reward]
+            if agent.memory is not None:
+                recurrent_states.after_step(agent.memory, np.asarray(action)[None],
+                                            self.worker.clip_rewards(np.float32([agent.reward])))
             agent.open, agent.reward = None, 0.0
             if self.training:
                 agent.rows.append(row)
                 if truncated and _bootstraps(self.policies.acting[agent.policy_id]):
                     # A cut, not the end of the task: bootstrap from V(its last observation).
-                    bootstrap[agent.policy_id].append((row, next_obs))
+                    bootstrap[agent.policy_id].append((row, next_obs, agent))
             if terminated or truncated:
                 agent.done = True
                 finished.append((episode, agent))
         return finished
 
     def _compute_bootstraps(self, requests: dict[str, list]) -> None:
+        # requests: {policy_id: [(row, obs, agent)]}; a recurrent policy's V reads each
+        # agent's memory after its last step.
         for pid, items in requests.items():
-            values = self.policies.acting[pid].compute_values(np.stack([obs for _, obs in items]))
-            for (row, _), value in zip(items, values):
+            obs = np.stack([obs for _, obs, _ in items])
+            memories = [agent.memory for _, _, agent in items]
+            if memories[0] is None:
+                values = self.policies.acting[pid].compute_values(obs)
+            else:
+                values = self.policies.acting[pid].compute_values(obs, **_memory_inputs(_memory_columns(memories)))
+            for (row, _, _), value in zip(items, values):
                 row[7] = float(value)
 
     def _cut_fragment(self, pieces: dict[str, list[SampleBatch]]) -> None:
@@ -429,7 +488,7 @@ class MultiAgentSampler:
             for agent in episode.agents.values():
                 if agent.rows and not (agent.rows[-1][3] or agent.rows[-1][4]) \
                         and _bootstraps(self.policies.acting[agent.policy_id]):
-                    requests[agent.policy_id].append((agent.rows[-1], agent.last_obs))
+                    requests[agent.policy_id].append((agent.rows[-1], agent.last_obs, agent))
         self._compute_bootstraps(requests)
         for episode in self.episodes:
             for agent in episode.agents.values():

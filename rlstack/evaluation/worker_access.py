@@ -19,6 +19,7 @@ from rlstack.sample_batch import DEFAULT_POLICY_ID
 if TYPE_CHECKING:
     from rlstack.evaluation.worker_policies import WorkerPolicyMap
     from rlstack.policies.policy import Policy
+    from rlstack.policies.policy_map import PolicySpec
     from rlstack.utils.filters import MeanStdFilter, NoFilter
 
 
@@ -31,6 +32,8 @@ class WorkerAccessMixin:
     policy: Policy
     sampling_policy: Policy
     policies: WorkerPolicyMap | None
+    _multi_agent_sampler: Any
+    _use_first_policy: Callable[[], None]
     filter: NoFilter | MeanStdFilter
     observation_space: gym.Space
     action_space: gym.Space
@@ -75,6 +78,51 @@ class WorkerAccessMixin:
         (``multiagent.policies_to_train``; a function of it is asked with no batch)."""
         return [func(policy, policy_id, **kwargs) for policy_id, policy in self.policy_map.items()
                 if self.policies is None or self.policies.is_trained(policy_id)]
+
+    # ----- policies added and removed at run time (Trainer.add_policy / remove_policy) -------
+
+    def add_policy(self, policy_id: str, spec: PolicySpec, policy_mapping_fn: Any = None,
+                   policies_to_train: Any = None, policy_state: dict[str, Any] | None = None,
+                   ) -> tuple[gym.Space, gym.Space]:
+        """Builds policy ``policy_id`` on this multi-agent worker (1.13's
+        ``RolloutWorker.add_policy``); missing spaces come from its env.
+
+        Args:
+            policy_id: The new id.
+            spec: Its class, spaces and complete config.
+            policy_mapping_fn: The mapping for new episodes from now on (None: unchanged).
+            policies_to_train: The new ``policies_to_train`` (None: unchanged).
+            policy_state: A :meth:`Policy.get_state` to load into it.
+
+        Returns:
+            The new policy's ``(observation_space, action_space)``.
+
+        Raises:
+            ConfigError: On a single-agent worker, or for a taken id.
+        """
+        if self.policies is None:
+            from rlstack.errors import ConfigError
+
+            raise ConfigError(f"Cannot add policy {policy_id!r} to a single-agent trainer: add_policy needs a "
+                              "multi-agent one (set multiagent.policies, or use a MultiAgentEnv).")
+        env = self.env.envs[0] if self.env is not None else None
+        policy = self.policies.add(policy_id, spec, policy_mapping_fn, policies_to_train, env)
+        if policy_state is not None:
+            policy.set_state(policy_state)
+            self.policies.refresh({policy_id: policy.get_weights()})
+        return self.policies.spaces()[policy_id]
+
+    def remove_policy(self, policy_id: str, policy_mapping_fn: Any = None, policies_to_train: Any = None) -> None:
+        """Drops policy ``policy_id`` from this worker (1.13's ``RolloutWorker.remove_policy``).
+        Running episodes with an agent mapped to it end unreported; their envs reset at
+        the next sample."""
+        if self.policies is None:
+            raise KeyError(f"Unknown policy id {policy_id!r}: this worker is single-agent (its one policy is "
+                           f"{DEFAULT_POLICY_ID!r}, which cannot be removed).")
+        self.policies.remove(policy_id, policy_mapping_fn, policies_to_train)
+        self._use_first_policy()  # the worker's single-agent attributes may have named it
+        if self._multi_agent_sampler is not None:
+            self._multi_agent_sampler.drop_episodes_of(policy_id)
 
     # ----- spaces, weights and filters, as the WorkerSet moves them ------------------------
 

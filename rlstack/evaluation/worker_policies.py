@@ -118,7 +118,9 @@ def refresh_acting(policy: Policy, acting: Policy, shares: bool, weights: dict[s
 def adapt_compute_actions(policy: Policy) -> None:
     """Lets a user's policy written for 1.13 act where rlstack calls ``compute_actions``:
     its ``(actions, state_outs, extras)`` comes back as rlstack's ``(actions, extras)``
-    (numpy), and ``explore`` is passed only if its signature takes it."""
+    (numpy), each state output as the extra ``state_out_<i>``; ``explore`` is passed only
+    if its signature takes it, and ``state_batches`` only when given (a policy whose
+    ``get_initial_state()`` is not empty carries a state per agent)."""
     compute_actions = policy.compute_actions
     try:
         params = inspect.signature(compute_actions).parameters
@@ -129,10 +131,13 @@ def adapt_compute_actions(policy: Policy) -> None:
     def call(obs_batch: Any, explore: bool | None = None, **kwargs: Any) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         out = compute_actions(obs_batch, explore=explore, **kwargs) if takes_explore else \
             compute_actions(obs_batch, **kwargs)
-        actions, extras = (out[0], out[2]) if len(out) == 3 else out
+        actions, state_outs, extras = out if len(out) == 3 else (out[0], [], out[1])
         n = len(obs_batch)
-        return np.asarray(actions), {key: np.asarray(value) for key, value in (extras or {}).items()
-                                     if np.ndim(value) and len(value) == n}
+        columns = {key: np.asarray(value) for key, value in (extras or {}).items()
+                   if np.ndim(value) and len(value) == n}
+        for i, value in enumerate(state_outs or []):
+            columns[f"state_out_{i}"] = np.asarray(value)
+        return np.asarray(actions), columns
 
     policy.compute_actions = call  # type: ignore[method-assign]
 
@@ -225,33 +230,85 @@ class WorkerPolicyMap:
             "action_space=...).")
 
     def _build(self) -> None:
-        seed = self.config.get("seed")
         self.policies = PolicyMap()
         self.acting: dict[str, Policy] = {}
         self.filters: dict[str, NoFilter | MeanStdFilter] = {}
         self._shares: dict[str, bool] = {}
-        default_path = class_path(self.args.policy_class)
-        for k, (pid, spec) in enumerate(self.specs.items()):
-            config = spec.config
-            memory = next((key for key in ("use_lstm", "use_attention") if config["model"].get(key)), None)
-            if memory:
-                raise ConfigError(f"Policy {pid!r} sets model.{memory}=True; recurrent models are not supported in "
-                                  "multi-agent runs yet. Set it to False for this policy.")
-            # Each policy samples from its own stream (the first from the worker's, as single-agent).
-            sampling_seed = None if seed is None else seed + self.args.worker_index + 100_003 * k
-            if spec.policy_class is None or class_path(spec.policy_class) == default_path:
-                policy, acting, shares = build_policy(self.args, spec.observation_space, spec.action_space, config,
-                                                      sampling_seed)
-            else:
-                policy = resolve_class(spec.policy_class)(spec.observation_space, spec.action_space, config)
-                adapt_compute_actions(policy)
-                acting, shares = policy, False
-            if policy.is_recurrent:
-                raise ConfigError(f"Policy {pid!r} has a recurrent model ({type(policy).__name__}); recurrent models "
-                                  "are not supported in multi-agent runs yet.")
-            self.policies[pid], self.acting[pid], self._shares[pid] = policy, acting, shares
-            self.filters[pid] = make_filter(config["observation_filter"], policy.preprocessor.shape)
-            self._bind(pid, policy, acting)
+        self._built = 0  # policies built so far: each new one samples from its own stream
+        for pid, spec in self.specs.items():
+            self._build_one(pid, spec)
+
+    def _build_one(self, pid: str, spec: PolicySpec) -> None:
+        config = spec.config
+        # Each policy samples from its own stream (the first from the worker's, as single-agent).
+        seed = self.config.get("seed")
+        sampling_seed = None if seed is None else seed + self.args.worker_index + 100_003 * self._built
+        self._built += 1
+        if spec.policy_class is None or class_path(spec.policy_class) == class_path(self.args.policy_class):
+            policy, acting, shares = build_policy(self.args, spec.observation_space, spec.action_space, config,
+                                                  sampling_seed)
+        else:
+            # A user's policy acts as it is; one with a state (1.13's get_initial_state())
+            # gets its state per agent, carried from step to step by the sampler.
+            policy = resolve_class(spec.policy_class)(spec.observation_space, spec.action_space, config)
+            adapt_compute_actions(policy)
+            acting, shares = policy, False
+        self.policies[pid], self.acting[pid], self._shares[pid] = policy, acting, shares
+        self.filters[pid] = make_filter(config["observation_filter"], policy.preprocessor.shape)
+        self._bind(pid, policy, acting)
+
+    def add(self, policy_id: str, spec: PolicySpec, policy_mapping_fn: Any = None,
+            policies_to_train: Any = None, env: Any = None) -> Policy:
+        """Builds one more policy (``Trainer.add_policy`` on this worker).
+
+        Args:
+            policy_id: Its id (not one of the map's).
+            spec: How to build it (config complete; spaces None: taken from ``env``).
+            policy_mapping_fn: The mapping new episodes use from now on (None: unchanged).
+            policies_to_train: The new ``policies_to_train`` (None: unchanged).
+            env: One sub-env, to read missing spaces from.
+
+        Returns:
+            The new policy.
+
+        Raises:
+            ConfigError: If the id is taken or the spaces cannot be inferred.
+        """
+        if policy_id in self.policies:
+            raise ConfigError(f"Policy {policy_id!r} exists already (the policies are {sorted(self.policies)}); "
+                              "add it under a new id, or remove_policy() it first.")
+        if policy_mapping_fn is not None:
+            self.set_mapping(policy_mapping_fn)
+        if policies_to_train is not None:
+            self.to_train = policies_to_train
+        spec = self._complete(policy_id, spec, env, None)
+        self.specs[policy_id] = spec
+        self._build_one(policy_id, spec)
+        return self.policies[policy_id]
+
+    def remove(self, policy_id: str, policy_mapping_fn: Any = None, policies_to_train: Any = None) -> None:
+        """Drops a policy (``Trainer.remove_policy`` on this worker).
+
+        Raises:
+            KeyError: For an unknown policy id, naming the known ones.
+            ConfigError: For the last policy (a worker needs one).
+        """
+        if policy_id not in self.policies:
+            raise KeyError(f"Unknown policy id {policy_id!r}; the policies are {sorted(self.policies)}.")
+        if len(self.policies) == 1:
+            raise ConfigError(f"Cannot remove {policy_id!r}: it is the only policy; add another one first.")
+        for table in (self.policies, self.acting, self.filters, self._shares, self.specs):
+            del table[policy_id]
+        self._checked = {pair for pair in self._checked if pair[1] != policy_id}
+        if policy_mapping_fn is not None:
+            self.set_mapping(policy_mapping_fn)
+        if policies_to_train is not None:
+            self.to_train = policies_to_train
+
+    def set_mapping(self, policy_mapping_fn: Any) -> None:
+        """Maps the agents of new episodes with ``policy_mapping_fn`` (running episodes keep
+        their agents' policies, as 1.13's did)."""
+        self.map_agent = mapping_caller(policy_mapping_fn, list(self.policies))
 
     # ----- agents -----------------------------------------------------------------------
 
@@ -354,7 +411,7 @@ class WorkerPolicyMap:
         self.config = config
         fresh = specs or {DEFAULT_POLICY_ID: PolicySpec()}
         self.specs = {pid: PolicySpec(spec.policy_class, self.specs[pid].observation_space,
-                                      self.specs[pid].action_space, fresh[pid].config or config)
+                                      self.specs[pid].action_space, (fresh.get(pid) or spec).config or config)
                       for pid, spec in self.specs.items()}
         self.to_train = config["multiagent"]["policies_to_train"]
         self._build()

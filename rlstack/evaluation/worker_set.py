@@ -64,6 +64,8 @@ class WorkerSet:
     ) -> None:
         self.config = config
         self.name = name
+        # The multi-agent policies a (re)created worker builds (add_policy / remove_policy change them).
+        self.policy_specs = policy_specs
         self._remote_workers: list[Any] = []
         self._placement_group: Any = None
         # Fault tolerance: which workers are in use, failures in a row per worker, restarts.
@@ -89,7 +91,7 @@ class WorkerSet:
                     env_spec, policy_path, config, worker_index=position + 1, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
                     postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
-                    learns=remote_workers_learn, policy_specs=policy_specs,
+                    learns=remote_workers_learn, policy_specs=self.policy_specs,
                 )
 
             self._make_remote = make_remote
@@ -328,6 +330,36 @@ class WorkerSet:
         weights_ref = ray.put(weights)
         for position in self.healthy_positions():
             self._remote_workers[position].set_weights.remote(weights_ref, global_timestep)
+
+    def add_policy(self, policy_id: str, spec: PolicySpec, policy_mapping_fn: Any = None,
+                   policies_to_train: Any = None) -> PolicySpec:
+        """Builds policy ``policy_id`` on every worker in use, first on one with an env
+        (which fills in spaces the spec leaves out), then on the others with those spaces.
+        A worker's error (a space it cannot infer, a bad class) is raised as it is.
+
+        Returns:
+            The spec with its spaces, as every worker built it.
+        """
+        local, remote = self._local_worker, [self._remote_workers[p] for p in self.healthy_positions()]
+        args = (policy_mapping_fn, policies_to_train)
+        if local.env is None and remote:
+            first = remote.pop(0)
+            spaces = ray.get(first.add_policy.remote(policy_id, spec, *args))
+            spec = spec._replace(observation_space=spaces[0], action_space=spaces[1])
+            local.add_policy(policy_id, spec, *args)
+        else:
+            spaces = local.add_policy(policy_id, spec, *args)
+            spec = spec._replace(observation_space=spaces[0], action_space=spaces[1])
+        ray.get([worker.add_policy.remote(policy_id, spec, *args) for worker in remote])
+        self.policy_specs = dict(local.policies.specs)
+        return spec
+
+    def remove_policy(self, policy_id: str, policy_mapping_fn: Any = None, policies_to_train: Any = None) -> None:
+        """Drops policy ``policy_id`` from every worker."""
+        self._local_worker.remove_policy(policy_id, policy_mapping_fn, policies_to_train)
+        ray.get([self._remote_workers[position].remove_policy.remote(policy_id, policy_mapping_fn, policies_to_train)
+                 for position in self.healthy_positions()])
+        self.policy_specs = dict(self._local_worker.policies.specs)
 
     def sync_filters(self, broadcast: bool = True) -> None:
         """Merges what every worker's observation filter saw into the local filter and

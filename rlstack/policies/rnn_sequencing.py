@@ -67,6 +67,17 @@ def sequence_starts(eps_id: np.ndarray, max_seq_len: int) -> np.ndarray:
     return np.concatenate([np.arange(a, b, max_seq_len) for a, b in zip(run_starts, run_ends)]).astype(np.int64)
 
 
+def trajectory_ids(batch: SampleBatch) -> np.ndarray:
+    """One id per row that changes where a trajectory does: the ``eps_id``, and in a
+    multi-agent policy's rows (several agents of one episode side by side) the
+    ``agent_index`` too."""
+    eps_id = np.asarray(batch[SampleBatch.EPS_ID])
+    if SampleBatch.AGENT_INDEX not in batch or len(eps_id) == 0:
+        return eps_id
+    pairs = np.stack([eps_id, np.asarray(batch[SampleBatch.AGENT_INDEX])], axis=1)
+    return np.cumsum(np.r_[True, (pairs[1:] != pairs[:-1]).any(axis=1)])
+
+
 def mark_sequence_starts(batch: SampleBatch, max_seq_len: int, fragment_length: int | None = None) -> SampleBatch:
     """The rows as they are, with a ``seq_start`` column: True where a sequence starts (an
     ``eps_id`` change, every ``max_seq_len`` steps, and with ``fragment_length`` every
@@ -77,7 +88,7 @@ def mark_sequence_starts(batch: SampleBatch, max_seq_len: int, fragment_length: 
     Raises:
         ValueError: If ``max_seq_len`` < 1.
     """
-    eps_id = batch[SampleBatch.EPS_ID]
+    eps_id = trajectory_ids(batch)
     if fragment_length:
         # Fragments of one episode may sit side by side (two sample() calls): a new id per fragment.
         eps_id = np.stack([eps_id, np.arange(len(eps_id)) // int(fragment_length)], axis=1)
@@ -97,7 +108,8 @@ def pad_batch_to_sequences(batch: SampleBatch, max_seq_len: int, state_columns: 
     """Chops ``batch`` into zero-padded sequences of at most ``max_seq_len`` steps.
 
     Rows must come in episode order (as rollout workers return them); a sequence ends at
-    every change of ``eps_id`` and after ``max_seq_len`` steps.
+    every change of ``eps_id`` (or ``agent_index``: :func:`trajectory_ids`) and after
+    ``max_seq_len`` steps.
 
     Args:
         batch: Rows with an ``eps_id`` column and the ``state_in_<i>`` columns.
@@ -115,7 +127,7 @@ def pad_batch_to_sequences(batch: SampleBatch, max_seq_len: int, state_columns: 
         ValueError: If ``max_seq_len`` < 1.
         KeyError: If the batch has no ``eps_id`` column.
     """
-    starts = sequence_starts(batch[SampleBatch.EPS_ID], max_seq_len)
+    starts = sequence_starts(trajectory_ids(batch), max_seq_len)
     n = batch.count
     seq_lens = np.diff(np.r_[starts, n]).astype(np.int32)
     if state_columns is None:

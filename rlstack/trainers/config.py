@@ -207,6 +207,8 @@ RENAMED_KEYS = {
     "min_iter_time_s": "min_time_s_per_reporting",
     "evaluation_num_episodes": "evaluation_duration",
     "sample_batch_size": "rollout_fragment_length",
+    # 1.13's name; rlstack keeps the older one its configs and results already use.
+    "metrics_num_episodes_for_smoothing": "metrics_smoothing_episodes",
 }
 
 class DefaultConfig(dict):

@@ -24,6 +24,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import CheckpointError, ConfigError
+from rlstack.evaluation.worker_policies import class_path
 from rlstack.policies.policy import Policy
 from rlstack.policies.policy_map import PolicySpec
 from rlstack.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
@@ -119,29 +120,9 @@ def validate_multiagent_config(config: dict[str, Any], algorithm: str, supported
     capacity = multiagent["policy_map_capacity"]
     if not (isinstance(capacity, numbers.Integral) and not isinstance(capacity, bool) and capacity >= 1):
         raise ConfigError(f"multiagent.policy_map_capacity must be an integer >= 1, got {capacity!r}.")
-    for key in ("policy_mapping_fn", "observation_fn"):
-        value = multiagent[key]
-        if isinstance(value, str):
-            value = import_object(value, f"multiagent.{key}")
-        if value is not None and not callable(value):
-            raise ConfigError(f"multiagent.{key} must be a function or its import path 'module:function', got "
-                              f"{multiagent[key]!r}.")
-    known = sorted(policies) or [DEFAULT_POLICY_ID]
-    to_train = multiagent["policies_to_train"]
-    if isinstance(to_train, (list, tuple, set, frozenset)):
-        unknown = [pid for pid in to_train if pid not in known]
-        if unknown:
-            raise ConfigError(f"multiagent.policies_to_train names {unknown}, which are not among the policies "
-                              f"{known}; remove them or add them to multiagent.policies.")
-    elif to_train is not None and not callable(to_train):
-        raise ConfigError(f"multiagent.policies_to_train must be a list of policy ids or a function "
-                          f"fn(policy_id, batch) -> bool, got {to_train!r}.")
-    for pid, spec in policies.items():
-        for key in ("use_lstm", "use_attention"):
-            overrides = (spec.config or {}).get("model") or {}
-            if overrides.get(key, config["model"].get(key)):
-                raise ConfigError(f"model.{key}=True for policy {pid!r}: recurrent models are not supported in "
-                                  "multi-agent runs yet. Set it to False (or train one policy without multiagent).")
+    _check_function(multiagent["observation_fn"], "observation_fn")
+    _check_multiagent_functions(multiagent["policy_mapping_fn"], multiagent["policies_to_train"],
+                                sorted(policies) or [DEFAULT_POLICY_ID])
     from rlstack.trainers.config import validate_common_config
 
     for pid, spec in (policy_specs(config, algorithm) or {}).items():
@@ -151,6 +132,27 @@ def validate_multiagent_config(config: dict[str, Any], algorithm: str, supported
                 validate_policy_config(dict(spec.config))
         except ConfigError as exc:
             raise ConfigError(f"In multiagent.policies[{pid!r}].config: {exc}") from exc
+
+
+def _check_function(value: Any, key: str) -> None:
+    if isinstance(value, str):
+        value = import_object(value, f"multiagent.{key}")
+    if value is not None and not callable(value):
+        raise ConfigError(f"multiagent.{key} must be a function or its import path 'module:function', got "
+                          f"{value!r}.")
+
+
+def _check_multiagent_functions(policy_mapping_fn: Any, policies_to_train: Any, known: list[str]) -> None:
+    # policy_mapping_fn: a function or its path; policies_to_train: ids among ``known`` or fn(id, batch).
+    _check_function(policy_mapping_fn, "policy_mapping_fn")
+    if isinstance(policies_to_train, (list, tuple, set, frozenset)):
+        unknown = [pid for pid in policies_to_train if pid not in known]
+        if unknown:
+            raise ConfigError(f"multiagent.policies_to_train names {unknown}, which are not among the policies "
+                              f"{sorted(known)}; remove them or add them to multiagent.policies.")
+    elif policies_to_train is not None and not callable(policies_to_train):
+        raise ConfigError(f"multiagent.policies_to_train must be a list of policy ids or a function "
+                          f"fn(policy_id, batch) -> bool, got {policies_to_train!r}.")
 
 
 def _unsupported(algorithm: str) -> str:
@@ -168,24 +170,32 @@ def policy_specs(config: dict[str, Any], algorithm: str) -> dict[str, PolicySpec
     Raises:
         ConfigError: For an override key the trainer does not have (with the closest ones).
     """
-    from rlstack.trainers.config import merge_config
-
     policies = configured_policies(config)
     if not policies:
         return None
-    specs = {}
-    for k, (pid, spec) in enumerate(policies.items()):
-        overrides = dict(spec.config or {})
-        if k and config.get("seed") is not None and "seed" not in overrides:
-            # Each policy starts from its own initial weights (as 1.13's, built one after
-            # another from one random stream), reproducibly and alike on every worker.
-            overrides["seed"] = int(config["seed"]) + 1_000_003 * k
-        try:
-            merged = merge_config(config, overrides, algorithm)
-        except ConfigError as exc:
-            raise ConfigError(f"In multiagent.policies[{pid!r}].config: {exc}") from exc
-        specs[pid] = PolicySpec(spec.policy_class, spec.observation_space, spec.action_space, merged)
-    return specs
+    return {pid: complete_spec(config, pid, spec, k, algorithm) for k, (pid, spec) in enumerate(policies.items())}
+
+
+def complete_spec(config: dict[str, Any], policy_id: str, spec: PolicySpec, position: int,
+                  algorithm: str) -> PolicySpec:
+    """``spec`` with its config overrides merged over ``config`` (the policy at
+    ``position`` among the trainer's policies).
+
+    Raises:
+        ConfigError: For an override key the trainer does not have (with the closest ones).
+    """
+    from rlstack.trainers.config import merge_config
+
+    overrides = dict(spec.config or {})
+    if position and config.get("seed") is not None and "seed" not in overrides:
+        # Each policy starts from its own initial weights (as 1.13's, built one after
+        # another from one random stream), reproducibly and alike on every worker.
+        overrides["seed"] = int(config["seed"]) + 1_000_003 * position
+    try:
+        merged = merge_config(config, overrides, algorithm)
+    except ConfigError as exc:
+        raise ConfigError(f"In multiagent.policies[{policy_id!r}].config: {exc}") from exc
+    return PolicySpec(spec.policy_class, spec.observation_space, spec.action_space, merged)
 
 
 class MultiAgentTrainerMixin:
@@ -278,6 +288,119 @@ class MultiAgentTrainerMixin:
             policy.on_global_var_update(steps)
         self.workers.sync_weights(steps, policies=list(info) if self.is_multi_agent else None)
         self.workers.sync_filters(broadcast=self.config["synchronize_filters"])
+
+    # ----- policies added and removed at run time (self-play leagues) -------------------------
+
+    def add_policy(self, policy_id: str, policy_cls: type[Policy] | str | None = None, *,
+                   observation_space: gym.Space | None = None, action_space: gym.Space | None = None,
+                   config: dict[str, Any] | None = None, policy_state: dict[str, Any] | None = None,
+                   policy_mapping_fn: Callable[..., str] | str | None = None,
+                   policies_to_train: Any = None, evaluation_workers: bool = True) -> Policy:
+        """Adds a policy to every rollout worker (and evaluation worker) while training
+        (1.13's ``Trainer.add_policy``): e.g. a frozen snapshot of the learner for
+        self-play, added from ``on_train_result``.
+
+        Args:
+            policy_id: The new policy's id.
+            policy_cls: Its class (None or the trainer's own policy class: the algorithm's,
+                which acts in numpy on remote workers; a hand-written ``Policy`` acts as it is).
+            observation_space: None: the space of an agent the (new) mapping maps to it.
+            action_space: As ``observation_space``.
+            config: Trainer config keys this policy overrides.
+            policy_state: A ``policy.get_state()`` to start from (e.g. the learner's).
+            policy_mapping_fn: The mapping new episodes use from now on (running episodes
+                keep theirs); None: unchanged.
+            policies_to_train: The new ``policies_to_train`` (a list or ``fn(policy_id,
+                batch)``); None: unchanged (a list leaves the new policy untrained).
+            evaluation_workers: Add it to the evaluation workers too.
+
+        Returns:
+            The new policy of the driver's worker (the learner, for the algorithm's class).
+
+        Raises:
+            ConfigError: For a single-agent trainer, a taken id, a bad class, space or
+                config key, or spaces that cannot be inferred.
+        """
+        if not self.is_multi_agent:
+            raise ConfigError(f"add_policy({policy_id!r}): this {self._name} trainer is single-agent; configure "
+                              "multiagent.policies (or use a MultiAgentEnv) to train several policies.")
+        multiagent = self.config["multiagent"]
+        # The policies as configured (a MultiAgentEnv without them has "default_policy").
+        policies = configured_policies(self.config) or {pid: PolicySpec() for pid in self.workers.local_worker().policy_map}
+        pid = _policy_id(policy_id)
+        if pid in self.workers.local_worker().policy_map:
+            raise ConfigError(f"add_policy({pid!r}): a policy of that id exists already (the policies are "
+                              f"{sorted(self.workers.local_worker().policy_map)}); pick a new id or remove_policy() "
+                              "it first.")
+        given = _as_spec(pid, PolicySpec(policy_cls, observation_space, action_space, config))
+        if given.policy_class is not None and class_path(given.policy_class) == class_path(self.policy_class):
+            given = given._replace(policy_class=None)  # the algorithm's own class, acting in numpy where it can
+        _check_multiagent_functions(policy_mapping_fn, policies_to_train, [*policies, pid])
+        spec = complete_spec(self.config, pid, given, len(policies), self._name)
+        self._validate_policy_config(pid, spec.config)
+        for worker_set in self._worker_sets(evaluation_workers):
+            spec = worker_set.add_policy(pid, spec, policy_mapping_fn, policies_to_train)
+        # What a checkpoint's config and a recreated worker need: the spec as given, the
+        # current mapping and training list.
+        policies[pid] = given
+        self.config["multiagent"] = {
+            **multiagent, "policies": policies,
+            "policy_mapping_fn": multiagent["policy_mapping_fn"] if policy_mapping_fn is None else policy_mapping_fn,
+            "policies_to_train": multiagent["policies_to_train"] if policies_to_train is None else policies_to_train}
+        policy = self.workers.local_worker().get_policy(pid)
+        if policy_state is not None:
+            policy.set_state(policy_state)
+            self.workers.sync_weights(self.global_timestep(), policies=[pid])
+        return policy
+
+    def remove_policy(self, policy_id: str = DEFAULT_POLICY_ID, *,
+                      policy_mapping_fn: Callable[..., str] | str | None = None, policies_to_train: Any = None,
+                      evaluation_workers: bool = True) -> None:
+        """Removes a policy from every rollout worker (and evaluation worker) (1.13's
+        ``Trainer.remove_policy``). Running episodes in which an agent acts for it end
+        unreported, and their envs start over.
+
+        Args:
+            policy_id: The policy to remove.
+            policy_mapping_fn: The mapping from now on (it must no longer name the policy);
+                None: unchanged.
+            policies_to_train: The new ``policies_to_train``; None: unchanged (with the
+                removed id dropped from a list).
+            evaluation_workers: Remove it from the evaluation workers too.
+
+        Raises:
+            KeyError: For an unknown policy id, naming the known ones.
+            ConfigError: For a single-agent trainer or the last policy.
+        """
+        if not self.is_multi_agent:
+            raise ConfigError(f"remove_policy({policy_id!r}): this {self._name} trainer is single-agent; its one "
+                              "policy cannot be removed.")
+        self.workers.local_worker().get_policy(policy_id)  # KeyError naming the known ids
+        multiagent = self.config["multiagent"]
+        if policies_to_train is None and isinstance(multiagent["policies_to_train"], (list, tuple, set, frozenset)):
+            policies_to_train = [p for p in multiagent["policies_to_train"] if p != policy_id]
+        remaining = [p for p in self.workers.local_worker().policy_map if p != policy_id]
+        _check_multiagent_functions(policy_mapping_fn, policies_to_train, remaining)
+        for worker_set in self._worker_sets(evaluation_workers):
+            worker_set.remove_policy(policy_id, policy_mapping_fn, policies_to_train)
+        policies = {pid: spec for pid, spec in (configured_policies(self.config) or {}).items() if pid != policy_id}
+        self.config["multiagent"] = {
+            **multiagent, "policies": policies,
+            "policy_mapping_fn": multiagent["policy_mapping_fn"] if policy_mapping_fn is None else policy_mapping_fn,
+            "policies_to_train": multiagent["policies_to_train"] if policies_to_train is None else policies_to_train}
+
+    def _worker_sets(self, evaluation_workers: bool) -> list[Any]:
+        evaluation = getattr(self, "evaluation_workers", None)
+        return [self.workers] + ([evaluation] if evaluation_workers and evaluation is not None else [])
+
+    def _validate_policy_config(self, policy_id: str, config: dict[str, Any]) -> None:
+        from rlstack.trainers.config import validate_common_config
+
+        try:
+            validate_common_config(dict(config))
+            self.validate_config(dict(config))
+        except ConfigError as exc:
+            raise ConfigError(f"In the config of policy {policy_id!r}: {exc}") from exc
 
     def agent_step_results(self) -> dict[str, int]:
         """The agent-step counters of the result dict (the env-step ones when single-agent)."""
