@@ -29,7 +29,7 @@ import numpy as np
 
 from rlstack.errors import ConfigError
 from rlstack.execution.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer, make_replay_buffer
-from rlstack.sample_batch import SampleBatch, concat_samples
+from rlstack.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
 from rlstack.trainers.replay_config import apply_replay_buffer_config
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
 from rlstack.utils.schedules import PiecewiseSchedule
@@ -145,8 +145,13 @@ class OffPolicyTrainer(Trainer):
     policy provides ``learn_on_batch(batch)`` (one gradient step per
     ``train_batch_size`` rows; a per-row ``"td_error"`` array in the stats becomes the new
     priorities) and ``update_target()``.
+
+    Multi-agent: each policy keeps its own replay buffer (sized by its own config, 1.13's
+    "independent" replay), learns on batches replayed from it and updates its own target
+    network; the replay ratio and the step counts follow the trainer's config.
     """
 
+    supports_multi_agent = True
     _HOT_KEYS = (*Trainer._HOT_KEYS, "target_network_update_freq", "training_intensity", "learning_starts",
                  "prioritized_replay_beta", "final_prioritized_replay_beta")
 
@@ -156,15 +161,30 @@ class OffPolicyTrainer(Trainer):
 
     def _init_replay(self) -> None:
         cfg = self.config
-        self.replay_buffer: ReplayBuffer = make_replay_buffer(cfg, seed=cfg["seed"])
+        self.replay_buffers: dict[str, ReplayBuffer] = {}
         self._beta = beta_schedule(cfg)
         self._counters.update(num_target_updates=0, last_target_update_ts=0, train_credit=0.0)
+
+    def buffer_of(self, policy_id: str) -> ReplayBuffer:
+        """The replay buffer of ``policy_id`` (made on first use, from that policy's config)."""
+        buffer = self.replay_buffers.get(policy_id)
+        if buffer is None:
+            config = self.workers.local_worker().get_policy(policy_id).config
+            seed = config["seed"]
+            buffer = self.replay_buffers[policy_id] = make_replay_buffer(config, seed=seed)
+        return buffer
+
+    @property
+    def replay_buffer(self) -> ReplayBuffer:
+        """The replay buffer of the (first) policy."""
+        return self.buffer_of(next(iter(self.workers.local_worker().policy_map)))
 
     def reset_config(self, new_config: dict[str, Any]) -> bool:
         if not super().reset_config(new_config):
             return False
         self._init_replay()
-        self.learner_policy.update_target()
+        for policy in self.workers.local_worker().policy_map.values():
+            policy.update_target()
         return True
 
     def _num_train_steps(self, sampled: int) -> int:
@@ -181,44 +201,73 @@ class OffPolicyTrainer(Trainer):
 
     def training_step(self) -> dict[str, Any]:
         cfg = self.config
-        policy = self.learner_policy
         with self._timers["sample"]:
             batch = concat_samples(self.workers.sample())
-        self._counters["num_env_steps_sampled"] += batch.count
-        sampled = self._counters["num_env_steps_sampled"]
-        self.replay_buffer.add(replay_rows(batch))
+        self.count_sampled(batch)
+        sampled = self.global_timestep()
+        rows_by_policy = batch.policy_batches if isinstance(batch, MultiAgentBatch) else {DEFAULT_POLICY_ID: batch}
+        for policy_id, rows in rows_by_policy.items():
+            if rows.count:
+                self.buffer_of(policy_id).add(replay_rows(rows))
 
-        stats = self._last_learner_stats
+        info: dict[str, Any] = {}
         if sampled >= cfg["learning_starts"]:
-            num_steps = self._num_train_steps(batch.count)
+            num_steps = self._num_train_steps(batch.agent_steps() if self.global_timestep_is_agent_steps()
+                                              else batch.env_steps())
             if num_steps:
                 with self._timers["learn"]:
-                    beta = self._beta.value(sampled)
-                    train_batch = self.replay_buffer.sample(num_steps * cfg["train_batch_size"], beta)
-                    stats = policy.learn_on_batch(train_batch)
-                    td_error = stats.pop("td_error", None)
-                    if td_error is not None and isinstance(self.replay_buffer, PrioritizedReplayBuffer):
-                        self.replay_buffer.update_priorities(train_batch[SampleBatch.BATCH_INDEXES], td_error)
-                self._counters["num_env_steps_trained"] += train_batch.count
-                self._last_learner_stats = stats
+                    for policy_id in self.policies_to_train():
+                        info[policy_id] = {"learner_stats": self._learn_from_replay(policy_id, num_steps, sampled)}
+                self._last_learner_stats = info
         if sampled - self._counters["last_target_update_ts"] >= cfg["target_network_update_freq"]:
-            policy.update_target()
+            for policy_id in self.policies_to_train():
+                self.workers.local_worker().get_policy(policy_id).update_target()
             self._counters["last_target_update_ts"] = sampled
             self._counters["num_target_updates"] += 1
         with self._timers["synch_weights"]:
-            policy.on_global_var_update(sampled)
-            self.workers.sync_weights(sampled)
-            self.workers.sync_filters(broadcast=cfg["synchronize_filters"])
-        return {DEFAULT_POLICY_ID: {"learner_stats": stats}}
+            self.sync_learned_weights(info)
+        return info or self._last_learner_stats
+
+    def global_timestep_is_agent_steps(self) -> bool:
+        """Whether the step count the schedules and ``learning_starts`` follow is agent steps."""
+        return self.is_multi_agent and self.config["multiagent"]["count_steps_by"] == "agent_steps"
+
+    def _learn_from_replay(self, policy_id: str, num_steps: int, sampled: int) -> dict[str, Any]:
+        # num_steps gradient steps of one policy on rows replayed from its buffer.
+        policy = self.workers.local_worker().get_policy(policy_id)
+        buffer = self.buffer_of(policy_id)
+        if len(buffer) == 0:
+            return {}
+        train_batch = buffer.sample(num_steps * policy.config["train_batch_size"], self._beta.value(sampled))
+        stats = policy.learn_on_batch(train_batch)
+        td_error = stats.pop("td_error", None)
+        if td_error is not None and isinstance(buffer, PrioritizedReplayBuffer):
+            buffer.update_priorities(train_batch[SampleBatch.BATCH_INDEXES], td_error)
+        self._counters["num_env_steps_trained"] += train_batch.count
+        self._counters["num_agent_steps_trained"] += train_batch.count
+        return stats
 
     def extra_results(self) -> dict[str, Any]:
-        return {"replay_buffer": self.replay_buffer.stats(), "num_target_updates": self._counters["num_target_updates"]}
+        if not self.is_multi_agent:
+            return {"replay_buffer": self.replay_buffer.stats(),
+                    "num_target_updates": self._counters["num_target_updates"]}
+        return {"replay_buffer": {pid: buffer.stats() for pid, buffer in self.replay_buffers.items()},
+                "num_target_updates": self._counters["num_target_updates"]}
+
+    def _buffer_groups(self) -> dict[str, str]:
+        # Checkpoint group of each policy's buffer: "replay_buffer" (single-agent), or
+        # "replay_buffer_<i>" beside that policy's "policy_state_<i>".
+        if not self.is_multi_agent:
+            return {DEFAULT_POLICY_ID: "replay_buffer"}
+        return {pid: f"replay_buffer_{i}" for i, pid in enumerate(self.workers.local_worker().policy_map)}
 
     def extra_checkpoint_arrays(self) -> dict[str, dict[str, np.ndarray]]:
         if not self.config["store_buffer_in_checkpoints"]:
             return {}
-        return {"replay_buffer": self.replay_buffer.get_state()}
+        return {group: self.buffer_of(pid).get_state() for pid, group in self._buffer_groups().items()
+                if pid in self.replay_buffers or not self.is_multi_agent}
 
     def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
-        if "replay_buffer" in arrays:
-            self.replay_buffer.set_state(arrays["replay_buffer"])
+        for pid, group in self._buffer_groups().items():
+            if group in arrays:
+                self.buffer_of(pid).set_state(arrays[group])

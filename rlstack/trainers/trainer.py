@@ -147,7 +147,20 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
         """
         merged = merge_config(cls._default_config, config, cls._name)
         validate_common_config(merged)
-        memory = next((key for key in ("use_lstm", "use_attention") if merged["model"].get(key)), None)
+        cls._check_memory(merged)
+
+        def validate_policy_config(policy_config: dict[str, Any]) -> None:
+            cls._check_memory(policy_config)
+            cls.validate_config(policy_config)
+
+        validate_multiagent_config(merged, cls._name, cls.supports_multi_agent, validate_policy_config)
+        cls.validate_config(merged)
+        return merged
+
+    @classmethod
+    def _check_memory(cls, config: dict[str, Any]) -> None:
+        # A recurrent model (use_lstm / use_attention) only for trainers that train them.
+        memory = next((key for key in ("use_lstm", "use_attention") if config["model"].get(key)), None)
         if memory and not cls.supports_recurrent_models:
             from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
 
@@ -156,9 +169,6 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
                 f"model.{memory}=True is not supported by {cls._name} yet; recurrent models train with "
                 f"{', '.join(able)}. Use one of those, or set {memory}=False (stack past observations with a "
                 "gymnasium wrapper for a little memory).")
-        validate_multiagent_config(merged, cls._name, cls.supports_multi_agent, cls.validate_config)
-        cls.validate_config(merged)
-        return merged
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

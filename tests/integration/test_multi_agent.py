@@ -14,8 +14,7 @@ from rlstack.env.multi_agent_env import MultiAgentEnv
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.examples.env.multi_agent import MultiAgentCartPole
 from rlstack.policies.policy import Policy, PolicySpec
-from rlstack.trainers.a3c import A2CTrainer
-from rlstack.trainers.dqn import DQNTrainer
+from rlstack.trainers.a3c import A2CTrainer, A3CTrainer
 from rlstack.trainers.ppo import PPOTrainer
 
 SMALL = {"train_batch_size": 400, "sgd_minibatch_size": 100, "num_sgd_iter": 2, "rollout_fragment_length": 100,
@@ -192,9 +191,10 @@ def test_a_multi_agent_env_without_policies_trains_one_default_policy_and_evalua
     trainer.stop()
 
 
-def test_trainers_without_multi_agent_refuse_a_multi_agent_env():
-    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, PPO so far, not by DQN"):
-        DQNTrainer({"num_workers": 0}, "MultiAgentCartPole")
+def test_trainers_without_multi_agent_refuse_a_multi_agent_env(ray_local):
+    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, DDPG, DQN, PPO, SAC, TD3 so far, "
+                                          "not by A3C"):
+        A3CTrainer({"num_workers": 1}, "MultiAgentCartPole")
 
 
 def test_reset_config_rebuilds_every_policy_with_the_new_hyper_parameters():

@@ -11,7 +11,7 @@ from rlstack.evaluation.worker_policies import mapping_caller
 from rlstack.examples.policy.random_policy import RandomPolicy
 from rlstack.policies.policy import PolicySpec
 from rlstack.trainers.a3c import A2CTrainer
-from rlstack.trainers.dqn import DQNTrainer
+from rlstack.trainers.dqn import ApexTrainer, DQNTrainer
 from rlstack.trainers.multi_agent import configured_policies, policy_specs
 from rlstack.trainers.ppo import PPOTrainer
 
@@ -87,14 +87,16 @@ def test_bad_multiagent_config_names_the_key_and_the_fix(multiagent, fragments):
         assert fragment in str(info.value)
 
 
-def test_recurrent_models_and_trainers_without_multi_agent_are_refused():
-    with pytest.raises(ConfigError, match="policy 'p'.*not supported in multi-agent"):
-        PPOTrainer.merge_and_validate({"model": {"use_lstm": True}, "multiagent": {"policies": ["p"]}})
-    with pytest.raises(ConfigError, match="model.use_attention=True for policy 'q'"):
-        PPOTrainer.merge_and_validate({"multiagent": {"policies": {
+def test_recurrent_policies_only_where_the_trainer_trains_them_and_multi_agent_only_where_supported():
+    config = PPOTrainer.merge_and_validate({"multiagent": {"policies": {
+        "p": PolicySpec(), "q": PolicySpec(config={"model": {"use_lstm": True}})}}})
+    assert policy_specs(config, "PPO")["q"].config["model"]["use_lstm"]
+    with pytest.raises(ConfigError, match="In multiagent.policies\\['q'\\].config: model.use_attention=True is not "
+                                          "supported by DQN"):
+        DQNTrainer.merge_and_validate({"multiagent": {"policies": {
             "p": PolicySpec(), "q": PolicySpec(config={"model": {"use_attention": True}})}}})
-    with pytest.raises(ConfigError, match="supported by A2C, PPO so far, not by DQN"):
-        DQNTrainer.merge_and_validate({"multiagent": {"policies": ["p"]}})
+    with pytest.raises(ConfigError, match="supported by A2C, DDPG, DQN, PPO, SAC, TD3 so far, not by APEX"):
+        ApexTrainer.merge_and_validate({"multiagent": {"policies": ["p"]}})
     assert A2CTrainer.merge_and_validate({"multiagent": {"policies": ["p"]}})["multiagent"]["policies"] == ["p"]
 
 
