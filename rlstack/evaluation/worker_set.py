@@ -350,15 +350,18 @@ class WorkerSet:
         else:
             spaces = local.add_policy(policy_id, spec, *args)
             spec = spec._replace(observation_space=spaces[0], action_space=spaces[1])
-        ray.get([worker.add_policy.remote(policy_id, spec, *args) for worker in remote])
+        if remote:  # (ray.get of nothing would start Ray)
+            ray.get([worker.add_policy.remote(policy_id, spec, *args) for worker in remote])
         self.policy_specs = dict(local.policies.specs)
         return spec
 
     def remove_policy(self, policy_id: str, policy_mapping_fn: Any = None, policies_to_train: Any = None) -> None:
         """Drops policy ``policy_id`` from every worker."""
         self._local_worker.remove_policy(policy_id, policy_mapping_fn, policies_to_train)
-        ray.get([self._remote_workers[position].remove_policy.remote(policy_id, policy_mapping_fn, policies_to_train)
-                 for position in self.healthy_positions()])
+        positions = self.healthy_positions()
+        if positions:  # (ray.get of nothing would start Ray)
+            ray.get([self._remote_workers[position].remove_policy.remote(policy_id, policy_mapping_fn,
+                                                                          policies_to_train) for position in positions])
         self.policy_specs = dict(self._local_worker.policies.specs)
 
     def sync_filters(self, broadcast: bool = True) -> None:
