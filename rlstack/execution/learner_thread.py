@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -31,11 +32,19 @@ class LearnerThread(threading.Thread):
         queue_size: Capacity of ``inqueue`` (``learner_queue_size``).
         timeout_s: How long ``get`` waits before the thread checks for a stop
             (a poll interval, not a failure timeout).
+        learn: What learns on a batch (default ``policy.learn_on_batch``; a multi-agent
+            trainer's learns per policy).
+        get_weights: What reads the weights to broadcast (default ``policy.get_weights``;
+            a multi-agent worker's ``{policy_id: weights}``).
     """
 
-    def __init__(self, policy: Policy, queue_size: int = 16, timeout_s: float = 0.5) -> None:
+    def __init__(self, policy: Policy, queue_size: int = 16, timeout_s: float = 0.5,
+                 learn: Callable[[Any], dict[str, Any]] | None = None,
+                 get_weights: Callable[[], Any] | None = None) -> None:
         super().__init__(name="rlstack-learner", daemon=True)
         self.policy = policy
+        self._learn = learn or policy.learn_on_batch
+        self._get_weights = get_weights or policy.get_weights
         self.inqueue: queue.Queue[tuple[Any, SampleBatch]] = queue.Queue(maxsize=queue_size)
         self.outqueue: queue.Queue[tuple[Any, SampleBatch, dict[str, Any]]] = queue.Queue()
         self.lock = threading.Lock()
@@ -57,7 +66,7 @@ class LearnerThread(threading.Thread):
             try:
                 start = time.perf_counter()
                 with self.lock:
-                    stats = self.policy.learn_on_batch(batch)
+                    stats = self._learn(batch)
                 self.learn_times.append(time.perf_counter() - start)
                 self.num_steps += 1
                 self.outqueue.put((tag, batch, stats))
@@ -72,7 +81,7 @@ class LearnerThread(threading.Thread):
         if self._weights_ref is None or self._weights_version != self.num_steps:
             with self.lock:
                 version = self.num_steps
-                weights = self.policy.get_weights()
+                weights = self._get_weights()
             self._weights_ref = ray.put(weights)
             self._weights_version = version
         return self._weights_ref

@@ -15,6 +15,7 @@ from rlstack.errors import CheckpointError, ConfigError
 from rlstack.examples.env.multi_agent import MultiAgentCartPole
 from rlstack.policies.policy import Policy, PolicySpec
 from rlstack.trainers.a3c import A2CTrainer, A3CTrainer
+from rlstack.trainers.impala import IMPALATrainer
 from rlstack.trainers.ppo import PPOTrainer
 
 SMALL = {"train_batch_size": 400, "sgd_minibatch_size": 100, "num_sgd_iter": 2, "rollout_fragment_length": 100,
@@ -192,8 +193,8 @@ def test_a_multi_agent_env_without_policies_trains_one_default_policy_and_evalua
 
 
 def test_trainers_without_multi_agent_refuse_a_multi_agent_env(ray_local):
-    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, DDPG, DQN, PPO, SAC, TD3 so far, "
-                                          "not by A3C"):
+    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, DDPG, DQN, IMPALA, PPO, SAC, TD3 so "
+                                          "far, not by A3C"):
         A3CTrainer({"num_workers": 1}, "MultiAgentCartPole")
 
 
@@ -215,4 +216,20 @@ def test_count_steps_by_agent_steps_sizes_batches_and_timesteps_in_agent_steps()
     result = trainer.train()
     assert result["timesteps_total"] == result["agent_timesteps_total"] >= 400
     assert result["num_env_steps_sampled"] < result["timesteps_total"]  # four agents act per env step
+    trainer.stop()
+
+
+def test_impala_learns_per_policy_through_its_learner_thread(ray_local):
+    trainer = IMPALATrainer({"num_workers": 1, "seed": 0, "min_time_s_per_reporting": 0, "rollout_fragment_length": 20,
+                             "train_batch_size": 100, "model": {"fcnet_hiddens": [16]}, "env_config": {"num_agents": 4},
+                             "multiagent": {**TWO_POLICIES, "policies_to_train": ["pol1"]}}, "MultiAgentCartPole")
+    pol0_before, pol1_before = weights_of(trainer, "pol0")[0], weights_of(trainer, "pol1")[0]
+    learned = {}
+    for _ in range(50):
+        learned.update(trainer.train()["info"]["learner"])
+        if "pol1" in learned and trainer.learner.num_steps >= 3:
+            break
+    assert set(learned) == {"pol1"} and "policy_loss" in learned["pol1"]["learner_stats"]
+    assert_same(weights_of(trainer, "pol0")[0], pol0_before)
+    assert any(not np.array_equal(pol1_before[k], v) for k, v in weights_of(trainer, "pol1")[0].items())
     trainer.stop()

@@ -39,6 +39,7 @@ import pytest
 from rlstack.errors import ConfigError
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
+from rlstack.trainers.impala.fragments import VALID, fixed_length_fragments
 from rlstack.trainers.impala.vtrace import fold_truncation, vtrace
 
 B = SampleBatch
@@ -346,13 +347,14 @@ def _make_batch(policy, seed, reward_scale=1.0):
         B.TERMINATEDS: terminateds,
         B.TRUNCATEDS: truncateds,
         B.BOOTSTRAP_VALUE: bootstrap_value,
+        VALID: np.ones(n, dtype=np.float32),
     })
 
 
 def _time_major(x):
-    """[NUM_SEQ * T, ...] env-major rows to [T, NUM_SEQ, ...]."""
+    """[num_seq * T, ...] env-major rows to [T, num_seq, ...]."""
     x = np.asarray(x)
-    return np.swapaxes(x.reshape(NUM_SEQ, T_FRAG, *x.shape[1:]), 0, 1)
+    return np.swapaxes(x.reshape(-1, T_FRAG, *x.shape[1:]), 0, 1)
 
 
 def numpy_impala_loss(policy, batch):
@@ -372,11 +374,13 @@ def numpy_impala_loss(policy, batch):
                                          _time_major(batch[B.BOOTSTRAP_VALUE]).astype(np.float64), GAMMA)
     vs, pg_adv = vtrace(log_rhos[:-1], discounts[:-1], rewards[:-1], values[:-1], values[-1],
                         cfg["vtrace_clip_rho_threshold"], cfg["vtrace_clip_pg_rho_threshold"], 1.0)
-    pi_loss = -np.sum(logp[:-1] * pg_adv)
-    vf_loss = 0.5 * np.sum((values[:-1] - vs) ** 2)
-    total = pi_loss + cfg["vf_loss_coeff"] * vf_loss - cfg["entropy_coeff"] * entropy[:-1].sum()
-    return {"total_loss": total, "policy_loss": pi_loss, "vf_loss": vf_loss, "entropy": entropy[:-1].mean(),
-            "mean_rho": np.exp(log_rhos[:-1]).mean(), "log_rhos": log_rhos}
+    valid = _time_major(batch[VALID])[:-1]  # padding rows (multi-agent fragments) count for nothing
+    pi_loss = -np.sum(logp[:-1] * pg_adv * valid)
+    vf_loss = 0.5 * np.sum((values[:-1] - vs) ** 2 * valid)
+    entropy_sum = np.sum(entropy[:-1] * valid)
+    total = pi_loss + cfg["vf_loss_coeff"] * vf_loss - cfg["entropy_coeff"] * entropy_sum
+    return {"total_loss": total, "policy_loss": pi_loss, "vf_loss": vf_loss, "entropy": entropy_sum / valid.sum(),
+            "mean_rho": np.sum(np.exp(log_rhos[:-1]) * valid) / valid.sum(), "log_rhos": log_rhos}
 
 
 def _tensors(framework, batch):
@@ -452,6 +456,47 @@ def test_impala_loss_reference_is_sensitive_to_the_batch_details():
     assert abs(changed(B.ACTION_LOGP, slice(None), batch[B.ACTION_LOGP] + 0.3) - base) > 1e-3
     last_rows = changed(B.BOOTSTRAP_VALUE, slice(T_FRAG - 1, None, T_FRAG), 50.0)
     assert last_rows == pytest.approx(base, rel=1e-6)
+
+
+def _agent_pieces(policy, seed):
+    """A multi-agent policy's rows: agent 0 acts 7 steps and is cut open (its worker's
+    bootstrap value 1.5), agent 1 acts 3 steps and terminates, both in episode 9."""
+    batch = _make_batch(policy, seed)
+    rows = SampleBatch({key: value[:10] for key, value in batch.items() if key != VALID})
+    rows[B.TERMINATEDS] = np.arange(10) == 9
+    rows[B.TRUNCATEDS] = np.zeros(10, dtype=bool)
+    rows[B.BOOTSTRAP_VALUE] = np.where(np.arange(10) == 6, 1.5, 0.0).astype(np.float32)
+    rows[B.EPS_ID] = np.full(10, 9)
+    rows[B.AGENT_INDEX] = np.r_[np.zeros(7, np.int64), np.ones(3, np.int64)]
+    return rows
+
+
+def test_multi_agent_pieces_become_fragments_whose_padding_the_loss_leaves_out():
+    torch_policy, tf_policy = _both()
+    weights = _perturb(_copy(torch_policy.get_weights()), seed=1)
+    for policy in (torch_policy, tf_policy):
+        policy.set_weights(weights)
+    fragments = fixed_length_fragments(_agent_pieces(torch_policy, seed=5), T_FRAG)
+    # 7 rows -> two fragments (3 padding rows), 3 rows -> one fragment (2 padding rows).
+    assert list(fragments[VALID]) == [1] * 7 + [0] * 3 + [1] * 3 + [0] * 2
+    assert list(np.flatnonzero(fragments[B.TRUNCATEDS])) == [6]  # the open end bootstraps from 1.5
+    assert fragments[B.BOOTSTRAP_VALUE][6] == 1.5
+    assert list(np.flatnonzero(fragments[B.TERMINATEDS])) == [7, 8, 9, 12, 13, 14]
+    expected = numpy_impala_loss(torch_policy, fragments)
+    for framework, policy in (("torch", torch_policy), ("tf", tf_policy)):
+        _, stats = policy.loss(_tensors(framework, fragments))
+        for key in LOSS_KEYS:
+            np.testing.assert_allclose(_float(stats[key]), expected[key], rtol=1e-5, err_msg=f"{framework} {key}")
+    # Whatever the padding rows hold, the loss is the same.
+    scrambled = {key: np.array(v, copy=True) for key, v in fragments.items()}
+    padding = fragments[VALID] == 0
+    scrambled[B.OBS][padding] = 5.0
+    scrambled[B.ACTION_LOGP][padding] = -3.0
+    again, _ = torch_policy.loss(_tensors("torch", SampleBatch(scrambled)))
+    assert _float(again) == pytest.approx(expected["total_loss"], rel=1e-5)
+    # ... while a real row's does change it (the control).
+    scrambled[B.OBS][~padding] = 5.0
+    assert abs(_float(torch_policy.loss(_tensors("torch", SampleBatch(scrambled)))[0]) - expected["total_loss"]) > 1e-3
 
 
 # ----- learn_on_batch: torch vs TF, optimizer state round trip ----------------------------------------

@@ -19,8 +19,9 @@ import ray
 
 from rlstack.errors import ConfigError
 from rlstack.execution.learner_thread import LearnerThread
-from rlstack.sample_batch import SampleBatch, concat_samples
+from rlstack.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
+from rlstack.trainers.impala.fragments import fixed_length_fragments
 from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
 
 
@@ -83,12 +84,14 @@ _NOT_IMPLEMENTED = {"vtrace": True, "replay_proportion": 0.0, "replay_buffer_num
 
 class IMPALATrainer(Trainer):
     """IMPALA with the classic RLlib API. With ``num_workers=0`` the driver samples and
-    learns in turn (no learner thread)."""
+    learns in turn (no learner thread). Multi-agent: each policy of ``policies_to_train``
+    learns on its own rows, laid out as fixed-length fragments (``fragments.py``)."""
 
     _name = "IMPALA"
     _default_config = DEFAULT_CONFIG
     postprocess_fn = staticmethod(_acting_only)
     supports_recurrent_models = True
+    supports_multi_agent = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:
@@ -141,7 +144,8 @@ class IMPALATrainer(Trainer):
         self.learner: LearnerThread | None = None
         if self.workers.num_remote_workers == 0:
             return
-        self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"])
+        self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"], learn=self._learn,
+                                     get_weights=self.workers.local_worker().get_weights)
         self.learner.start()
         # A recreated worker starts from the learner's consistent copy of the weights.
         self.workers.restore_weights = self.learner.weights_ref
@@ -184,14 +188,14 @@ class IMPALATrainer(Trainer):
             if not ok:
                 self._on_worker_failure(index)
                 continue
-            self._counters["num_env_steps_sampled"] += batch.count
+            self.count_sampled(batch)
             self._pending.append(batch)
             self._pending_versions.append(version)
             self._batches_since_broadcast[index] += 1
             if self._batches_since_broadcast[index] >= cfg["broadcast_interval"]:
                 with self._timers["synch_weights"]:
                     worker = self.workers.remote_workers()[index]
-                    worker.set_weights.remote(self.learner.weights_ref(), self._counters["num_env_steps_sampled"])
+                    worker.set_weights.remote(self.learner.weights_ref(), self.global_timestep())
                 self._worker_versions[index] = self.learner.weights_version
                 self._batches_since_broadcast[index] = 0
                 self._counters["num_weight_broadcasts"] += 1
@@ -200,8 +204,18 @@ class IMPALATrainer(Trainer):
         self._apply_learner_results()
         self._queue_sizes.append(self.learner.inqueue.qsize())
         with self.learner.lock:
-            self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])
-        return {DEFAULT_POLICY_ID: {"learner_stats": self._last_learner_stats}}
+            for policy in self.workers.local_worker().policy_map.values():
+                policy.on_global_var_update(self.global_timestep())
+        if self._last_learner_stats or self.is_multi_agent:
+            return self._last_learner_stats
+        return {DEFAULT_POLICY_ID: {"learner_stats": {}}}  # nothing learned yet
+
+    def _learn(self, batch: SampleBatch | MultiAgentBatch) -> dict[str, Any]:
+        # One train batch: {policy_id: {"learner_stats": ...}} for each policy that learned.
+        fragment_length = self.config["rollout_fragment_length"]
+        return self.learn_per_policy(
+            batch, lambda policy, rows: policy.learn_on_batch(
+                rows if isinstance(batch, SampleBatch) else fixed_length_fragments(rows, fragment_length)))
 
     def _enqueue_train_batches(self) -> None:
         cfg = self.config
@@ -229,7 +243,7 @@ class IMPALATrainer(Trainer):
             self._timers["learn"].push(seconds)
         while not self.learner.outqueue.empty():
             _, batch, stats = self.learner.outqueue.get_nowait()
-            self._counters["num_env_steps_trained"] += batch.count
+            self.count_trained(batch)
             self._last_learner_stats = stats
 
     def _synchronous_step(self) -> dict[str, Any]:
@@ -239,15 +253,14 @@ class IMPALATrainer(Trainer):
             while sum(b.count for b in batches) < cfg["train_batch_size"]:
                 batches.append(self.workers.local_worker().sample())
         batch = concat_samples(batches)
-        self._counters["num_env_steps_sampled"] += batch.count
+        self.count_sampled(batch)
         with self._timers["learn"]:
-            self._last_learner_stats = self.learner_policy.learn_on_batch(batch)
-        self._counters["num_env_steps_trained"] += batch.count
+            self._last_learner_stats = self._learn(batch)
+        self.count_trained(batch)
         self._policy_lags.append(0)
         with self._timers["synch_weights"]:
-            self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])
-            self.workers.sync_weights(self._counters["num_env_steps_sampled"])
-        return {DEFAULT_POLICY_ID: {"learner_stats": self._last_learner_stats}}
+            self.sync_learned_weights(self._last_learner_stats)
+        return self._last_learner_stats
 
     # ----- results, checkpoints, shutdown -------------------------------------------------
 

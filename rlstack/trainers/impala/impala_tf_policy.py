@@ -5,6 +5,7 @@ from __future__ import annotations
 from rlstack.models.tf.framework import tf
 from rlstack.policies.tf_policy import Adam, RMSProp, TFPolicy
 from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.impala.fragments import VALID, with_valid_column
 from rlstack.trainers.impala.vtrace_tf import vtrace
 
 
@@ -25,7 +26,11 @@ class ImpalaTFPolicy(TFPolicy):
 
     shuffle_minibatches = False
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ACTION_LOGP, SampleBatch.REWARDS,
-                    SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.BOOTSTRAP_VALUE)
+                    SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.BOOTSTRAP_VALUE, VALID)
+
+    def learner_batch(self, batch: SampleBatch) -> SampleBatch:
+        # Padding rows of multi-agent fragments are left out through ``valid`` (fragments.py).
+        return super().learner_batch(with_valid_column(batch))
 
     def make_optimizer(self, variables: list[tf.Variable], lr: tf.Variable) -> Adam | RMSProp:
         if self.config["opt_type"] == "rmsprop":
@@ -58,20 +63,27 @@ class ImpalaTFPolicy(TFPolicy):
             clip_rho_threshold=cfg["vtrace_clip_rho_threshold"],
             clip_pg_rho_threshold=cfg["vtrace_clip_pg_rho_threshold"],
         )
-        # Sums over the batch, as in the paper's implementation and classic RLlib.
-        pi_loss = -tf.reduce_sum(target_logp[:-1] * pg_advantages)
+        # Sums over the batch's real rows (valid: padding left out), as in the paper's
+        # implementation and classic RLlib.
+        valid = to_time_major(train_batch[VALID], T)[:-1]
+        count = tf.maximum(tf.reduce_sum(valid), 1.0)
+        pi_loss = -tf.reduce_sum(target_logp[:-1] * pg_advantages * valid)
         delta = values[:-1] - vs
-        vf_loss = 0.5 * tf.reduce_sum(tf.square(delta))
-        entropy_sum = tf.reduce_sum(entropy[:-1])
+        vf_loss = 0.5 * tf.reduce_sum(tf.square(delta) * valid)
+        entropy_sum = tf.reduce_sum(entropy[:-1] * valid)
         total_loss = pi_loss + cfg["vf_loss_coeff"] * vf_loss - self.entropy_coeff * entropy_sum
+
+        def masked_var(x: tf.Tensor) -> tf.Tensor:
+            mean = tf.reduce_sum(x * valid) / count
+            return tf.reduce_sum(tf.square(x - mean) * valid) / count
+
         stats = {
             "total_loss": total_loss,
             "policy_loss": pi_loss,
             "vf_loss": vf_loss,
-            "entropy": tf.reduce_mean(entropy[:-1]),
-            "mean_rho": tf.reduce_mean(tf.exp(target_logp - behaviour_logp)[:-1]),
-            "vf_explained_var": 1.0 - tf.math.reduce_variance(vs - values[:-1])
-            / tf.maximum(tf.math.reduce_variance(vs), 1e-8),
+            "entropy": entropy_sum / count,
+            "mean_rho": tf.reduce_sum(tf.exp(target_logp - behaviour_logp)[:-1] * valid) / count,
+            "vf_explained_var": 1.0 - masked_var(vs - values[:-1]) / tf.maximum(masked_var(vs), 1e-8),
         }
         return total_loss, stats
 

@@ -6,6 +6,7 @@ import torch
 
 from rlstack.policies.torch_policy import Adam, RMSProp, TorchPolicy
 from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.impala.fragments import VALID, with_valid_column
 from rlstack.trainers.impala.vtrace_torch import vtrace
 
 
@@ -31,7 +32,11 @@ class ImpalaTorchPolicy(TorchPolicy):
 
     shuffle_minibatches = False
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ACTION_LOGP, SampleBatch.REWARDS,
-                    SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.BOOTSTRAP_VALUE)
+                    SampleBatch.TERMINATEDS, SampleBatch.TRUNCATEDS, SampleBatch.BOOTSTRAP_VALUE, VALID)
+
+    def learner_batch(self, batch: SampleBatch) -> SampleBatch:
+        # Padding rows of multi-agent fragments are left out through ``valid`` (fragments.py).
+        return super().learner_batch(with_valid_column(batch))
 
     def make_optimizer(self, params: list[torch.nn.Parameter], lr: float) -> Adam | RMSProp:
         if self.config["opt_type"] == "rmsprop":
@@ -63,20 +68,27 @@ class ImpalaTorchPolicy(TorchPolicy):
             clip_rho_threshold=cfg["vtrace_clip_rho_threshold"],
             clip_pg_rho_threshold=cfg["vtrace_clip_pg_rho_threshold"],
         )
-        # Sums over the batch, as in the paper's implementation and classic RLlib.
-        pi_loss = -(target_logp[:-1] * pg_advantages).sum()
+        # Sums over the batch's real rows (valid: padding left out), as in the paper's
+        # implementation and classic RLlib.
+        valid = to_time_major(train_batch[VALID], T)[:-1]
+        count = valid.sum().clamp(min=1.0)
+        pi_loss = -(target_logp[:-1] * pg_advantages * valid).sum()
         delta = values[:-1] - vs
-        vf_loss = 0.5 * (delta**2).sum()
-        entropy_sum = entropy[:-1].sum()
+        vf_loss = 0.5 * (delta**2 * valid).sum()
+        entropy_sum = (entropy[:-1] * valid).sum()
         total_loss = pi_loss + cfg["vf_loss_coeff"] * vf_loss - self.entropy_coeff * entropy_sum
+
+        def masked_var(x: torch.Tensor) -> torch.Tensor:
+            mean = (x * valid).sum() / count
+            return ((x - mean) ** 2 * valid).sum() / count
+
         stats = {
             "total_loss": total_loss,
             "policy_loss": pi_loss,
             "vf_loss": vf_loss,
-            "entropy": entropy[:-1].mean(),
-            "mean_rho": torch.exp(target_logp - behaviour_logp)[:-1].mean().detach(),
-            "vf_explained_var": 1.0 - torch.var(vs - values[:-1], correction=0)
-            / torch.var(vs, correction=0).clamp(min=1e-8),
+            "entropy": entropy_sum / count,
+            "mean_rho": ((torch.exp(target_logp - behaviour_logp)[:-1] * valid).sum() / count).detach(),
+            "vf_explained_var": 1.0 - masked_var(vs - values[:-1]) / masked_var(vs).clamp(min=1e-8),
         }
         return total_loss, stats
 
