@@ -382,12 +382,20 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         batch = self.sample()
         return batch, batch.count
 
-    def sample_and_compute_gradients(self) -> tuple[list[np.ndarray], dict[str, float], int]:
+    def sample_and_compute_gradients(self) -> tuple[Any, dict[str, Any], int, int]:
         """Samples a batch and returns the policy's gradients on it, its learner
-        statistics and its row count (A3C: workers learn, the driver applies)."""
+        statistics, and the batch's env and agent steps (A3C: workers learn, the driver
+        applies). Multi-agent: gradients and statistics by policy id, for each policy of
+        ``policies_to_train`` with rows."""
         batch = self.sample()
-        grads, stats = self.policy.compute_gradients(batch)  # type: ignore[attr-defined]
-        return grads, stats, batch.count
+        if isinstance(batch, SampleBatch):
+            grads, stats = self.policy.compute_gradients(batch)  # type: ignore[attr-defined]
+            return grads, stats, batch.count, batch.count
+        grads, stats = {}, {}
+        for pid, rows in batch.policy_batches.items():
+            if rows.count and self.policies.is_trained(pid, rows):
+                grads[pid], stats[pid] = self.policies.policies[pid].compute_gradients(rows)
+        return grads, stats, batch.env_steps(), batch.agent_steps()
 
     def _run_fragment(self, complete_episodes: bool) -> list[tuple[int, SampleBatch | None, bool]]:
         """Steps every sub-env ``rollout_fragment_length`` times.

@@ -15,6 +15,7 @@ from rlstack.errors import CheckpointError, ConfigError
 from rlstack.examples.env.multi_agent import MultiAgentCartPole
 from rlstack.policies.policy import Policy, PolicySpec
 from rlstack.trainers.a3c import A2CTrainer, A3CTrainer
+from rlstack.trainers.dqn import ApexTrainer
 from rlstack.trainers.impala import IMPALATrainer
 from rlstack.trainers.ppo import PPOTrainer
 
@@ -193,9 +194,9 @@ def test_a_multi_agent_env_without_policies_trains_one_default_policy_and_evalua
 
 
 def test_trainers_without_multi_agent_refuse_a_multi_agent_env(ray_local):
-    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, DDPG, DQN, IMPALA, PPO, SAC, TD3 so "
-                                          "far, not by A3C"):
-        A3CTrainer({"num_workers": 1}, "MultiAgentCartPole")
+    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, A3C, DDPG, DQN, IMPALA, PPO, SAC, "
+                                          "TD3 so far, not by APEX"):
+        ApexTrainer({"num_workers": 1, "num_replay_buffer_shards": 1}, "MultiAgentCartPole")
 
 
 def test_reset_config_rebuilds_every_policy_with_the_new_hyper_parameters():
@@ -232,4 +233,21 @@ def test_impala_learns_per_policy_through_its_learner_thread(ray_local):
     assert set(learned) == {"pol1"} and "policy_loss" in learned["pol1"]["learner_stats"]
     assert_same(weights_of(trainer, "pol0")[0], pol0_before)
     assert any(not np.array_equal(pol1_before[k], v) for k, v in weights_of(trainer, "pol1")[0].items())
+    trainer.stop()
+
+
+def test_a3c_workers_send_gradients_per_policy(ray_local):
+    trainer = A3CTrainer({"num_workers": 1, "seed": 1, "min_time_s_per_reporting": 0, "rollout_fragment_length": 20,
+                          "model": {"fcnet_hiddens": [16]}, "env_config": {"num_agents": 4},
+                          "multiagent": {**TWO_POLICIES, "policies_to_train": ["pol0"]}}, "MultiAgentCartPole")
+    pol1_before = weights_of(trainer, "pol1")[0]
+    pol0_before = weights_of(trainer, "pol0")[0]
+    result = trainer.train()
+    while not result["info"]["learner"]:
+        result = trainer.train()
+    assert set(result["info"]["learner"]) == {"pol0"} and result["num_gradient_updates"] >= 1
+    assert result["agent_timesteps_total"] > result["timesteps_total"] > 0
+    assert_same(weights_of(trainer, "pol1")[0], pol1_before)
+    local, remote = weights_of(trainer, "pol0")
+    assert any(not np.array_equal(pol0_before[k], v) for k, v in local.items())
     trainer.stop()

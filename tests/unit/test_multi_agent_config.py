@@ -95,7 +95,7 @@ def test_recurrent_policies_only_where_the_trainer_trains_them_and_multi_agent_o
                                           "supported by DQN"):
         DQNTrainer.merge_and_validate({"multiagent": {"policies": {
             "p": PolicySpec(), "q": PolicySpec(config={"model": {"use_attention": True}})}}})
-    with pytest.raises(ConfigError, match="supported by A2C, DDPG, DQN, IMPALA, PPO, SAC, TD3 so far, not by APEX"):
+    with pytest.raises(ConfigError, match="supported by A2C, A3C, DDPG, DQN, IMPALA, PPO, SAC, TD3 so far, not by APEX"):
         ApexTrainer.merge_and_validate({"multiagent": {"policies": ["p"]}})
     assert A2CTrainer.merge_and_validate({"multiagent": {"policies": ["p"]}})["multiagent"]["policies"] == ["p"]
 

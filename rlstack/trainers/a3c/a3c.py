@@ -87,6 +87,8 @@ class A3CTrainer(Trainer):
     supports_recurrent_models = True
     # Workers compute the gradients: they keep the framework policy beside the numpy copy.
     remote_workers_learn = True
+    # Multi-agent workers compute each trained policy's gradients on its own rows.
+    supports_multi_agent = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:
@@ -114,7 +116,7 @@ class A3CTrainer(Trainer):
         self._in_flight[self.workers.remote_workers()[index].sample_and_compute_gradients.remote()] = index
 
     def training_step(self) -> dict[str, Any]:
-        policy = self.learner_policy
+        local = self.workers.local_worker()
         with self._timers["sample"]:
             ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
         for ref in ready:
@@ -125,20 +127,30 @@ class A3CTrainer(Trainer):
                 # gets a new one; a dropped one none.
                 self.workers.replace_requests(self._in_flight, index, self._request, 1)
                 continue
-            grads, stats, count = result
+            grads, stats, env_steps, agent_steps = result
+            # Multi-agent workers send gradients and statistics by policy id.
+            if not self.is_multi_agent:
+                grads, stats = {DEFAULT_POLICY_ID: grads}, {DEFAULT_POLICY_ID: stats}
             with self._timers["learn"]:
-                policy.apply_gradients(grads)
-            self._counters["num_env_steps_sampled"] += count
-            self._counters["num_env_steps_trained"] += count
+                for policy_id, policy_grads in grads.items():
+                    local.get_policy(policy_id).apply_gradients(policy_grads)
+            for counter, steps in (("env", env_steps), ("agent", agent_steps)):
+                self._counters[f"num_{counter}_steps_sampled"] += steps
+                self._counters[f"num_{counter}_steps_trained"] += steps
             self._counters["num_gradient_updates"] += 1
-            policy.on_global_var_update(self._counters["num_env_steps_sampled"])
-            self._last_learner_stats = stats
+            for policy in local.policy_map.values():
+                policy.on_global_var_update(self.global_timestep())
+            if stats:
+                self._last_learner_stats = {pid: {"learner_stats": s} for pid, s in stats.items()}
             with self._timers["synch_weights"]:
                 worker = self.workers.remote_workers()[index]
                 # This worker only: the others keep sampling with what they have.
-                worker.set_weights.remote(policy.get_weights(), self._counters["num_env_steps_sampled"])
+                weights = local.get_weights(list(grads)) if self.is_multi_agent else self.learner_policy.get_weights()
+                worker.set_weights.remote(weights, self.global_timestep())
             self._request(index)
-        return {DEFAULT_POLICY_ID: {"learner_stats": self._last_learner_stats}}
+        if self._last_learner_stats or self.is_multi_agent:
+            return self._last_learner_stats
+        return {DEFAULT_POLICY_ID: {"learner_stats": {}}}  # no gradients applied yet
 
     def extra_results(self) -> dict[str, Any]:
         return {"num_gradient_updates": self._counters["num_gradient_updates"]}
