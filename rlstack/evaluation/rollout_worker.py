@@ -376,11 +376,12 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             self.callbacks.on_sample_end(worker=self, samples=batch)
         return batch
 
-    def sample_with_count(self) -> tuple[SampleBatch, int]:
-        """:meth:`sample` and its row count, as two results: asynchronous trainers call it
-        with ``num_returns=2`` and read the small count without fetching the batch."""
+    def sample_with_count(self) -> tuple[SampleBatch | MultiAgentBatch, tuple[int, int]]:
+        """:meth:`sample` and its ``(env steps, agent steps)``, as two results: asynchronous
+        trainers call it with ``num_returns=2`` and read the small counts without
+        fetching the batch."""
         batch = self.sample()
-        return batch, batch.count
+        return batch, (batch.env_steps(), batch.agent_steps())
 
     def sample_and_compute_gradients(self) -> tuple[Any, dict[str, Any], int, int]:
         """Samples a batch and returns the policy's gradients on it, its learner

@@ -22,7 +22,7 @@ import numpy as np
 
 from rlstack.env.multi_agent_env import agent_space, spaces_by_agent
 from rlstack.errors import ConfigError, EnvError
-from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn, numpy_inference_applies
+from rlstack.policies.numpy_policy import PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
 from rlstack.policies.policy_map import PolicyMap, PolicySpec
 from rlstack.sample_batch import DEFAULT_POLICY_ID

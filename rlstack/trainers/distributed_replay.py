@@ -26,9 +26,9 @@ import ray
 from rlstack.errors import ConfigError
 from rlstack.execution.learner_thread import LearnerThread
 from rlstack.execution.replay_actor import ReplayActor
-from rlstack.sample_batch import SampleBatch
+from rlstack.sample_batch import MultiAgentBatch, SampleBatch
 from rlstack.trainers.off_policy import beta_schedule
-from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+from rlstack.trainers.trainer import Trainer
 
 __all__ = ["DISTRIBUTED_REPLAY_CONFIG", "DistributedReplayTrainer", "validate_distributed_replay_config"]
 
@@ -78,6 +78,10 @@ class DistributedReplayTrainer(Trainer):
     refreshed every ``target_network_update_freq`` TRAINED steps.
     """
 
+    # Multi-agent: each shard keeps a buffer per policy, replays are asked per trained
+    # policy, and the learner thread learns each replayed batch with its policy.
+    supports_multi_agent = True
+
     # ----- set-up -----------------------------------------------------------------------
 
     @classmethod
@@ -97,7 +101,8 @@ class DistributedReplayTrainer(Trainer):
         ]
         self._beta = beta_schedule(cfg)
         self._rng = np.random.default_rng(seed)
-        self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"])
+        self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"], learn=self._learn_replayed,
+                                     get_weights=self.workers.local_worker().get_weights)
         self.learner.start()
         # A recreated worker starts from the learner's consistent copy of the weights.
         self.workers.restore_weights = self.learner.weights_ref
@@ -119,7 +124,6 @@ class DistributedReplayTrainer(Trainer):
     # ----- one polling round ------------------------------------------------------------
 
     def training_step(self) -> dict[str, Any]:
-        cfg = self.config
         self.learner.check()
         pending = [*self._samples_in_flight, *self._replays_in_flight]
         with self._timers["sample"]:
@@ -131,20 +135,30 @@ class DistributedReplayTrainer(Trainer):
             if ref in self._samples_in_flight:  # else voided by its worker's failure just now
                 self._on_sample_done(ref)
         for ref in [r for r in self._replays_in_flight if r in ready_set]:
-            shard_index = self._replays_in_flight.pop(ref)
+            shard_index, policy_id = self._replays_in_flight.pop(ref)
             batch = ray.get(ref)
             if batch is not None:
-                self.learner.inqueue.put_nowait((shard_index, batch))
+                if self.is_multi_agent:  # the learner thread learns it with its policy
+                    batch = MultiAgentBatch({policy_id: batch}, batch.count)
+                self.learner.inqueue.put_nowait(((shard_index, policy_id), batch))
         self._request_replays()
         self._apply_learner_results()
         self._queue_sizes.append(self.learner.inqueue.qsize())
         with self.learner.lock:
-            self.learner_policy.on_global_var_update(self._counters["num_env_steps_sampled"])
-        return {DEFAULT_POLICY_ID: {"learner_stats": self._last_learner_stats}}
+            for policy in self.workers.local_worker().policy_map.values():
+                policy.on_global_var_update(self.global_timestep())
+        return self.last_learner_info()
+
+    def _learn_replayed(self, batch: SampleBatch | MultiAgentBatch) -> dict[str, Any]:
+        # One replayed batch (multi-agent: of one policy), learned in the learner thread.
+        if isinstance(batch, MultiAgentBatch):
+            ((policy_id, rows),) = batch.policy_batches.items()
+            return self.workers.local_worker().get_policy(policy_id).learn_on_batch(rows)
+        return self.learner_policy.learn_on_batch(batch)
 
     def _on_sample_done(self, count_ref: Any) -> None:
         index, batch_ref = self._samples_in_flight.pop(count_ref)
-        ok, count = self.workers.fetch(count_ref, index)
+        ok, counts = self.workers.fetch(count_ref, index)
         if not ok:
             # Its other requests died with it; a recreated worker gets a full set again.
             self._steps_since_sync[index] = 0
@@ -154,19 +168,21 @@ class DistributedReplayTrainer(Trainer):
         # The rows go from the worker's object store straight to a random shard.
         shard = self.replay_shards[int(self._rng.integers(len(self.replay_shards)))]
         shard.add.remote(batch_ref)
-        self._counters["num_env_steps_sampled"] += count
-        self._steps_since_sync[index] += count
+        env_steps, agent_steps = counts
+        self._counters["num_env_steps_sampled"] += env_steps
+        self._counters["num_agent_steps_sampled"] += agent_steps
+        self._steps_since_sync[index] += env_steps
         if self._steps_since_sync[index] >= self.config["max_weight_sync_delay"]:
             with self._timers["synch_weights"]:
                 worker = self.workers.remote_workers()[index]
-                worker.set_weights.remote(self.learner.weights_ref(), self._counters["num_env_steps_sampled"])
+                worker.set_weights.remote(self.learner.weights_ref(), self.global_timestep())
             self._steps_since_sync[index] = 0
             self._counters["num_weight_syncs"] += 1
         self._request_sample(index)
 
     def _request_replays(self) -> None:
         cfg = self.config
-        sampled = self._counters["num_env_steps_sampled"]
+        sampled = self.global_timestep()
         if sampled < cfg["learning_starts"]:
             return
         batch_size = cfg["train_batch_size"]
@@ -178,16 +194,19 @@ class DistributedReplayTrainer(Trainer):
             room = min(room, int(allowed // batch_size) - queued)
         beta = self._beta.value(sampled)
         min_size = max(1, cfg["learning_starts"] // (2 * len(self.replay_shards)))
-        per_shard = {i: 0 for i in range(len(self.replay_shards))}
-        for shard_index in self._replays_in_flight.values():
-            per_shard[shard_index] += 1
-        while room > 0:
-            shard_index = min(per_shard, key=per_shard.get)
-            if per_shard[shard_index] >= 2:
+        # At most two replays in flight per shard and trained policy, the least busy first.
+        per_source = {(i, pid): 0 for i in range(len(self.replay_shards)) for pid in self.policies_to_train()}
+        for source in self._replays_in_flight.values():
+            if source in per_source:
+                per_source[source] += 1
+        while room > 0 and per_source:
+            source = min(per_source, key=per_source.get)
+            if per_source[source] >= 2:
                 break
-            ref = self.replay_shards[shard_index].replay.remote(batch_size, beta, min_size)
-            self._replays_in_flight[ref] = shard_index
-            per_shard[shard_index] += 1
+            shard_index, policy_id = source
+            ref = self.replay_shards[shard_index].replay.remote(batch_size, beta, min_size, policy_id)
+            self._replays_in_flight[ref] = source
+            per_source[source] += 1
             room -= 1
 
     def _apply_learner_results(self) -> None:
@@ -196,16 +215,20 @@ class DistributedReplayTrainer(Trainer):
         for seconds in times:
             self._timers["learn"].push(seconds)
         while not self.learner.outqueue.empty():
-            shard_index, batch, stats = self.learner.outqueue.get_nowait()
+            (shard_index, policy_id), batch, stats = self.learner.outqueue.get_nowait()
+            rows = batch.policy_batches[policy_id] if isinstance(batch, MultiAgentBatch) else batch
             td_error = stats.pop("td_error", None)
             if td_error is not None:
-                self.replay_shards[shard_index].update_priorities.remote(batch[SampleBatch.BATCH_INDEXES], td_error)
-            self._counters["num_env_steps_trained"] += batch.count
-            self._last_learner_stats = stats
+                self.replay_shards[shard_index].update_priorities.remote(rows[SampleBatch.BATCH_INDEXES], td_error,
+                                                                         policy_id)
+            self._counters["num_env_steps_trained"] += rows.count
+            self._counters["num_agent_steps_trained"] += rows.count
+            self._last_learner_stats = {**self._last_learner_stats, policy_id: {"learner_stats": stats}}
         trained = self._counters["num_env_steps_trained"]
         if trained - self._counters["last_target_update_ts"] >= cfg["target_network_update_freq"]:
             with self.learner.lock:
-                self.learner_policy.update_target()
+                for policy_id in self.policies_to_train():
+                    self.workers.local_worker().get_policy(policy_id).update_target()
             self._counters["last_target_update_ts"] = trained
             self._counters["num_target_updates"] += 1
 

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.evaluation.worker_policies import class_path
@@ -274,6 +273,15 @@ class MultiAgentTrainerMixin:
             if rows is not None and rows.count:
                 info[pid] = {"learner_stats": learn(local.get_policy(pid), rows)}
         return info
+
+    def last_learner_info(self) -> dict[str, Any]:
+        """What an asynchronous trainer's step reports: the learner statistics it last
+        received by policy id (``_last_learner_stats``), or, before any, an empty entry
+        for a single-agent trainer's one policy."""
+        stats = getattr(self, "_last_learner_stats", {})
+        if stats or self.is_multi_agent:
+            return stats
+        return {DEFAULT_POLICY_ID: {"learner_stats": {}}}
 
     def global_timestep(self) -> int:
         """The step count schedules follow: env steps, or agent steps (``count_steps_by``)."""

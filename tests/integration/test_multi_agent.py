@@ -15,7 +15,6 @@ from rlstack.errors import CheckpointError, ConfigError
 from rlstack.examples.env.multi_agent import MultiAgentCartPole
 from rlstack.policies.policy import Policy, PolicySpec
 from rlstack.trainers.a3c import A2CTrainer, A3CTrainer
-from rlstack.trainers.dqn import ApexTrainer
 from rlstack.trainers.impala import IMPALATrainer
 from rlstack.trainers.ppo import PPOTrainer
 
@@ -193,10 +192,16 @@ def test_a_multi_agent_env_without_policies_trains_one_default_policy_and_evalua
     trainer.stop()
 
 
-def test_trainers_without_multi_agent_refuse_a_multi_agent_env(ray_local):
-    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, A3C, DDPG, DQN, IMPALA, PPO, SAC, "
-                                          "TD3 so far, not by APEX"):
-        ApexTrainer({"num_workers": 1, "num_replay_buffer_shards": 1}, "MultiAgentCartPole")
+class OnePolicyA2C(A2CTrainer):
+    """A trainer that learns one policy only (every built-in one learns several)."""
+
+    supports_multi_agent = False
+
+
+def test_a_trainer_without_multi_agent_refuses_a_multi_agent_env(ray_local):
+    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, A3C, APEX, APEX_DDPG, DDPG, DQN, "
+                                          "IMPALA, PPO, SAC, TD3 so far, not by A2C"):
+        OnePolicyA2C({"num_workers": 0}, "MultiAgentCartPole")
 
 
 def test_reset_config_rebuilds_every_policy_with_the_new_hyper_parameters():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rlstack.trainers.ddpg import DDPGTrainer
-from rlstack.trainers.dqn import DQNTrainer
+from rlstack.trainers.dqn import ApexTrainer, DQNTrainer
 from rlstack.trainers.sac import SACTrainer
 from rlstack.trainers.td3 import TD3Trainer
 from tests.integration.test_multi_agent import TWO_POLICIES, assert_same
@@ -56,4 +56,25 @@ def test_continuous_control_trainers_learn_per_policy(trainer_class):
         assert any(not np.array_equal(before[pid][k], v) for k, v in after.items())
     torque = trainer.compute_single_action(np.zeros(3, np.float32), policy_id="b", explore=False)
     assert torque.shape == (1,) and -2.0 <= torque[0] <= 2.0
+    trainer.stop()
+
+
+def test_apex_replays_and_learns_per_policy(ray_local):
+    trainer = ApexTrainer({"num_workers": 1, "num_replay_buffer_shards": 1, "seed": 0, "learning_starts": 200,
+                           "buffer_size": 5000, "train_batch_size": 64, "min_time_s_per_reporting": 0,
+                           "min_sample_timesteps_per_reporting": 200, "target_network_update_freq": 256,
+                           "model": {"fcnet_hiddens": [16]}, "env_config": {"num_agents": 4},
+                           "multiagent": {**TWO_POLICIES, "policies_to_train": ["pol0"]}}, "MultiAgentCartPole")
+    pol1_before = trainer.get_policy("pol1").get_weights()
+    learned = {}
+    for _ in range(60):
+        result = trainer.train()
+        learned.update(result["info"]["learner"])
+        if "pol0" in learned and result["num_target_updates"] >= 1:
+            break
+    assert set(learned) == {"pol0"} and "mean_q" in learned["pol0"]["learner_stats"]
+    (shard,) = result["replay_shards"]
+    assert set(shard) == {"pol0", "pol1"} and shard["pol1"]["num_sampled"] == 0 < shard["pol0"]["num_sampled"]
+    assert result["agent_timesteps_total"] > result["timesteps_total"]
+    assert_same(trainer.get_policy("pol1").get_weights(), pol1_before)
     trainer.stop()

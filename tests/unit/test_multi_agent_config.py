@@ -11,7 +11,7 @@ from rlstack.evaluation.worker_policies import mapping_caller
 from rlstack.examples.policy.random_policy import RandomPolicy
 from rlstack.policies.policy import PolicySpec
 from rlstack.trainers.a3c import A2CTrainer
-from rlstack.trainers.dqn import ApexTrainer, DQNTrainer
+from rlstack.trainers.dqn import DQNTrainer
 from rlstack.trainers.multi_agent import configured_policies, policy_specs
 from rlstack.trainers.ppo import PPOTrainer
 
@@ -95,8 +95,12 @@ def test_recurrent_policies_only_where_the_trainer_trains_them_and_multi_agent_o
                                           "supported by DQN"):
         DQNTrainer.merge_and_validate({"multiagent": {"policies": {
             "p": PolicySpec(), "q": PolicySpec(config={"model": {"use_attention": True}})}}})
-    with pytest.raises(ConfigError, match="supported by A2C, A3C, DDPG, DQN, IMPALA, PPO, SAC, TD3 so far, not by APEX"):
-        ApexTrainer.merge_and_validate({"multiagent": {"policies": ["p"]}})
+    class OnePolicyDQN(DQNTrainer):
+        supports_multi_agent = False
+
+    with pytest.raises(ConfigError, match="supported by A2C, A3C, APEX, APEX_DDPG, DDPG, DQN, IMPALA, PPO, SAC, TD3 so far, "
+                                          "not by DQN"):
+        OnePolicyDQN.merge_and_validate({"multiagent": {"policies": ["p"]}})
     assert A2CTrainer.merge_and_validate({"multiagent": {"policies": ["p"]}})["multiagent"]["policies"] == ["p"]
 
 

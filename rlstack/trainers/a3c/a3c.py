@@ -148,9 +148,7 @@ class A3CTrainer(Trainer):
                 weights = local.get_weights(list(grads)) if self.is_multi_agent else self.learner_policy.get_weights()
                 worker.set_weights.remote(weights, self.global_timestep())
             self._request(index)
-        if self._last_learner_stats or self.is_multi_agent:
-            return self._last_learner_stats
-        return {DEFAULT_POLICY_ID: {"learner_stats": {}}}  # no gradients applied yet
+        return self.last_learner_info()
 
     def extra_results(self) -> dict[str, Any]:
         return {"num_gradient_updates": self._counters["num_gradient_updates"]}

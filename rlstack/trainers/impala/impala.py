@@ -22,7 +22,7 @@ from rlstack.execution.learner_thread import LearnerThread
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
 from rlstack.trainers.impala.fragments import fixed_length_fragments
-from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+from rlstack.trainers.trainer import Trainer
 
 
 def _acting_only(batch: SampleBatch, config: dict) -> SampleBatch:
@@ -206,9 +206,7 @@ class IMPALATrainer(Trainer):
         with self.learner.lock:
             for policy in self.workers.local_worker().policy_map.values():
                 policy.on_global_var_update(self.global_timestep())
-        if self._last_learner_stats or self.is_multi_agent:
-            return self._last_learner_stats
-        return {DEFAULT_POLICY_ID: {"learner_stats": {}}}  # nothing learned yet
+        return self.last_learner_info()
 
     def _learn(self, batch: SampleBatch | MultiAgentBatch) -> dict[str, Any]:
         # One train batch: {policy_id: {"learner_stats": ...}} for each policy that learned.
