@@ -28,12 +28,15 @@ def rllib_returns_recorder(last_n: int):  # noqa: ANN201 - (callback class, func
     returns_dir = tempfile.mkdtemp(prefix="rllib-returns-")
 
     class RecordReturns(RLlibCallback):
-        def on_episode_end(self, *, episode, **kwargs) -> None:  # noqa: ANN001
+        def on_episode_end(self, *, episode, prev_episode_chunks=None, **kwargs) -> None:  # noqa: ANN001
             import os as _os
             import time as _time
 
+            # get_return() counts only this chunk's rewards: an episode that spanned
+            # several sample() calls has its earlier chunks in prev_episode_chunks.
+            total = float(episode.get_return()) + sum(float(c.get_return()) for c in prev_episode_chunks or [])
             with open(_os.path.join(returns_dir, f"{_os.getpid()}.txt"), "a") as f:
-                f.write(f"{_time.time()!r} {float(episode.get_return())!r}\n")
+                f.write(f"{_time.time()!r} {total!r}\n")
 
     def last_n_mean() -> float:
         ended = []
