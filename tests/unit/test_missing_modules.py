@@ -17,7 +17,7 @@ from rlstack.trainers.registry import declarations
 
 
 # Entries naming a package rlstack has cover the modules that package lacks.
-IMPORTED_FOR = {"rlstack.examples": "rlstack.examples.env.not_shipped"}
+IMPORTED_FOR = {"rlstack.examples": "rlstack.examples.env.not_shipped", "rlstack.env.wrappers": "rlstack.env.wrappers.unity3d_env"}
 
 
 @pytest.mark.parametrize("name", sorted(MISSING))
