@@ -256,3 +256,31 @@ def test_a3c_workers_send_gradients_per_policy(ray_local):
     local, remote = weights_of(trainer, "pol0")
     assert any(not np.array_equal(pol0_before[k], v) for k, v in local.items())
     trainer.stop()
+
+
+@pytest.mark.parametrize("names", [("TorchSharedWeightsModel",) * 2, ("SharedWeightsModel1", "SharedWeightsModel2")],
+                         ids=["torch", "tf"])
+def test_policies_of_the_shared_weights_example_train_one_shared_layer(names):
+    from rlstack.examples.models import shared_weights_model
+
+    framework = "torch" if names[0].startswith("Torch") else "tf"
+    policies = {f"policy_{i}": PolicySpec(config={"model": {"custom_model": getattr(shared_weights_model, name)}})
+                for i, name in enumerate(names)}
+    trainer = PPOTrainer({**SMALL, "framework": framework, "num_workers": 0,
+                          "multiagent": {"policies": policies,
+                                         "policy_mapping_fn": lambda agent_id, *a, **kw: f"policy_{agent_id % 2}"}},
+                         "MultiAgentCartPole")
+
+    def shared(policy_id):
+        model = trainer.get_policy(policy_id).model
+        return [np.array(w) for w in ([p.detach().numpy() for p in model._global_shared_layer.parameters()]
+                                      if framework == "torch"
+                                      else shared_weights_model._tf_shared_layer().get_weights())]
+
+    before = shared("policy_0")
+    trainer.train()
+    after_0, after_1 = shared("policy_0"), shared("policy_1")
+    for a, b, c in zip(before, after_0, after_1):
+        np.testing.assert_array_equal(b, c)  # one layer, seen by both policies
+        assert not np.array_equal(a, b)  # and trained
+    trainer.stop()
