@@ -332,7 +332,6 @@ class MultiAgentTrainerMixin:
         if not self.is_multi_agent:
             raise ConfigError(f"add_policy({policy_id!r}): this {self._name} trainer is single-agent; configure "
                               "multiagent.policies (or use a MultiAgentEnv) to train several policies.")
-        multiagent = self.config["multiagent"]
         # The policies as configured (a MultiAgentEnv without them has "default_policy").
         policies = configured_policies(self.config) or {pid: PolicySpec() for pid in self.workers.local_worker().policy_map}
         pid = _policy_id(policy_id)
@@ -346,15 +345,20 @@ class MultiAgentTrainerMixin:
         _check_multiagent_functions(policy_mapping_fn, policies_to_train, [*policies, pid])
         spec = complete_spec(self.config, pid, given, len(policies), self._name)
         self._validate_policy_config(pid, spec.config)
-        for worker_set in self._worker_sets(evaluation_workers):
-            spec = worker_set.add_policy(pid, spec, policy_mapping_fn, policies_to_train)
+        spec = self.workers.add_policy(pid, spec, policy_mapping_fn, policies_to_train)
+        evaluation = getattr(self, "evaluation_workers", None)
+        if evaluation_workers and evaluation is not None:
+            # Evaluation workers run the policy with evaluation_config's overrides (explore, ...).
+            from rlstack.trainers.config import evaluation_config_of
+
+            on_evaluation = complete_spec(evaluation_config_of(self.config), pid, given, len(policies), self._name)
+            evaluation.add_policy(pid, on_evaluation._replace(observation_space=spec.observation_space,
+                                                              action_space=spec.action_space),
+                                  policy_mapping_fn, policies_to_train)
         # What a checkpoint's config and a recreated worker need: the spec as given, the
         # current mapping and training list.
         policies[pid] = given
-        self.config["multiagent"] = {
-            **multiagent, "policies": policies,
-            "policy_mapping_fn": multiagent["policy_mapping_fn"] if policy_mapping_fn is None else policy_mapping_fn,
-            "policies_to_train": multiagent["policies_to_train"] if policies_to_train is None else policies_to_train}
+        self._update_multiagent(policies, policy_mapping_fn, policies_to_train)
         policy = self.workers.local_worker().get_policy(pid)
         if policy_state is not None:
             policy.set_state(policy_state)
@@ -384,22 +388,25 @@ class MultiAgentTrainerMixin:
             raise ConfigError(f"remove_policy({policy_id!r}): this {self._name} trainer is single-agent; its one "
                               "policy cannot be removed.")
         self.workers.local_worker().get_policy(policy_id)  # KeyError naming the known ids
-        multiagent = self.config["multiagent"]
-        if policies_to_train is None and isinstance(multiagent["policies_to_train"], (list, tuple, set, frozenset)):
-            policies_to_train = [p for p in multiagent["policies_to_train"] if p != policy_id]
+        to_train = self.config["multiagent"]["policies_to_train"]
+        if policies_to_train is None and isinstance(to_train, (list, tuple, set, frozenset)):
+            policies_to_train = [p for p in to_train if p != policy_id]
         remaining = [p for p in self.workers.local_worker().policy_map if p != policy_id]
         _check_multiagent_functions(policy_mapping_fn, policies_to_train, remaining)
-        for worker_set in self._worker_sets(evaluation_workers):
+        evaluation = getattr(self, "evaluation_workers", None)
+        for worker_set in [self.workers] + ([evaluation] if evaluation_workers and evaluation is not None else []):
             worker_set.remove_policy(policy_id, policy_mapping_fn, policies_to_train)
         policies = {pid: spec for pid, spec in (configured_policies(self.config) or {}).items() if pid != policy_id}
+        self._update_multiagent(policies, policy_mapping_fn, policies_to_train)
+
+    def _update_multiagent(self, policies: dict[str, PolicySpec], policy_mapping_fn: Any, policies_to_train: Any) -> None:
+        # The trainer's multiagent config after add/remove_policy (None: that key unchanged);
+        # the WorkerSet shares this config dict, so recreated workers read it too.
+        multiagent = self.config["multiagent"]
         self.config["multiagent"] = {
             **multiagent, "policies": policies,
             "policy_mapping_fn": multiagent["policy_mapping_fn"] if policy_mapping_fn is None else policy_mapping_fn,
             "policies_to_train": multiagent["policies_to_train"] if policies_to_train is None else policies_to_train}
-
-    def _worker_sets(self, evaluation_workers: bool) -> list[Any]:
-        evaluation = getattr(self, "evaluation_workers", None)
-        return [self.workers] + ([evaluation] if evaluation_workers and evaluation is not None else [])
 
     def _validate_policy_config(self, policy_id: str, config: dict[str, Any]) -> None:
         from rlstack.trainers.config import validate_common_config

@@ -23,9 +23,10 @@ def to_pol0_or_pol2(agent_id, episode, worker, **kwargs):
 
 
 def test_an_added_policy_acts_on_every_worker_and_is_saved(ray_local, tmp_path):
-    trainer = PPOTrainer({**SMALL, "num_workers": 1, "multiagent": {**TWO_POLICIES, "policies_to_train": ["pol0"]}},
-                         "MultiAgentCartPole")
+    trainer = PPOTrainer({**SMALL, "num_workers": 1, "evaluation_duration": 2,
+                          "multiagent": {**TWO_POLICIES, "policies_to_train": ["pol0"]}}, "MultiAgentCartPole")
     trainer.train()
+    trainer.evaluate()  # builds the evaluation workers before the policy is added
     with pytest.raises(ConfigError, match="add_policy\\('pol1'\\): a policy of that id exists already"):
         trainer.add_policy("pol1")
     with pytest.raises(ConfigError, match="Unknown config key 'lrr'"):
@@ -33,6 +34,9 @@ def test_an_added_policy_acts_on_every_worker_and_is_saved(ray_local, tmp_path):
     added = trainer.add_policy("pol2", type(trainer.get_policy("pol0")), policy_state=trainer.get_policy("pol0").get_state(),
                                policy_mapping_fn="tests.integration.test_multi_agent_league:to_pol0_or_pol2")
     assert added is trainer.get_policy("pol2")
+    on_evaluation = trainer.evaluation_workers.local_worker().get_policy("pol2")
+    assert on_evaluation.config["explore"] is False and added.config["explore"] is True  # evaluation_config's
+    assert trainer.evaluate()["evaluation"]["episodes_this_iter"] == 2
     local, remote = weights_of(trainer, "pol2")
     assert_same(local, trainer.get_policy("pol0").get_weights())  # started from the learner's state
     assert_same(remote, local)  # and the rollout worker has it too
