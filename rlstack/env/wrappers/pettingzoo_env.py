@@ -52,26 +52,32 @@ class _PettingZooBase(MultiAgentEnv):
             raise EnvError(f"{type(self).__name__} wraps a PettingZoo env (one with possible_agents, reset and step); "
                            f"got {type(env).__name__}. Pass e.g. rps_v2.env() (AEC) or rps_v2.parallel_env() "
                            "(ParallelPettingZooEnv).")
+        self._wrapped = env
         self._agent_ids = set(env.possible_agents)
         self.observation_space = _agent_spaces(env, "observation")
         self.action_space = _agent_spaces(env, "action")
         self.render_mode = getattr(env, "render_mode", None)
 
-    @property
-    def _game(self) -> Any:
-        raise NotImplementedError
-
     def get_sub_environments(self) -> Any:
         """The wrapped game, unwrapped (1.13's accessor)."""
-        return self._game.unwrapped
+        return self._wrapped.unwrapped
 
     def render(self) -> Any:
         """The game's ``render()``."""
-        return self._game.render()
+        return self._wrapped.render()
 
     def close(self) -> None:
         """Closes the game."""
-        self._game.close()
+        self._wrapped.close()
+
+    def _end_flags(self, terminateds: dict, truncateds: dict) -> tuple[dict, dict]:
+        # "__all__": the episode ends when the game has no agents left; terminated if every
+        # agent that left did so by termination, else truncated.
+        terminateds, truncateds = dict(terminateds), dict(truncateds)
+        ended = not self._wrapped.agents
+        terminateds[ALL] = ended and all(terminateds.values())
+        truncateds[ALL] = ended and not terminateds[ALL]
+        return terminateds, truncateds
 
 
 class PettingZooEnv(_PettingZooBase):
@@ -89,12 +95,8 @@ class PettingZooEnv(_PettingZooBase):
     """
 
     def __init__(self, env: Any) -> None:
-        self.env = env
+        self.env = env  # 1.13's attribute name
         super().__init__(env)
-
-    @property
-    def _game(self) -> Any:
-        return self.env
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Starts a game; returns the first agent to act with its observation and info."""
@@ -123,10 +125,7 @@ class PettingZooEnv(_PettingZooBase):
             if not (terminateds[agent] or truncateds[agent]):
                 break
             self.env.step(None)  # a done agent leaves with a None move (PettingZoo's rule)
-        ended = not self.env.agents
-        terminateds[ALL] = ended and all(terminateds.values())
-        truncateds[ALL] = ended and not terminateds[ALL]
-        return obs, rewards, terminateds, truncateds, infos
+        return obs, rewards, *self._end_flags(terminateds, truncateds), infos
 
 
 class ParallelPettingZooEnv(_PettingZooBase):
@@ -138,12 +137,8 @@ class ParallelPettingZooEnv(_PettingZooBase):
     """
 
     def __init__(self, env: Any) -> None:
-        self.par_env = env
+        self.par_env = env  # 1.13's attribute name
         super().__init__(env)
-
-    @property
-    def _game(self) -> Any:
-        return self.par_env
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Starts a game: every agent's first observation and info."""
@@ -154,8 +149,4 @@ class ParallelPettingZooEnv(_PettingZooBase):
     def step(self, action_dict: dict[Any, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Every live agent's move at once; returns the game's dicts with ``"__all__"``."""
         obs, rewards, terminateds, truncateds, infos = self.par_env.step(action_dict)
-        terminateds, truncateds = dict(terminateds), dict(truncateds)
-        ended = not self.par_env.agents
-        terminateds[ALL] = ended and all(terminateds.values())
-        truncateds[ALL] = ended and not terminateds[ALL]
-        return obs, rewards, terminateds, truncateds, infos
+        return obs, rewards, *self._end_flags(terminateds, truncateds), infos
