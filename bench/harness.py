@@ -117,3 +117,40 @@ def summarise(values: list[float]) -> dict[str, float]:
     """Median, min and max of repeated measurements."""
     return {"median": round(statistics.median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3),
             "runs": len(values)}
+
+
+def summarise_systems(records: dict[str, dict[str, list[dict[str, Any]]]], systems: list[str], parts: list[str],
+                      keys: dict[str, tuple[str, ...]], listed: tuple[str, ...] = ("reached",)) -> dict[str, Any]:
+    """Per system and part (``records[system][part]``: one record per round), :func:`summarise`
+    of every key in ``keys[part]`` that all rounds have, the learning part's ``listed`` keys
+    as lists, and the models' parameter counts."""
+    summary: dict[str, Any] = {}
+    for system in systems:
+        summary[system] = {}
+        for part in parts:
+            runs = records[system][part]
+            entry: dict[str, Any] = {key: summarise([r[key] for r in runs]) for key in keys[part]
+                                     if runs and all(r.get(key) is not None for r in runs)}
+            if part == "learning":
+                entry.update({key: [r[key] for r in runs] for key in listed})
+            params = {r.get("params") for r in runs if r.get("params") is not None}
+            if params:
+                entry["params"] = sorted(params)
+            summary[system][part] = entry
+    return summary
+
+
+def ratios_to_peer(records: dict[str, dict[str, list[dict[str, Any]]]], systems: list[str], parts: list[str],
+                   ratio_keys: dict[str, tuple[str, ...]], peer: str = "rllib") -> dict[str, dict[str, Any]]:
+    """``{"<system> / <peer>": {key: summarise(round-by-round ratios)}}`` for each rlstack
+    system, over the keys of ``ratio_keys[part]`` that both sides have in every round."""
+    ratios: dict[str, dict[str, Any]] = {}
+    for system in (s for s in systems if s.startswith("rlstack")):
+        label = f"{system} / {peer}"
+        ratios[label] = {}
+        for part in parts:
+            pairs = list(zip(records[system][part], records[peer][part]))
+            for key in ratio_keys[part]:
+                if pairs and all(a.get(key) and b.get(key) for a, b in pairs):
+                    ratios[label][key] = summarise([a[key] / b[key] for a, b in pairs])
+    return ratios

@@ -97,7 +97,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import run_child, seconds_since_process_start, summarise  # noqa: E402
+from harness import ratios_to_peer, run_child, seconds_since_process_start, summarise_systems  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TUNED_YAML = ROOT / "tune_configs" / "multi-agent-cartpole-ppo.yaml"
@@ -524,30 +524,12 @@ def report(args: argparse.Namespace, systems: list[str], parts: list[str], recor
                      "own_metric_wall_s", "own_metric_env_steps"),
         "sampling": ("sampling_env_steps_per_s", "sampling_agent_steps_per_s", "peak_rss_mib"),
     }
-    summary: dict[str, Any] = {}
-    for system in systems:
-        summary[system] = {}
-        for part in parts:
-            runs = records[system][part]
-            entry: dict[str, Any] = {key: summarise([r[key] for r in runs]) for key in keys[part]
-                                     if runs and all(r.get(key) is not None for r in runs)}
-            if part == "learning":
-                entry["reached"] = [r["reached"] for r in runs]
-                entry["final_reward"] = [r["final_reward"] for r in runs]
-            params = {r.get("params") for r in runs if r.get("params") is not None}
-            if params:
-                entry["params"] = sorted(params)
-            summary[system][part] = entry
+    summary = summarise_systems(records, systems, parts, keys, listed=("reached", "final_reward"))
     ratios: dict[str, Any] = {}
     if "rllib" in systems:
-        for system in (s for s in systems if s.startswith("rlstack")):
-            label = f"{system} / rllib"
-            ratios[label] = {}
-            for part in parts:
-                pairs = list(zip(records[system][part], records["rllib"][part]))
-                for key in RATIO_KEYS[part]:
-                    if pairs and all(a.get(key) and b.get(key) for a, b in pairs):
-                        ratios[label][key] = summarise([a[key] / b[key] for a, b in pairs])
+        ratios = ratios_to_peer(records, systems, parts, RATIO_KEYS)
+        for label in ratios:
+            system = label.split(" / ")[0]
             bar = {}
             if "sampling_env_steps_per_s" in ratios[label]:
                 bar["sampling env steps/s >= 3x"] = ratios[label]["sampling_env_steps_per_s"]["median"] >= 3.0
