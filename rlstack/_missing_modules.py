@@ -125,8 +125,6 @@ MISSING: dict[str, str] = {
     "rlstack.env.apis": "rlstack's envs are plain gymnasium envs; 1.x's TaskSettableEnv (curriculum learning) "
                         "and the other env APIs are not implemented",
     # --- offline data, execution plans, replay buffers ---------------------------------
-    "rlstack.offline": "rlstack has no offline data I/O yet (input/output readers and writers, off-policy "
-                       "estimators: issue 20); save played episodes with `rlstack rollout --out FILE.npz`",
     "rlstack.execution.rollout_ops": "rlstack has no execution-plan operators; training_step() calls "
                                      "rlstack.evaluation.worker_set.synchronous_parallel_sample(workers, "
                                      "max_env_steps=...) and WorkerSet.sample() directly",
@@ -176,7 +174,6 @@ MISSING: dict[str, str] = {
                                   "(rlstack.evaluation.rollout_worker)",
     "rlstack.evaluation.collectors": "rlstack's RolloutWorker builds its SampleBatch itself; there are no "
                                      "sample collectors",
-    "rlstack.evaluation.sample_batch_builder": "rlstack's RolloutWorker builds its SampleBatch itself",
     "rlstack.evaluation.observation_function": "rlstack's multiagent.observation_fn is a plain function "
                                                "fn(agent_obs, worker, base_env, policies, episode, **kwargs) -> "
                                                "agent_obs; 1.13's ObservationFunction base class is not needed",

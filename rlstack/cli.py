@@ -60,6 +60,9 @@ def _train(args: argparse.Namespace) -> int:
 
     if args.config_file:
         experiments = load_experiments(args.config_file)
+        overrides = _parse_json(args.config, "--config")
+        for spec in experiments.values():  # --config goes over each experiment's config, key by key
+            spec["config"] = _deep_merge(spec.get("config") or {}, overrides)
     else:
         spec: dict[str, Any] = {
             "run": args.run,
@@ -324,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--env", default="CartPole-v1", help="env id or registered name (default: CartPole-v1)")
     train.add_argument("--stop", default='{"episode_reward_mean": 150, "timesteps_total": 100000}',
                        help="JSON stop criteria, e.g. '{\"episode_reward_mean\": 150}'")
-    train.add_argument("--config", default="{}", help="JSON config overrides, e.g. '{\"lr\": 0.0003}'")
+    train.add_argument("--config", default="{}", help="JSON config overrides, e.g. '{\"lr\": 0.0003}' (with -f: "
+                       "merged over each experiment's config)")
     train.add_argument("-f", "--config-file", help="YAML file of experiments (classic RLlib format)")
     train.add_argument("--framework", choices=["torch", "tf", "tf2"], help="override the config's framework")
     train.add_argument("--num-workers", type=int, help="override the config's num_workers")

@@ -111,3 +111,14 @@ def episode_results(episodes: Iterable[EpisodeStats]) -> dict[str, Any]:
     episodes = list(episodes)
     return {**summarize_episodes(episodes), **policy_rewards(episodes),
             "custom_metrics": summarize_custom_metrics(episodes), "hist_stats": hist_stats(episodes)}
+
+
+def off_policy_estimates(estimates: list[Any]) -> dict[str, dict[str, float]]:
+    """``{estimator name: {metric: mean over the estimates}}`` (1.13's
+    ``result["off_policy_estimator"]``), from ``OffPolicyEstimate`` objects."""
+    by_name: dict[str, dict[str, list[float]]] = {}
+    for estimate in estimates:
+        metrics = by_name.setdefault(estimate.estimator_name, {})
+        for key, value in estimate.metrics.items():
+            metrics.setdefault(key, []).append(float(value))
+    return {name: {key: float(np.mean(values)) for key, values in metrics.items()} for name, metrics in by_name.items()}

@@ -177,6 +177,14 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             from rlstack.evaluation.multi_agent_sampler import MultiAgentSampler
 
             self._multi_agent_sampler = MultiAgentSampler(self)
+        # Recorded experience in place of the envs (config "input") and out to files
+        # ("output"): only on workers that sample (the driver's copy has no env when
+        # there are remote workers).
+        self.input_reader: Any = None
+        self.output_writer: Any = None
+        self._estimators: list[Any] = []
+        if self.env is not None and (config.get("input", "sampler") != "sampler" or config.get("output") is not None):
+            self._init_offline_io(config)
 
     # ----- small remote-callable helpers ------------------------------------------
 
@@ -305,7 +313,54 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             raise RuntimeError("This worker was built without envs (the driver's copy when num_workers > 0).")
         return self.env
 
+    def _init_offline_io(self, config: dict) -> None:
+        from rlstack.offline.io_context import IOContext
+        from rlstack.offline.resolve import make_estimators, make_input_reader, make_output_writer
+
+        ioctx = IOContext(config.get("output") if isinstance(config.get("output"), str) else None, config,
+                          self.worker_index, self)
+        self.input_reader = make_input_reader(config, ioctx)
+        self.output_writer = make_output_writer(config, ioctx)
+        if self.input_reader is not None:
+            self._estimators = make_estimators(config, self.policy)
+
     def sample(self) -> SampleBatch | MultiAgentBatch:
+        """The next batch: sampled from the envs (:meth:`sample_from_env`), or, with an
+        ``input`` other than ``"sampler"``, read from the recorded experience (then
+        postprocessed by the policy if ``postprocess_inputs``, and estimated by the
+        ``off_policy_estimation_methods``). With an ``output``, the batch is written
+        before it is returned."""
+        batch = self.sample_from_env() if self.input_reader is None else self._read_input()
+        if self.output_writer is not None:
+            self.output_writer.write(batch)
+        return batch
+
+    def _read_input(self) -> SampleBatch | MultiAgentBatch:
+        batch = self.input_reader.next()
+        if self.config.get("postprocess_inputs"):
+            batch = self._postprocess_recorded(batch)
+        for estimator in self._estimators:
+            estimator.process(batch)
+        return batch
+
+    def _postprocess_recorded(self, batch: SampleBatch | MultiAgentBatch) -> SampleBatch | MultiAgentBatch:
+        # Each episode's rows through its policy's trajectory postprocessing.
+        if isinstance(batch, MultiAgentBatch):
+            return MultiAgentBatch({pid: self._postprocess_episodes(rows, self.policies.acting[pid])
+                                    for pid, rows in batch.policy_batches.items()}, batch.count)
+        return self._postprocess_episodes(batch, self.sampling_policy)
+
+    @staticmethod
+    def _postprocess_episodes(batch: SampleBatch, policy: Policy) -> SampleBatch:
+        if SampleBatch.EPS_ID not in batch:
+            return policy.postprocess_trajectory(batch)
+        return concat_samples([policy.postprocess_trajectory(piece) for piece in batch.split_by_episode()])
+
+    def get_off_policy_estimates(self) -> list[Any]:
+        """The off-policy estimates (``OffPolicyEstimate``) since the last call."""
+        return [estimate for estimator in self._estimators for estimate in estimator.get_metrics()]
+
+    def sample_from_env(self) -> SampleBatch | MultiAgentBatch:
         """Collects and postprocesses at least ``rollout_fragment_length * num_envs`` steps
         (a multi-agent worker's: a MultiAgentBatch, see MultiAgentSampler).
 
@@ -432,7 +487,7 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         lengths = self._lengths
         # Q-learning stores each step's next observation; policy gradients bootstrap
         # cut pieces from V(s) instead.
-        record_next_obs = policy.needs_next_obs
+        record_next_obs = policy.needs_next_obs or self.output_writer is not None
         bootstrap = policy.needs_bootstrap_value
         if record_next_obs:
             buf[_B.NEXT_OBS] = np.empty_like(buf[_B.OBS])
@@ -559,6 +614,10 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         return run_episodes(self, num_episodes, num_steps)
 
     def stop(self) -> None:
-        """Closes the envs."""
+        """Closes the envs, the input reader and the output file."""
+        if self.output_writer is not None:
+            self.output_writer.close()
+        if self.input_reader is not None and hasattr(self.input_reader, "close"):
+            self.input_reader.close()
         if self.env is not None:
             self.env.close()

@@ -401,6 +401,15 @@ class WorkerSet:
                 episodes.extend(worker_episodes)
         return episodes
 
+    def collect_off_policy_estimates(self) -> list[Any]:
+        """Off-policy estimates every worker made since the last call (``input`` read
+        with ``off_policy_estimation_methods``)."""
+        estimates = self._local_worker.get_off_policy_estimates()
+        if self._remote_workers:
+            for worker_estimates in self.call_healthy(lambda w: w.get_off_policy_estimates.remote()).values():
+                estimates.extend(worker_estimates)
+        return estimates
+
     def collect_env_restarts(self) -> int:
         """Sub-env restarts on every worker since the last call."""
         restarts = self._local_worker.get_env_restarts()
@@ -537,4 +546,17 @@ def synchronous_parallel_sample(workers: WorkerSet, max_env_steps: int | None = 
         for batch in workers.sample():
             batches.append(batch)
             steps += batch.count if max_agent_steps is None else batch.agent_steps()
+    if workers.config.get("input", "sampler") != "sampler":
+        batches = _common_columns(batches)
     return concat_samples(batches)
+
+
+def _common_columns(batches: list[SampleBatch | MultiAgentBatch]) -> list[SampleBatch | MultiAgentBatch]:
+    # Batches read from several sources (files of other recorders, the sampler in an input
+    # mix) may hold different columns: keep those every batch has.
+    if not batches or not all(isinstance(b, SampleBatch) for b in batches):
+        return batches
+    shared = set(batches[0]).intersection(*batches[1:])
+    if all(len(b) == len(shared) for b in map(dict.keys, batches)):
+        return batches
+    return [SampleBatch({key: b[key] for key in b if key in shared}) for b in batches]

@@ -285,6 +285,34 @@ class Policy(RecurrentPolicyMixin, ABC):
             return actions[0], [], {key: value[0] for key, value in extras.items()}
         return self.single_recurrent_action(np.asarray(obs), state, prev_action, prev_reward, explore)
 
+    def compute_log_likelihoods(self, actions: Any, obs_batch: np.ndarray, state_batches: Any = None,
+                                prev_action_batch: Any = None, prev_reward_batch: Any = None,
+                                actions_normalized: bool = True) -> np.ndarray:
+        """The log-likelihood ``float32 [B]`` of each action in the policy's action
+        distribution at its observation (1.13's name; off-policy estimators use it).
+
+        ``actions`` are in the policy's form (as recorded in batches, before the env's
+        bounds were applied); ``obs_batch`` preprocessed and filtered, as batches hold it.
+
+        Raises:
+            NotImplementedError: A recurrent policy, or one whose actions come from no
+                distribution it reports (``action_dist_inputs``; DQN's Q-values).
+        """
+        from rlstack.models.numpy.distributions import DISTRIBUTIONS
+
+        if self.is_recurrent:
+            raise NotImplementedError(f"{type(self).__name__}: log-likelihoods of a recurrent policy need each "
+                                      "row's state; estimate with a non-recurrent policy")
+        _, extras = self.compute_actions(np.asarray(obs_batch, dtype=np.float32), explore=False)
+        inputs = extras.get(SampleBatch.ACTION_DIST_INPUTS)
+        dist_class = DISTRIBUTIONS.get(self.dist_spec.kind)
+        if inputs is None or dist_class is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} reports no action distribution ({self.dist_spec.kind}) to compute "
+                "log-likelihoods from: off-policy estimation needs a stochastic policy (PG, PPO, A2C, IMPALA, "
+                "BC, MARWIL, SAC)")
+        return dist_class(np.asarray(inputs), self.dist_spec).logp(np.asarray(actions))
+
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         """Returns the value estimates ``float32 [B]`` of preprocessed observations (a
         recurrent policy's also takes ``state_batches``, ``prev_action_batch`` and

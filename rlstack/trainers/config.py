@@ -15,6 +15,7 @@ from typing import Any
 
 from rlstack.errors import ConfigError, did_you_mean
 from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
+from rlstack.offline.resolve import check_offline_config
 from rlstack.trainers.callbacks import DefaultCallbacks, check_callbacks
 from rlstack.trainers.classic_keys import check_no_op_key, is_no_op_key
 from rlstack.utils.filters import FILTERS
@@ -179,6 +180,35 @@ COMMON_CONFIG: dict[str, Any] = {
         # 1.13's "lockstep" is not supported.
         "replay_mode": "independent",
     },
+    # === Offline data (rlstack/offline; README "Offline data") ===
+    # Where experience comes from: "sampler" (the envs), a JSON file, glob or directory
+    # (or a list of them) of recorded batches, "dataset" (Ray Data over input_config's
+    # files), {source: probability, ...} mixing those ({"sampler": 0.4, "/data": 0.6}),
+    # or fn(ioctx) -> InputReader.
+    "input": "sampler",
+    # input: "dataset"'s {"format": "json" | "parquet", "path": files}.
+    "input_config": {},
+    # The recorded actions are already normalized to [-1, 1] (normalize_actions).
+    "actions_in_input_normalized": False,
+    # Run the policy's trajectory postprocessing (advantages, n-step) on recorded batches.
+    "postprocess_inputs": False,
+    # Batches of the input kept and handed out in a random order (0: as read).
+    "shuffle_buffer_size": 0,
+    # Where each sampled batch is written as a JSON line (1.13's layout): None (nowhere),
+    # a directory, "logdir" (the trial's directory), or fn(ioctx) -> OutputWriter.
+    "output": None,
+    # Options of the output writer (rlstack reads none yet).
+    "output_config": {},
+    # Columns written packed (LZ4 + base64) rather than as JSON lists.
+    "output_compress_columns": ["obs", "new_obs"],
+    # Bytes per output file before the next file starts.
+    "output_max_file_size": 64 * 1024 * 1024,
+    # Off-policy estimates of the policy's value, from the batches read: {name: {"type":
+    # "is" | "wis" | class | "module:Class", ...}} (1.13); reported under
+    # result["off_policy_estimator"][name].
+    "off_policy_estimation_methods": {},
+    # 1.12's name for the same: a list of "is", "wis", classes or import paths.
+    "input_evaluation": [],
     # === Callbacks ===
     # Hooks into training (episode start/step/end, trajectories, learning, results) for
     # custom metrics and more: a DefaultCallbacks subclass, a MultiCallbacks([...])
@@ -193,7 +223,7 @@ COMMON_CONFIG: dict[str, Any] = {
 }
 
 # Sub-dicts merged key by key rather than replaced.
-DEEP_MERGE_KEYS = ("model", "env_config", "evaluation_config", "exploration_config", "optimizer",
+DEEP_MERGE_KEYS = ("model", "env_config", "evaluation_config", "exploration_config", "optimizer", "input_config",
                    "custom_resources_per_worker", "tf_session_args", "local_tf_session_args", "multiagent")
 THREAD_POOL_KEYS = ("intra_op_parallelism_threads", "inter_op_parallelism_threads")
 # Sub-dicts whose defaults are dropped when the user names another "type" (classic RLlib
@@ -338,6 +368,7 @@ def validate_common_config(config: dict[str, Any]) -> None:
         ConfigError: Stating the key, what was given, what is allowed and the fix.
     """
     config["framework"] = check_framework(config["framework"])
+    check_offline_config(config)
     for key in ("num_workers", "evaluation_num_workers"):
         _require(_is_int(config[key]) and config[key] >= 0,
                  f"{key} must be an integer >= 0, got {config[key]!r}.")
@@ -446,6 +477,11 @@ def evaluation_config_of(config: dict[str, Any]) -> dict[str, Any]:
         _set(merged, RENAMED_KEYS.get(key, key), value)
     if "seed" not in overrides and merged["seed"] is not None:
         merged["seed"] = merged["seed"] + EVALUATION_SEED_OFFSET
+    # Evaluation plays episodes in its envs: it writes and reads no experience unless
+    # evaluation_config says so.
+    for key, value in (("output", None), ("input", "sampler")):
+        if key not in overrides:
+            merged[key] = value
     try:
         validate_common_config(merged)
     except ConfigError as exc:

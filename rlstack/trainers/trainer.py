@@ -27,7 +27,7 @@ from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import ConfigError
-from rlstack.evaluation.metrics import EpisodeWindow, episode_results
+from rlstack.evaluation.metrics import EpisodeWindow, episode_results, off_policy_estimates
 from rlstack.evaluation.worker_policies import resolve_class
 from rlstack.evaluation.worker_set import WorkerSet, worker_resources, worker_start_error
 from rlstack.policies.policy import Policy
@@ -199,6 +199,8 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
             # (env files, checkpoints to restore) are meant from where the user started.
             os.chdir(os.environ["TUNE_ORIG_WORKING_DIR"])
         self.config = self.merge_and_validate(config)
+        if self.config["output"] == "logdir":
+            self.config["output"] = self.logdir  # each worker writes its files into the trial's directory
         # Tune's reset() replaces self.config with the raw new config before calling
         # reset_config(); this copy is what the workers actually run with.
         self._active_config = self.config
@@ -371,6 +373,9 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
             },
             "timers": {f"{name}_time_ms": round(1000 * t.mean, 3) for name, t in self._timers.items()},
             "sampler_perf": self.workers.sampler_perf(),
+            # Means of this iteration's off-policy estimates by estimator (input read with
+            # off_policy_estimation_methods): {"is": {"V_prev": ..., "V_step_IS": ...}}.
+            "off_policy_estimator": off_policy_estimates(self.workers.collect_off_policy_estimates()),
             "config": self.config,
             **self.extra_results(),
         }

@@ -1,0 +1,17 @@
+"""Learning from recorded experience: MARWILTrainer (advantage-weighted imitation) and
+BCTrainer (behaviour cloning, MARWIL with ``beta`` 0), imported on first use, as in
+RLlib 1.13's ``ray.rllib.agents.marwil``."""
+
+from rlstack.trainers.registry import lazy_exports
+
+# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+TRAINERS = {
+    "MARWIL": "rlstack.trainers.marwil.marwil:MARWILTrainer",
+    "BC": "rlstack.trainers.marwil.bc:BCTrainer",
+}
+PUBLIC = {
+    "DEFAULT_CONFIG": "rlstack.trainers.marwil.marwil:DEFAULT_CONFIG",
+    "BC_DEFAULT_CONFIG": "rlstack.trainers.marwil.bc:BC_DEFAULT_CONFIG",
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

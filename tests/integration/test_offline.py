@@ -1,0 +1,101 @@
+"""Experience out and in through trainers: rollout workers (remote ones too) write what
+they sample (``output``, ``"logdir"``), trainers learn from those files with remote
+readers, through Ray Data (``input: "dataset"``) or mixed with their own sampling, report
+off-policy estimates, and a MARWIL checkpoint restores the same actions."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+from rlstack.offline import JsonReader
+from rlstack.trainers.marwil import BCTrainer, MARWILTrainer
+from rlstack.trainers.ppo import PPOTrainer
+
+PPO_SMALL = {"train_batch_size": 400, "sgd_minibatch_size": 100, "num_sgd_iter": 2, "rollout_fragment_length": 200,
+             "seed": 0, "framework": "torch"}
+ESTIMATORS = {"is": {"type": "is"}, "wis": {"type": "wis"}}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, ray_local):
+    """800 PPO steps written by one remote rollout worker into the trial's log directory."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RLSTACK_RESULTS_DIR", str(tmp_path_factory.mktemp("results")))
+        trainer = PPOTrainer({**PPO_SMALL, "num_workers": 1, "output": "logdir"}, "CartPole-v1")
+        for _ in range(2):
+            trainer.train()
+        logdir = trainer.logdir
+        trainer.stop()
+    return logdir
+
+
+def test_a_remote_worker_writes_every_sampled_step_into_the_logdir(recorded):
+    files = glob.glob(os.path.join(recorded, "output-*_worker-1_0.json"))
+    assert len(files) == 1
+    batches = list(JsonReader(files).read_all_files())
+    assert sum(batch.count for batch in batches) == 800
+    for column in ("obs", "new_obs", "actions", "rewards", "terminateds", "truncateds", "dones", "eps_id",
+                   "action_prob", "action_logp", "vf_preds"):
+        assert column in batches[0], column
+
+
+def test_remote_readers_learn_without_stepping_an_env_and_report_estimates(recorded, ray_local):
+    trainer = BCTrainer({"input": recorded, "num_workers": 1, "train_batch_size": 400, "framework": "torch",
+                         "off_policy_estimation_methods": ESTIMATORS, "seed": 0}, "CartPole-v1")
+    result = trainer.train()
+    trainer.stop()
+    assert result["timesteps_total"] >= 400 and result["episodes_this_iter"] == 0
+    assert np.isfinite(result["info"]["learner"]["default_policy"]["learner_stats"]["policy_loss"])
+    assert set(result["off_policy_estimator"]) == {"is", "wis"}
+    assert {"V_prev", "V_step_IS", "V_gain_est"} <= set(result["off_policy_estimator"]["is"])
+    assert {"V_prev", "V_step_WIS", "V_gain_est"} <= set(result["off_policy_estimator"]["wis"])
+
+
+def test_ray_data_streams_the_files(recorded, ray_local):
+    trainer = MARWILTrainer({"input": "dataset", "input_config": {"format": "json", "path": recorded},
+                             "train_batch_size": 400, "framework": "torch", "seed": 0}, "CartPole-v1")
+    result = trainer.train()
+    trainer.stop()
+    assert result["timesteps_total"] >= 400 and result["episodes_this_iter"] == 0
+    assert "vf_loss" in result["info"]["learner"]["default_policy"]["learner_stats"]
+
+
+def test_a_mix_of_files_and_sampler_reads_both(recorded):
+    trainer = MARWILTrainer({"input": {"sampler": 0.5, recorded: 0.5}, "train_batch_size": 2000,
+                             "rollout_fragment_length": 200, "framework": "torch", "seed": 1}, "CartPole-v1")
+    result = trainer.train()
+    trainer.stop()
+    # Some of the 2,000 steps came from the env (episodes ended there), the rest from files.
+    assert result["timesteps_total"] >= 2000 and result["episodes_this_iter"] > 0
+
+
+def test_a_marwil_checkpoint_restores_the_same_actions(recorded, tmp_path):
+    config = {"input": recorded, "train_batch_size": 400, "framework": "torch", "seed": 0}
+    trainer = MARWILTrainer(config, "CartPole-v1")
+    trainer.train()
+    path = trainer.save(str(tmp_path))
+    obs = np.random.default_rng(0).uniform(-0.1, 0.1, (20, 4)).astype(np.float32)
+    actions = [trainer.compute_single_action(o, explore=False) for o in obs]
+    norm = trainer.get_policy().get_state()["moving_average_sqd_adv_norm"]
+    trainer.stop()
+    restored = MARWILTrainer(config, "CartPole-v1")
+    restored.restore(path)
+    assert [restored.compute_single_action(o, explore=False) for o in obs] == actions
+    assert restored.get_policy().get_state()["moving_average_sqd_adv_norm"] == pytest.approx(norm)
+    restored.stop()
+
+
+def test_evaluation_plays_in_the_env_and_writes_nothing(recorded, tmp_path):
+    out = tmp_path / "eval-out"
+    trainer = BCTrainer({"input": recorded, "train_batch_size": 400, "framework": "torch", "output": str(out),
+                         "evaluation_interval": 1, "evaluation_duration": 2, "seed": 0}, "CartPole-v1")
+    result = trainer.train()
+    trainer.stop()
+    assert result["evaluation"]["episodes_this_iter"] == 2
+    # The reading worker wrote what it read (1.13's output of an input); evaluation wrote nothing.
+    rows = sum(batch.count for batch in JsonReader(str(out)).read_all_files())
+    assert rows == result["timesteps_total"]
