@@ -60,6 +60,8 @@ class DatasetReader(InputReader):
         n, i = self.ioctx.config.get("num_workers", 0), self.ioctx.worker_index
         if isinstance(files, list) and n > 0 and i > 0 and len(files) >= n:
             files = files[i - 1::n]
+        # A worker reads the stream over and over: no progress bar on each pass.
+        ray.data.DataContext.get_current().enable_progress_bars = False
         reader = ray.data.read_json if self.format == "json" else ray.data.read_parquet
         return reader(files)
 

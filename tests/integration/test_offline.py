@@ -99,3 +99,23 @@ def test_evaluation_plays_in_the_env_and_writes_nothing(recorded, tmp_path):
     # The reading worker wrote what it read (1.13's output of an input); evaluation wrote nothing.
     rows = sum(batch.count for batch in JsonReader(str(out)).read_all_files())
     assert rows == result["timesteps_total"]
+
+
+def test_the_113_saving_experiences_example_writes_what_bc_reads(tmp_path):
+    # rlstack/examples/saving_experiences.py is 1.13's script after the renames.
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "rlstack.examples.saving_experiences"], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    batches = list(JsonReader(str(tmp_path / "demo-out")).read_all_files())
+    assert len(batches) == 100 and all(batch["dones"][-1] for batch in batches)
+    assert {"t", "agent_index", "prev_actions", "prev_rewards", "infos", "action_prob"} <= set(batches[0])
+    trainer = BCTrainer({"input": str(tmp_path / "demo-out"), "train_batch_size": 500, "framework": "torch",
+                         "input_evaluation": ["is", "wis"]}, "CartPole-v1")
+    result = trainer.train()
+    trainer.stop()
+    assert result["timesteps_total"] >= 500
+    # The random recorder's probabilities were written as 1.0: V_prev is its discounted return.
+    assert result["off_policy_estimator"]["is"]["V_prev"] > 0
