@@ -43,6 +43,7 @@ class DatasetReader(InputReader):
         cfg = ioctx.input_config
         self.format = cfg.get("format", "json")
         self.batch_size = int(cfg.get("batch_size") or ioctx.config.get("rollout_fragment_length") or 1)
+        self.shapes: dict = {}  # Parquet: each array column's step shape (parquet_writer.py)
         if ds is None:
             ds = self._read(cfg)
         self.ds = ds
@@ -56,10 +57,20 @@ class DatasetReader(InputReader):
         if not cfg.get("path"):
             raise ValueError("input: 'dataset' needs input_config={'format': 'json', 'path': FILE | DIR | GLOB | "
                              "[...]} naming the experience files")
-        files = expand_paths(cfg["path"]) if not _remote(cfg["path"]) else cfg["path"]
+        suffixes = (".json", ".jsonl") if self.format == "json" else (".parquet",)
+        files = expand_paths(cfg["path"], suffixes) if not _remote(cfg["path"]) else cfg["path"]
         n, i = self.ioctx.config.get("num_workers", 0), self.ioctx.worker_index
         if isinstance(files, list) and n > 0 and i > 0 and len(files) >= n:
             files = files[i - 1::n]
+        if self.format == "parquet" and isinstance(files, list):
+            import json
+
+            import pyarrow.parquet as pq
+
+            from rlstack.offline.parquet_writer import SHAPES_KEY
+
+            metadata = pq.read_schema(files[0]).metadata or {}
+            self.shapes = json.loads(metadata.get(SHAPES_KEY, b"{}"))
         # A worker reads the stream over and over: no progress bar on each pass.
         ray.data.DataContext.get_current().enable_progress_bars = False
         reader = ray.data.read_json if self.format == "json" else ray.data.read_parquet
@@ -86,8 +97,11 @@ class DatasetReader(InputReader):
             row = dict(self._next_row())
             row.pop("type", None)
             return _batch_from_columns({k: _list(v) for k, v in row.items() if v is not None})
+        from rlstack.offline.parquet_writer import unflatten
+
         rows = [self._next_row() for _ in range(self.batch_size)]
-        return _batch_from_columns({key: [_list(row[key]) for row in rows] for key in rows[0]})
+        return _batch_from_columns({key: unflatten(key, np.stack([np.asarray(row[key]) for row in rows]), self.shapes)
+                                    for key in rows[0]})
 
 
 def _remote(path: Any) -> bool:

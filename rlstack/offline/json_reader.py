@@ -17,7 +17,7 @@ from rlstack.sample_batch import MultiAgentBatch, SampleBatch
 _SUFFIXES = (".json", ".jsonl")
 
 
-def expand_paths(inputs: Any) -> list[str]:
+def expand_paths(inputs: Any, suffixes: tuple[str, ...] = _SUFFIXES) -> list[str]:
     """The files ``inputs`` names: a file, a glob, a directory (its writers'
     ``output-*.json`` files, or without those every ``*.json`` / ``*.jsonl``) or a list of
     those, sorted within each entry.
@@ -37,10 +37,10 @@ def expand_paths(inputs: Any) -> list[str]:
         if os.path.isdir(entry):
             # The writers' files when there are any (a trial's directory, output: "logdir",
             # also holds its params.json and result.json), else every JSON file.
-            found = sorted(glob.glob(os.path.join(entry, "output-*.json")))
-            found = found or sorted(p for p in glob.glob(os.path.join(entry, "*")) if p.endswith(_SUFFIXES))
+            found = sorted(glob.glob(os.path.join(entry, f"output-*{suffixes[0]}")))
+            found = found or sorted(p for p in glob.glob(os.path.join(entry, "*")) if p.endswith(suffixes))
             if not found:
-                raise ValueError(f"input directory {entry!r} holds no .json files of experience")
+                raise ValueError(f"input directory {entry!r} holds no {suffixes[0]} files of experience")
         elif any(ch in entry for ch in "*?["):
             found = sorted(glob.glob(entry))
             if not found:

@@ -84,7 +84,12 @@ def make_output_writer(config: dict, ioctx: IOContext) -> OutputWriter | None:
         raise ConfigError(f"output must be None, a directory, 'logdir' or fn(ioctx) -> OutputWriter, got {target!r}")
     from rlstack.offline.json_writer import JsonWriter
 
+    fmt = (config.get("output_config") or {}).get("format", "json")
     try:
+        if fmt == "parquet":
+            from rlstack.offline.parquet_writer import ParquetWriter
+
+            return ParquetWriter(ioctx.log_dir if target == "logdir" else target, ioctx)
         return JsonWriter(target, ioctx, max_file_size=config.get("output_max_file_size", 64 * 1024 * 1024),
                           compress_columns=config.get("output_compress_columns"))
     except ValueError as err:
@@ -188,6 +193,9 @@ def check_offline_config(config: dict) -> None:
     columns = config.get("output_compress_columns")
     if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
         raise ConfigError(f"output_compress_columns must be a list of column names, got {columns!r}")
+    fmt = (config.get("output_config") or {}).get("format", "json")
+    if fmt not in ("json", "parquet"):
+        raise ConfigError(f"output_config['format'] must be 'json' or 'parquet', got {fmt!r}")
     output = config.get("output")
     if output is not None and not isinstance(output, (str, OutputWriter)) and not callable(output):
         raise ConfigError(f"output must be None, a directory, 'logdir' or fn(ioctx) -> OutputWriter, got {output!r}")

@@ -197,7 +197,8 @@ COMMON_CONFIG: dict[str, Any] = {
     # Where each sampled batch is written as a JSON line (1.13's layout): None (nowhere),
     # a directory, "logdir" (the trial's directory), or fn(ioctx) -> OutputWriter.
     "output": None,
-    # Options of the output writer (rlstack reads none yet).
+    # Options of the output writer: {"format": "json" (1.13's lines, default) | "parquet"
+    # (one row per step, for Ray Data and columnar tools)}.
     "output_config": {},
     # Columns written packed (LZ4 + base64) rather than as JSON lists.
     "output_compress_columns": ["obs", "new_obs"],

@@ -119,3 +119,24 @@ def test_the_113_saving_experiences_example_writes_what_bc_reads(tmp_path):
     assert result["timesteps_total"] >= 500
     # The random recorder's probabilities were written as 1.0: V_prev is its discounted return.
     assert result["off_policy_estimator"]["is"]["V_prev"] > 0
+
+
+def test_parquet_output_is_read_back_through_ray_data(tmp_path, ray_local):
+    out = tmp_path / "parquet"
+    trainer = PPOTrainer({**PPO_SMALL, "num_workers": 0, "output": str(out), "output_config": {"format": "parquet"}},
+                         "CartPole-v1")
+    trainer.train()
+    trainer.stop()
+    files = sorted(out.glob("output-*_worker-0_*.parquet"))
+    assert len(files) == 2  # one file per sampled batch
+    import pandas as pd
+
+    frame = pd.read_parquet(files[0])
+    assert len(frame) == 200 and len(frame["obs"].iloc[0]) == 4
+    reader_config = {"input": "dataset", "input_config": {"format": "parquet", "path": str(out)},
+                     "train_batch_size": 400, "framework": "torch", "seed": 0}
+    bc = BCTrainer(reader_config, "CartPole-v1")
+    batch = bc.workers.local_worker().input_reader.next()
+    assert batch["obs"].shape == (200, 4) and batch["obs"].dtype == np.float32
+    assert bc.train()["timesteps_total"] >= 400
+    bc.stop()
