@@ -4,10 +4,11 @@ alone (``input``, no sampler), reach a mean evaluation return >= 150 in both fra
 each run exactly as a user runs it: ``rlstack train -f tune_configs/cartpole-{bc,marwil}.yaml
 --config '{"input": DIR}'``. Importance sampling and weighted importance sampling,
 estimating the expert's own value from its recorded episodes, land within 15% of the
-return it measured while recording.
+return it measured while recording. CQL, from 10,000 steps a trained SAC recorded on
+Pendulum, reaches an evaluation return >= -700 (tune_configs/pendulum-cql.yaml).
 
-The expert trains and records here, in the test process (seeded; PPO torch with no
-rollout workers, ~40 s), once for the module.
+The experts train and record here, in the test process (seeded; PPO torch with no
+rollout workers ~40 s, SAC torch ~60 s), once for the module each.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from rlstack.offline.json_reader import JsonReader
 from rlstack.trainers.ppo import PPOTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = {"BC": ROOT / "tune_configs" / "cartpole-bc.yaml", "MARWIL": ROOT / "tune_configs" / "cartpole-marwil.yaml"}
+EXAMPLES = {"BC": ROOT / "tune_configs" / "cartpole-bc.yaml", "MARWIL": ROOT / "tune_configs" / "cartpole-marwil.yaml",
+            "CQL": ROOT / "tune_configs" / "pendulum-cql.yaml"}
+SAC_EXPERT_RETURN = -400  # SAC trains until its last episodes average this much
 EXPERT_STEPS = 50_000
 EXPERT_RETURN = 400  # the expert trains until its sampled episodes average this much
 EXPERT_CONFIG = {"num_workers": 0, "framework": "torch", "seed": 0, "lr": 1e-3, "train_batch_size": 4000,
@@ -85,6 +88,52 @@ def test_importance_sampling_estimates_the_expert_within_15_percent(expert_data,
     behaviour = float(np.mean([e.metrics["V_prev"] for e in estimates]))
     assert behaviour == pytest.approx(measured, rel=0.02)  # the recorded episodes are the measured ones
     assert abs(estimate - measured) <= 0.15 * measured, (estimate, measured)
+
+
+@pytest.fixture(scope="module")
+def sac_data(tmp_path_factory):
+    """The directory of 10,000 steps a trained SAC recorded on Pendulum."""
+    from rlstack.trainers.sac import SACTrainer
+
+    out = tmp_path_factory.mktemp("pendulum-sac")
+    spec = next(iter(load_experiments(str(ROOT / "tune_configs" / "pendulum-sac.yaml")).values()))
+    config = {**spec["config"], "framework": "torch", "evaluation_interval": None}
+    trainer = SACTrainer(config, "Pendulum-v1")
+    for _ in range(30):
+        if trainer.train()["episode_reward_mean"] >= SAC_EXPERT_RETURN:
+            break
+    checkpoint = trainer.save()
+    trainer.stop()
+    recorder = SACTrainer({**config, "output": str(out), "rollout_fragment_length": 200}, "Pendulum-v1")
+    recorder.restore(checkpoint)
+    worker, steps = recorder.workers.local_worker(), 0
+    while steps < 10_000:
+        steps += worker.sample().count
+    recorder.stop()
+    return out
+
+
+def _train_offline(path: Path, framework: str, data: Path, tmp_path: Path):
+    if importlib.util.find_spec({"torch": "torch", "tf": "tensorflow"}[framework]) is None:
+        pytest.skip(f"{framework} is not installed")
+    name, spec = next(iter(load_experiments(str(path)).items()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlstack", "train", "-f", str(path), "--framework", framework,
+         "--config", json.dumps({"input": str(data)}), "--storage-path", str(tmp_path)],
+        capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return spec, rlstack.analysis.load(tmp_path / name)
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_cql_learns_pendulum_from_a_sacs_recorded_files(sac_data, framework, tmp_path):
+    spec, results = _train_offline(EXAMPLES["CQL"], framework, sac_data, tmp_path)
+    last = results.iloc[-1]
+    bar = spec["stop"]["evaluation/episode_reward_mean"]
+    assert last["evaluation/episode_reward_mean"] >= bar, (
+        f"CQL ({framework}) reached {last['evaluation/episode_reward_mean']:.1f} in {last['timesteps_total']} steps read")
+    assert last["timesteps_total"] <= spec["stop"]["timesteps_total"]
+    assert results["episodes_this_iter"].sum() == 0
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
