@@ -160,7 +160,8 @@ def check_offline_config(config: dict) -> None:
         try:
             expand_paths(source)
         except ValueError as err:
-            raise ConfigError(f"input: {err}") from err
+            raise ConfigError(f"{err}: record experience there first (a run with output: DIR writes it) or point "
+                              "input at existing files") from err
     elif isinstance(source, dict):
         from rlstack.offline.json_reader import expand_paths
 
