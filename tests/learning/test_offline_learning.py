@@ -113,7 +113,9 @@ def sac_data(tmp_path_factory):
     return out
 
 
-def _train_offline(path: Path, framework: str, data: Path, tmp_path: Path):
+def _learns_offline(path: Path, framework: str, data: Path, tmp_path: Path) -> None:
+    """``rlstack train -f PATH --config '{"input": DATA}'`` reaches the file's evaluation
+    bar within its budget of steps read, without one env step sampled while learning."""
     if importlib.util.find_spec({"torch": "torch", "tf": "tensorflow"}[framework]) is None:
         pytest.skip(f"{framework} is not installed")
     name, spec = next(iter(load_experiments(str(path)).items()))
@@ -122,38 +124,22 @@ def _train_offline(path: Path, framework: str, data: Path, tmp_path: Path):
          "--config", json.dumps({"input": str(data)}), "--storage-path", str(tmp_path)],
         capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return spec, rlstack.analysis.load(tmp_path / name)
+    results = rlstack.analysis.load(tmp_path / name)
+    last = results.iloc[-1]
+    bar = spec["stop"]["evaluation/episode_reward_mean"]
+    assert last["evaluation/episode_reward_mean"] >= bar, (
+        f"{name} ({framework}) reached {last['evaluation/episode_reward_mean']:.1f} in {last['timesteps_total']} "
+        "steps read")
+    assert last["timesteps_total"] <= spec["stop"]["timesteps_total"]
+    assert results["episodes_this_iter"].sum() == 0  # nothing was sampled from the env while learning
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
 def test_cql_learns_pendulum_from_a_sacs_recorded_files(sac_data, framework, tmp_path):
-    spec, results = _train_offline(EXAMPLES["CQL"], framework, sac_data, tmp_path)
-    last = results.iloc[-1]
-    bar = spec["stop"]["evaluation/episode_reward_mean"]
-    assert last["evaluation/episode_reward_mean"] >= bar, (
-        f"CQL ({framework}) reached {last['evaluation/episode_reward_mean']:.1f} in {last['timesteps_total']} steps read")
-    assert last["timesteps_total"] <= spec["stop"]["timesteps_total"]
-    assert results["episodes_this_iter"].sum() == 0
+    _learns_offline(EXAMPLES["CQL"], framework, sac_data, tmp_path)
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])
 @pytest.mark.parametrize("algorithm", ["BC", "MARWIL"])
 def test_learns_cartpole_from_the_recorded_files_alone(expert_data, algorithm, framework, tmp_path):
-    if importlib.util.find_spec({"torch": "torch", "tf": "tensorflow"}[framework]) is None:
-        pytest.skip(f"{framework} is not installed")
-    out, _, _ = expert_data
-    path = EXAMPLES[algorithm]
-    name, spec = next(iter(load_experiments(str(path)).items()))
-    proc = subprocess.run(
-        [sys.executable, "-m", "rlstack", "train", "-f", str(path), "--framework", framework,
-         "--config", json.dumps({"input": str(out)}), "--storage-path", str(tmp_path)],
-        capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = rlstack.analysis.load(tmp_path / name)
-    last = results.iloc[-1]
-    bar = spec["stop"]["evaluation/episode_reward_mean"]
-    assert last["evaluation/episode_reward_mean"] >= bar, (
-        f"{algorithm} ({framework}) reached {last['evaluation/episode_reward_mean']:.1f} "
-        f"in {last['timesteps_total']} steps read")
-    assert last["timesteps_total"] <= spec["stop"]["timesteps_total"]
-    assert results["episodes_this_iter"].sum() == 0  # nothing was sampled from the env while learning
+    _learns_offline(EXAMPLES[algorithm], framework, expert_data[0], tmp_path)

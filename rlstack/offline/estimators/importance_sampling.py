@@ -16,11 +16,8 @@ class ImportanceSampling(OffPolicyEstimator):
         batch = self.check_can_estimate_for(batch)
         estimates = []
         for episode in batch.split_by_episode():
-            rewards = episode[SampleBatch.REWARDS].astype(np.float64)
-            weights = np.cumprod(self.target_prob(episode) / self.behaviour_prob(episode))
-            discounts = self.discounts(episode.count)
-            v_prev = float(np.sum(discounts * rewards))
-            v_is = float(np.sum(discounts * weights * rewards))
+            discounted, weights, v_prev = self.episode_terms(episode)
+            v_is = float(np.sum(weights * discounted))
             estimates.append(OffPolicyEstimate(self.name, {
                 "V_prev": v_prev, "V_step_IS": v_is, "V_gain_est": v_is / max(1e-8, v_prev)}))
         return estimates

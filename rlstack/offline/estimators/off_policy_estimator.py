@@ -88,3 +88,11 @@ class OffPolicyEstimator:
     def discounts(self, n: int) -> np.ndarray:
         """``gamma ** t`` for the ``n`` steps of an episode."""
         return self.gamma ** np.arange(n, dtype=np.float64)
+
+    def episode_terms(self, episode: SampleBatch) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(gamma^t r_t, p_t, V_prev)`` of one episode: the discounted rewards, the
+        cumulative importance ratios ``prod_{k<=t} pi(a_k|s_k) / mu(a_k|s_k)`` and the
+        behaviour policy's discounted return."""
+        discounted = self.discounts(episode.count) * episode[SampleBatch.REWARDS].astype(np.float64)
+        ratios = np.cumprod(self.target_prob(episode) / self.behaviour_prob(episode))
+        return discounted, ratios, float(discounted.sum())

@@ -32,12 +32,9 @@ class WeightedImportanceSampling(OffPolicyEstimator):
         batch = self.check_can_estimate_for(batch)
         estimates = []
         for episode in batch.split_by_episode():
-            rewards = episode[SampleBatch.REWARDS].astype(np.float64)
-            weights = np.cumprod(self.target_prob(episode) / self.behaviour_prob(episode))
+            discounted, weights, v_prev = self.episode_terms(episode)
             means = self._update_means(weights)
-            discounts = self.discounts(episode.count)
-            v_prev = float(np.sum(discounts * rewards))
-            v_wis = float(np.sum(discounts * weights / np.maximum(means, 1e-12) * rewards))
+            v_wis = float(np.sum(weights / np.maximum(means, 1e-12) * discounted))
             estimates.append(OffPolicyEstimate(self.name, {
                 "V_prev": v_prev, "V_step_WIS": v_wis, "V_gain_est": v_wis / max(1e-8, v_prev)}))
         return estimates

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
+
 from rlstack.errors import ConfigError
 from rlstack.trainers.config import DefaultConfig, merge_config
 from rlstack.trainers.sac.sac import DEFAULT_CONFIG as SAC_DEFAULT_CONFIG
@@ -47,6 +49,17 @@ CQL_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
     },
     "CQL",
 ))
+
+
+def check_cql_action_space(action_space: gym.Space) -> None:
+    """CQL's policies learn Box actions only.
+
+    Raises:
+        ConfigError: Naming the space and the offline alternatives.
+    """
+    if not isinstance(action_space, gym.spaces.Box):
+        raise ConfigError(f"CQL learns Box (continuous) actions, got {action_space}; for Discrete actions "
+                          "learn offline with BC or MARWIL (or DQN on recorded data)")
 
 
 class CQLTrainer(SACTrainer):

@@ -7,11 +7,11 @@ import math
 import gymnasium as gym
 import numpy as np
 
-from rlstack.errors import ConfigError
 from rlstack.models.tf.distributions import SquashedGaussian
 from rlstack.models.tf.framework import tf
 from rlstack.policies.tf_policy import Optimizer
 from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.cql.cql import check_cql_action_space
 from rlstack.trainers.sac.sac_tf_policy import SACTFPolicy
 
 B = SampleBatch
@@ -22,9 +22,7 @@ class CQLTFPolicy(SACTFPolicy):
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
-        if not isinstance(action_space, gym.spaces.Box):
-            raise ConfigError(f"CQL learns Box (continuous) actions, got {action_space}; for Discrete actions "
-                              "learn offline with BC or MARWIL (or DQN on recorded data)")
+        check_cql_action_space(action_space)
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         with tf.device(self.device):
             # The Lagrangian's log(alpha') (learned only with lagrangian=True).

@@ -9,10 +9,10 @@ import math
 import gymnasium as gym
 import torch
 
-from rlstack.errors import ConfigError
 from rlstack.models.torch.torch_action_dist import TorchSquashedGaussian
 from rlstack.policies.torch_policy import Optimizer
 from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.cql.cql import check_cql_action_space
 from rlstack.trainers.sac.sac_torch_policy import SACTorchPolicy
 
 B = SampleBatch
@@ -26,9 +26,7 @@ class CQLTorchPolicy(SACTorchPolicy):
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
-        if not isinstance(action_space, gym.spaces.Box):
-            raise ConfigError(f"CQL learns Box (continuous) actions, got {action_space}; for Discrete actions "
-                              "learn offline with BC or MARWIL (or DQN on recorded data)")
+        check_cql_action_space(action_space)
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
         # The Lagrangian's log(alpha') (learned only with lagrangian=True).
         self.log_alpha_prime = torch.nn.Parameter(torch.zeros((), device=self.device))
