@@ -80,7 +80,8 @@ MISSING: dict[str, str] = {
     "rlstack.trainers.es": _not_yet("ES", 21),
     "rlstack.trainers.ars": _not_yet("ARS", 21),
     "rlstack.trainers.marwil": _not_yet("MARWIL/BC (offline learning)", 20),
-    "rlstack.trainers.bc": _not_yet("BC (offline learning)", 20),
+    "rlstack.trainers.bc": "BCTrainer and BC_DEFAULT_CONFIG live in rlstack.trainers.marwil, as in 1.13's "
+                           "ray.rllib.agents.marwil: from rlstack.trainers.marwil import BCTrainer",
     "rlstack.trainers.cql": _not_yet("CQL (offline learning)", 20),
     "rlstack.trainers.crr": _not_yet("CRR (offline learning)"),
     "rlstack.trainers.dt": _not_yet("Decision Transformer (offline learning)"),
