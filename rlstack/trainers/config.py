@@ -188,7 +188,10 @@ COMMON_CONFIG: dict[str, Any] = {
     "input": "sampler",
     # input: "dataset"'s {"format": "json" | "parquet", "path": files}.
     "input_config": {},
-    # The recorded actions are already normalized to [-1, 1] (normalize_actions).
+    # 1.13's flag for files whose Box actions are in the env's units. rlstack's own files
+    # hold the policy's actions (in [-1, 1] where normalize_actions applies), which are
+    # read as they are; mapping env-unit actions (False with normalize_actions) is not
+    # done yet: record such files in the policy's form.
     "actions_in_input_normalized": False,
     # Run the policy's trajectory postprocessing (advantages, n-step) on recorded batches.
     "postprocess_inputs": False,
