@@ -67,6 +67,9 @@ class CQLTrainer(SACTrainer):
 
     _name = "CQL"
     _default_config = CQL_DEFAULT_CONFIG
+    # It learns one policy from single-agent recorded data (multi-agent offline data is not
+    # built yet), unlike SAC.
+    supports_multi_agent = False
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:
