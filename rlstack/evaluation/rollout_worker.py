@@ -36,6 +36,7 @@ from rlstack.evaluation.evaluation_episodes import run_episodes
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.worker_access import WorkerAccessMixin
 from rlstack.evaluation.worker_episodes import WorkerEpisodesMixin
+from rlstack.evaluation.worker_offline import WorkerOfflineMixin
 from rlstack.evaluation.worker_policies import (BuildArgs, WorkerPolicyMap, build_policy, class_path,  # noqa: F401
                                                 resolve_class)
 from rlstack.models.catalog import ModelCatalog
@@ -67,7 +68,7 @@ def _has_float_box(space: gym.Space) -> bool:
     return not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
 
 
-class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
+class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
     """Collects experience with one policy in ``num_envs_per_worker`` sub-envs.
 
     Args:
@@ -177,14 +178,8 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             from rlstack.evaluation.multi_agent_sampler import MultiAgentSampler
 
             self._multi_agent_sampler = MultiAgentSampler(self)
-        # Recorded experience in place of the envs (config "input") and out to files
-        # ("output"): only on workers that sample (the driver's copy has no env when
-        # there are remote workers).
-        self.input_reader: Any = None
-        self.output_writer: Any = None
-        self._estimators: list[Any] = []
-        if self.env is not None and (config.get("input", "sampler") != "sampler" or config.get("output") is not None):
-            self._init_offline_io(config)
+        # Recorded experience in place of the envs ("input") and out to files ("output").
+        self._init_offline_io(config)
 
     # ----- small remote-callable helpers ------------------------------------------
 
@@ -313,17 +308,6 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
             raise RuntimeError("This worker was built without envs (the driver's copy when num_workers > 0).")
         return self.env
 
-    def _init_offline_io(self, config: dict) -> None:
-        from rlstack.offline.io_context import IOContext
-        from rlstack.offline.resolve import make_estimators, make_input_reader, make_output_writer
-
-        ioctx = IOContext(config.get("output") if isinstance(config.get("output"), str) else None, config,
-                          self.worker_index, self)
-        self.input_reader = make_input_reader(config, ioctx)
-        self.output_writer = make_output_writer(config, ioctx)
-        if self.input_reader is not None:
-            self._estimators = make_estimators(config, self.policy)
-
     def sample(self) -> SampleBatch | MultiAgentBatch:
         """The next batch: sampled from the envs (:meth:`sample_from_env`), or, with an
         ``input`` other than ``"sampler"``, read from the recorded experience (then
@@ -334,31 +318,6 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
         if self.output_writer is not None:
             self.output_writer.write(batch)
         return batch
-
-    def _read_input(self) -> SampleBatch | MultiAgentBatch:
-        batch = self.input_reader.next()
-        if self.config.get("postprocess_inputs"):
-            batch = self._postprocess_recorded(batch)
-        for estimator in self._estimators:
-            estimator.process(batch)
-        return batch
-
-    def _postprocess_recorded(self, batch: SampleBatch | MultiAgentBatch) -> SampleBatch | MultiAgentBatch:
-        # Each episode's rows through its policy's trajectory postprocessing.
-        if isinstance(batch, MultiAgentBatch):
-            return MultiAgentBatch({pid: self._postprocess_episodes(rows, self.policies.acting[pid])
-                                    for pid, rows in batch.policy_batches.items()}, batch.count)
-        return self._postprocess_episodes(batch, self.sampling_policy)
-
-    @staticmethod
-    def _postprocess_episodes(batch: SampleBatch, policy: Policy) -> SampleBatch:
-        if SampleBatch.EPS_ID not in batch:
-            return policy.postprocess_trajectory(batch)
-        return concat_samples([policy.postprocess_trajectory(piece) for piece in batch.split_by_episode()])
-
-    def get_off_policy_estimates(self) -> list[Any]:
-        """The off-policy estimates (``OffPolicyEstimate``) since the last call."""
-        return [estimate for estimator in self._estimators for estimate in estimator.get_metrics()]
 
     def sample_from_env(self) -> SampleBatch | MultiAgentBatch:
         """Collects and postprocesses at least ``rollout_fragment_length * num_envs`` steps
@@ -615,9 +574,6 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin):
 
     def stop(self) -> None:
         """Closes the envs, the input reader and the output file."""
-        if self.output_writer is not None:
-            self.output_writer.close()
-        if self.input_reader is not None and hasattr(self.input_reader, "close"):
-            self.input_reader.close()
+        self._close_offline_io()
         if self.env is not None:
             self.env.close()
