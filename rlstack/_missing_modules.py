@@ -102,17 +102,10 @@ MISSING: dict[str, str] = {
     "rlstack.trainers.mock": _ALGORITHMS + "; 1.x's test-only MockTrainer is not there",
     "rlstack.trainers.random_agent": _ALGORITHMS + "; a random policy is not there",
     # --- environments ------------------------------------------------------------------
-    "rlstack.env.external_env": "rlstack steps its envs itself; external (client-driven) envs and "
-                                "PolicyClient/PolicyServerInput are issue 20, not implemented yet",
-    "rlstack.env.external_multi_agent_env": "rlstack steps its envs itself; external envs (multi-agent ones "
-                                            "included) are issue 20, not implemented yet; a MultiAgentEnv "
-                                            "(rlstack.env.multi_agent_env) that rlstack steps works",
-    "rlstack.env.policy_client": "PolicyClient / PolicyServerInput (serving a policy over HTTP to external "
-                                 "envs) are not implemented; restore a trainer and call "
-                                 "trainer.compute_single_action(obs) in your own server",
-    "rlstack.env.policy_server_input": "PolicyClient / PolicyServerInput (serving a policy over HTTP to "
-                                       "external envs) are not implemented; restore a trainer and call "
-                                       "trainer.compute_single_action(obs) in your own server",
+    "rlstack.env.external_multi_agent_env": "ExternalMultiAgentEnv is not in rlstack yet; the single-agent "
+                                            "ExternalEnv (rlstack.env.external_env) and PolicyServerInput / "
+                                            "PolicyClient are, and multi-agent envs that rlstack steps "
+                                            "(rlstack.env.multi_agent_env)",
     "rlstack.env.remote_base_env": "rlstack steps sub-envs inside each rollout worker (num_envs_per_worker); "
                                    "envs as separate actors (remote_worker_envs) are not implemented",
     "rlstack.env.remote_vector_env": "rlstack steps sub-envs inside each rollout worker (num_envs_per_worker); "

@@ -282,7 +282,10 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
             detail = f"{value[entries[0]]} at flat entries {entries[:10]} of the preprocessed observation"
         else:
             detail = str(value)
-        env = self._require_env()
+        if self.env is None:  # observations an ExternalEnv / PolicyClient sent
+            raise NonFiniteError(f"Non-finite {what} ({detail}) sent to rollout worker {self.worker_index} by an "
+                                 "external env: a NaN or inf would corrupt the weights; send finite values.")
+        env = self.env
         others = f" (and {len(bad_rows) - 1} other sub-envs)" if len(bad_rows) > 1 else ""
         raise NonFiniteError(
             f"Non-finite {what} ({detail}) from sub-env {index}{others} (vector index) of rollout worker "

@@ -72,6 +72,9 @@ class WorkerEpisodesMixin:
     def get_metrics(self) -> list[EpisodeStats]:
         """Episodes finished since the last call."""
         episodes, self._episodes = self._episodes, []
+        reader = getattr(self, "input_reader", None)
+        if reader is not None and hasattr(reader, "get_metrics"):
+            episodes.extend(reader.get_metrics())  # episodes a PolicyServerInput's clients played
         return episodes
 
     def _postprocess(self, piece: SampleBatch) -> SampleBatch:

@@ -25,14 +25,18 @@ class WorkerOfflineMixin:
     sampling_policy: Policy
     policies: Any
     worker_index: int
+    num_workers: int
 
     def _init_offline_io(self, config: dict) -> None:
-        # Only workers that sample hold a reader or writer (the driver's copy has no env
-        # when there are remote workers).
+        # Only workers that sample hold a reader or writer: those with envs, and, in a
+        # trainer without an env (env None, its spaces in the config), the remote workers
+        # or the driver's when there are none.
         self.input_reader: Any = None
         self.output_writer: Any = None
         self._estimators: list[Any] = []
-        if self.env is None or (config.get("input", "sampler") == "sampler" and config.get("output") is None):
+        if config.get("input", "sampler") == "sampler" and config.get("output") is None:
+            return
+        if self.env is None and (config.get("env") is not None or (self.worker_index == 0 and self.num_workers > 0)):
             return
         from rlstack.offline.io_context import IOContext
         from rlstack.offline.resolve import make_estimators, make_input_reader, make_output_writer

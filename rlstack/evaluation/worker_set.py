@@ -26,6 +26,15 @@ logger = logging.getLogger(__name__)
 __all__ = ["WorkerSet", "synchronous_parallel_sample", "worker_resources", "worker_start_error"]
 
 
+
+def config_spaces(env_spec: Any, config: dict) -> tuple[Any, Any] | None:
+    """The ``(observation_space, action_space)`` of a trainer without an env (config
+    ``env: None`` with ``observation_space`` and ``action_space``, its experience coming
+    from an ``input``), else None: the spaces come from the env."""
+    if env_spec is not None or config.get("observation_space") is None:
+        return None
+    return config["observation_space"], config["action_space"]
+
 class WorkerSet:
     """A local worker (the learner's policy) and ``num_workers`` remote rollout workers.
 
@@ -90,18 +99,19 @@ class WorkerSet:
                 return remote_cls.options(**options, scheduling_strategy=placements[position]).remote(
                     env_spec, policy_path, config, worker_index=position + 1, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],
+                    spaces=config_spaces(env_spec, config),
                     postprocess_fn=postprocess_fn, numpy_policy_class=numpy_policy_class,
                     learns=remote_workers_learn, policy_specs=self.policy_specs,
                 )
 
             self._make_remote = make_remote
             self._remote_workers = [make_remote(position) for position in range(num_workers)]
-        spaces = None
+        spaces = config_spaces(env_spec, config)
         try:
             # The driver's policy imports its framework (torch: ~1.2 s here) while the
             # remote workers start, rather than after the first of them answers.
             policy_class = resolve_class(policy_class)
-            if num_workers > 0 and not local_env:
+            if num_workers > 0 and not local_env and spaces is None:
                 # The driver holds no env: ask the first worker for the spaces (by policy id
                 # when multi-agent; this also waits until the workers are up, surfacing env
                 # construction errors here).

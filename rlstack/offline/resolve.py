@@ -165,18 +165,19 @@ def check_offline_config(config: dict) -> None:
     elif isinstance(source, dict):
         from rlstack.offline.json_reader import expand_paths
 
-        total = 0.0
+        # The numbers first: a wrong sum is the error whatever the paths hold.
         for key, probability in source.items():
             if not isinstance(probability, (int, float)) or isinstance(probability, bool) or probability < 0:
                 raise ConfigError(f"input[{key!r}] must be a probability >= 0, got {probability!r}")
-            total += probability
+        total = float(sum(source.values()))
+        if abs(total - 1.0) > 1e-6:
+            raise ConfigError(f"input: the probabilities of {list(source)} sum to {total:g}, not 1; rescale them")
+        for key in source:
             if isinstance(key, str) and key != "sampler":
                 try:
                     expand_paths(key)
                 except ValueError as err:
                     raise ConfigError(f"input: {err}") from err
-        if abs(total - 1.0) > 1e-6:
-            raise ConfigError(f"input: the probabilities of {list(source)} sum to {total:g}, not 1; rescale them")
     elif source == "dataset":
         cfg = config.get("input_config") or {}
         if not cfg.get("path") or cfg.get("format", "json") not in ("json", "parquet"):

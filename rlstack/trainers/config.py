@@ -27,6 +27,10 @@ COMMON_CONFIG: dict[str, Any] = {
     "env": None,
     # Passed to the env creator (as an EnvContext) or to gymnasium.make as kwargs.
     "env_config": {},
+    # The spaces of a trainer without an env (env: None), whose experience comes from an
+    # input (files, a PolicyServerInput); with an env they come from it.
+    "observation_space": None,
+    "action_space": None,
     # Number of remote rollout workers (Ray actors); 0 samples in the driver.
     "num_workers": 2,
     # Sub-envs per worker, stepped together with one batched forward pass.

@@ -174,6 +174,17 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
     def validate_config(cls, config: dict[str, Any]) -> None:
         """Checks the algorithm's own keys (override in subclasses)."""
 
+    def _runs_without_env(self) -> bool:
+        # 1.13: env None, the spaces given, experience from an input (files, a server).
+        config = self.config
+        if config["observation_space"] is None or config["action_space"] is None:
+            return False
+        if config.get("input", "sampler") == "sampler":
+            raise ConfigError(f"{self._name} has observation_space and action_space but no env and input 'sampler': "
+                              "give an env, or an input (files, 'dataset', or lambda ioctx: "
+                              "PolicyServerInput(ioctx, address, port)) for the experience.")
+        return True
+
     def get_policy_class_path(self, config: dict[str, Any]) -> str:
         """``"module:Class"`` of the policy class for ``config["framework"]``.
 
@@ -206,10 +217,11 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
         self._active_config = self.config
         level = str(self.config["log_level"]).upper()
         logging.getLogger("rlstack").setLevel("WARNING" if level == "WARN" else level)
-        if self.config["env"] is None:
+        if self.config["env"] is None and not self._runs_without_env():
             raise ConfigError(
                 f"No env given to {self._name}: pass {type(self).__name__}(config, env='CartPole-v1') "
-                "or set config['env']."
+                "or set config['env'] (a trainer that learns from an input without an env sets "
+                "observation_space and action_space instead)."
             )
         check_installed(self.config["framework"])
         policy_class_path = self.get_policy_class_path(self.config)

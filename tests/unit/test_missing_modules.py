@@ -44,7 +44,7 @@ def test_each_listed_module_raises_with_guidance(name):
     ("from rlstack.policy.policy import Policy", ["rlstack.policies"]),
     ("from rlstack.env.group_agents_wrapper import GroupAgentsWrapper",
      ["ray.rllib.env.group_agents_wrapper", "with_agent_groups"]),
-    ("from rlstack.env.policy_client import PolicyClient", ["PolicyClient"]),
+    ("from rlstack.env.external_multi_agent_env import ExternalMultiAgentEnv", ["ExternalMultiAgentEnv", "PolicyClient"]),
     ("from rlstack.models.torch.complex_input_net import ComplexInputNetwork", ["one encoder per key"]),
     ("from rlstack.execution.rollout_ops import ParallelRollouts", ["synchronous_parallel_sample"]),
     ("from rlstack.utils.replay_buffers import ReplayBuffer", ["rlstack.execution.replay_buffer"]),

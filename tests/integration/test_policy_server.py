@@ -1,0 +1,246 @@
+"""Simulators that drive themselves (issue 20, serving): ExternalEnv's episode API,
+PolicyServerInput behind a trainer without an env, PolicyClient in remote and local
+inference, and what the server answers to bad requests. The learning bar (CartPole to 150
+from a client process) is tests/learning/test_policy_server_learning.py."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlstack.env import ExternalEnv, PolicyClient, PolicyServerInput
+from rlstack.env.external_env import ExternalEnvError
+from rlstack.env.policy_client import PolicyClientError
+from rlstack.errors import ConfigError
+from rlstack.evaluation.external_sampler import ExternalEnvSampler
+from rlstack.sample_batch import SampleBatch
+from rlstack.trainers.ppo import PPOTrainer
+
+OBS_SPACE = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+SMALL = {"num_workers": 0, "framework": "torch", "seed": 0, "rollout_fragment_length": 50, "train_batch_size": 200,
+         "sgd_minibatch_size": 64, "num_sgd_iter": 1, "off_policy_estimation_methods": {}}
+
+
+def serving_trainer(**overrides):
+    """A PPO trainer without an env whose driver worker serves on a free loopback port;
+    returns ``(trainer, server)``."""
+    servers = []
+
+    def _input(ioctx):
+        servers.append(PolicyServerInput(ioctx, "127.0.0.1", 0))
+        return servers[-1]
+
+    config = {**SMALL, "env": None, "observation_space": OBS_SPACE, "action_space": gym.spaces.Discrete(2),
+              "input": _input, **overrides}
+    trainer = PPOTrainer(config=config)
+    return trainer, servers[0]
+
+
+def run_cartpole(client, stop: threading.Event, seed: int = 0, off_policy: bool = False) -> list[float]:
+    """Steps CartPole through ``client`` until ``stop``; returns the episodes' returns."""
+    env = gym.make("CartPole-v1")
+    returns = []
+    obs, _ = env.reset(seed=seed)
+    eid, total = client.start_episode(), 0.0
+    while not stop.is_set():
+        if off_policy:
+            action = env.action_space.sample()
+            client.log_action(eid, obs, action)
+        else:
+            action = client.get_action(eid, obs)
+        obs, reward, terminated, truncated, _ = env.step(action)
+        total += reward
+        client.log_returns(eid, reward)
+        if terminated or truncated:
+            client.end_episode(eid, obs)
+            returns.append(total)
+            obs, _ = env.reset()
+            eid, total = client.start_episode(), 0.0
+    return returns
+
+
+def in_thread(fn, *args):
+    result: dict = {}
+
+    def target():
+        try:
+            result["value"] = fn(*args)
+        except BaseException as err:  # re-raised by the test
+            result["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, result
+
+
+def post(port: int, body: bytes | str, method: str = "POST") -> tuple[int, dict]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request(method, "/", body if method == "POST" else None)
+    response = connection.getresponse()
+    data = response.read()
+    connection.close()
+    return response.status, json.loads(data)
+
+
+def test_remote_clients_episodes_train_a_trainer_without_env():
+    trainer, server = serving_trainer()
+    before = trainer.get_policy().get_weights()
+    stop = threading.Event()
+    thread, result = in_thread(run_cartpole, PolicyClient(f"http://127.0.0.1:{server.server_port}", "remote"), stop)
+    try:
+        first = trainer.train()
+        second = trainer.train()
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert "error" not in result, result.get("error")
+    assert second["timesteps_total"] >= 400
+    assert first["episodes_this_iter"] + second["episodes_this_iter"] > 0
+    assert np.isfinite(second["episode_reward_mean"])
+    after = trainer.get_policy().get_weights()
+    assert any(not np.array_equal(before[key], after[key]) for key in before)
+    trainer.stop()
+
+
+def test_rows_record_what_the_external_env_did():
+    trainer, server = serving_trainer()
+    worker = trainer.workers.local_worker()
+    env = ExternalEnv(gym.spaces.Discrete(2), OBS_SPACE)
+    sampler = ExternalEnvSampler(worker, env)
+    observations = [np.full(4, k / 10, dtype=np.float32) for k in range(4)]
+
+    def episode():
+        eid = env.start_episode()
+        first = env.get_action(eid, observations[0])
+        env.log_returns(eid, 1.0)
+        env.log_action(eid, observations[1], 1)  # an action taken outside the policy
+        env.log_returns(eid, 2.0)
+        env.log_returns(eid, 0.5)  # rewards of one step add up
+        second = env.get_action(eid, observations[2])
+        env.log_returns(eid, 3.0)
+        env.end_episode(eid, observations[3])
+        hidden = env.start_episode(training_enabled=False)  # acted for and reported, never trained on
+        env.get_action(hidden, observations[0])
+        env.log_returns(hidden, 7.0)
+        env.end_episode(hidden, observations[1])
+        return first, second
+
+    thread, result = in_thread(episode)
+    batch = sampler.collect(3)
+    thread.join(timeout=30)
+    first, second = result["value"]
+    assert batch.count == 3
+    np.testing.assert_allclose(batch[SampleBatch.OBS], observations[:3])
+    np.testing.assert_allclose(batch[SampleBatch.NEXT_OBS], observations[1:])
+    np.testing.assert_array_equal(batch[SampleBatch.ACTIONS], [first, 1, second])
+    np.testing.assert_allclose(batch[SampleBatch.REWARDS], [1.0, 2.5, 3.0])
+    np.testing.assert_array_equal(batch[SampleBatch.TERMINATEDS], [False, False, True])
+    assert len(set(batch[SampleBatch.EPS_ID].tolist())) == 1
+    # The logged action's log-likelihood is the policy's, not the one it would have sampled.
+    policy = worker.sampling_policy
+    expected = policy.compute_log_likelihoods(np.array([1]), observations[1][None])
+    np.testing.assert_allclose(batch[SampleBatch.ACTION_LOGP][1], expected[0], rtol=1e-5)
+    assert "advantages" in batch  # the policy's trajectory postprocessing ran
+    # Both episodes are reported, the untrained one included.
+    while sampler.poll(timeout=1.0):
+        pass
+    returns = sorted(stats.episode_return for stats in sampler.drain_metrics())
+    assert returns == [6.5, 7.0]
+    trainer.stop()
+
+
+def test_an_external_env_refuses_calls_that_do_not_fit_the_episode():
+    env = ExternalEnv(gym.spaces.Discrete(2), OBS_SPACE, max_concurrent=1)
+    eid = env.start_episode("a")
+    with pytest.raises(ExternalEnvError, match="already been started"):
+        env.start_episode("a")
+    with pytest.raises(ExternalEnvError, match="max_concurrent=1"):
+        env.start_episode()
+    with pytest.raises(ExternalEnvError, match="never started"):
+        env.log_returns("nope", 1.0)
+    env.end_episode(eid, np.zeros(4, np.float32))
+    with pytest.raises(ExternalEnvError, match="has ended"):
+        env.get_action(eid, np.zeros(4, np.float32))
+    with pytest.raises(NotImplementedError, match="run"):
+        env.run()
+
+
+def test_bad_requests_get_a_4xx_answer_and_the_server_goes_on():
+    trainer, server = serving_trainer()
+    port = server.server_port
+    client = PolicyClient(f"http://127.0.0.1:{port}", "remote")
+    stop = threading.Event()
+    thread, result = in_thread(run_cartpole, client, stop)
+    try:
+        cases = [
+            ("{not json", 400, "not JSON"),
+            (json.dumps([1, 2]), 400, "JSON object"),
+            (json.dumps({"command": "FLY"}), 400, "unknown command 'FLY'"),
+            (json.dumps({"command": "GET_ACTION", "observation": [0, 0, 0, 0]}), 400, "'episode_id'"),
+            (json.dumps({"command": "GET_ACTION", "episode_id": "nope", "observation": [0, 0, 0, 0]}), 409,
+             "never started"),
+        ]
+        for body, status, fragment in cases:
+            code, answer = post(port, body)
+            assert (code, fragment in answer["error"]) == (status, True), (body, code, answer)
+        eid = PolicyClient(f"http://127.0.0.1:{port}", "remote").start_episode()
+        code, answer = post(port, json.dumps({"command": "GET_ACTION", "episode_id": eid, "observation": [0, 1]}))
+        assert code == 422 and "shape" in answer["error"], answer
+        code, answer = post(port, json.dumps({"command": "GET_ACTION", "episode_id": eid,
+                                              "observation": [0, float("nan"), 0, 0]}).replace("NaN", "NaN"))
+        assert code == 422 and "NaN" in answer["error"], answer
+        code, answer = post(port, b"", method="GET")
+        assert code == 405
+        with pytest.raises(PolicyClientError, match="409"):
+            client.end_episode("nope", np.zeros(4, np.float32))
+        # The good client played on through all of it, and the trainer learns from it.
+        assert trainer.train()["timesteps_total"] >= 200
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert "error" not in result, result.get("error")
+    trainer.stop()
+
+
+def test_a_local_client_acts_with_the_servers_weights_and_reports_its_samples():
+    trainer, server = serving_trainer()
+    client = PolicyClient(f"http://127.0.0.1:{server.server_port}", "local", update_interval=None)
+    local = client.rollout_worker.get_weights()
+    remote = trainer.get_policy().get_weights()
+    assert all(np.array_equal(local[key], remote[key]) for key in remote)
+    stop = threading.Event()
+    thread, result = in_thread(run_cartpole, client, stop)
+    try:
+        reported = trainer.train()
+        client.update_policy_weights()
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    client.close()
+    assert "error" not in result, result.get("error")
+    assert reported["timesteps_total"] >= 200 and reported["episodes_this_iter"] > 0
+    trained = trainer.get_policy().get_weights()
+    fetched = client.rollout_worker.get_weights()
+    assert all(np.array_equal(fetched[key], trained[key]) for key in trained)
+    assert any(not np.array_equal(local[key], trained[key]) for key in trained)
+    trainer.stop()
+
+
+def test_a_trainer_without_env_says_what_it_needs():
+    with pytest.raises(ConfigError, match="observation_space and action_space"):
+        PPOTrainer(config={**SMALL, "env": None})
+    with pytest.raises(ConfigError, match="input 'sampler'"):
+        PPOTrainer(config={**SMALL, "env": None, "observation_space": OBS_SPACE,
+                           "action_space": gym.spaces.Discrete(2)})
+
+
+def test_a_client_that_cannot_reach_its_server_says_so():
+    with pytest.raises(PolicyClientError, match="cannot reach the policy server"):
+        PolicyClient("http://127.0.0.1:9", "remote").start_episode()
+    with pytest.raises(ValueError, match="inference_mode"):
+        PolicyClient("http://127.0.0.1:9", "both")
