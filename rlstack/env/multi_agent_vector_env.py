@@ -14,6 +14,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from rlstack.env.external_env import ExternalEnv
 from rlstack.env.multi_agent_env import ALL, DEFAULT_AGENT_ID, MultiAgentEnv
 from rlstack.env.vector_env import VectorEnv
 from rlstack.errors import EnvError
@@ -136,8 +137,14 @@ def make_vector_env(make_one: Callable[[int], Any], num_envs: int, multi_agent: 
         num_envs: How many sub-envs.
         multi_agent: The config names policies (``multiagent.policies``).
         **kwargs: The other arguments of :class:`VectorEnv`.
+
+    Returns:
+        The vector env; or the env itself when it is an :class:`ExternalEnv` (it runs its
+        own loop; the worker samples it with an ExternalEnvSampler).
     """
     first = make_one(0)
+    if isinstance(first, ExternalEnv):
+        return first
     if not (multi_agent or isinstance(first, MultiAgentEnv)):
         built = {0: first}
         return VectorEnv(lambda i: built.pop(i) if i in built else make_one(i), num_envs, **kwargs)

@@ -12,6 +12,7 @@ import logging
 
 from rlstack.env import atari
 from rlstack.env.env_context import EnvContext
+from rlstack.env.external_env import ExternalEnv
 from rlstack.env.legacy import LegacyEnvAdapter, is_legacy_env
 from rlstack.errors import EnvError, did_you_mean
 
@@ -152,6 +153,8 @@ def make_env(
         env = spec(context)
     else:
         raise EnvError(f"config['env'] must be a name, an env class or a creator, got {type(spec).__name__}.")
+    if isinstance(env, ExternalEnv):
+        return env  # it runs its own loop (rlstack/env/external_env.py)
     env = ensure_gymnasium_env(env, spec)
     if preprocessor_pref == "deepmind" and atari.is_atari(env):
         model_config = model_config or {}

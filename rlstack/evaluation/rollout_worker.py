@@ -26,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.env.env_context import EnvContext
+from rlstack.env.external_env import ExternalEnv
 from rlstack.env.atari import is_atari
 from rlstack.env.registry import restore_registry
 from rlstack.env.multi_agent_vector_env import MultiAgentVectorEnv, make_vector_env
@@ -141,6 +142,12 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
                 no_done_at_end=bool(config.get("no_done_at_end", False)),
                 worker_index=worker_index,
             )
+        # An ExternalEnv runs its own loop: sampled by an ExternalEnvSampler (see sample()).
+        self._external_env: ExternalEnv | None = None
+        self._external_sampler: Any = None
+        if isinstance(self.env, ExternalEnv):
+            self._external_env, self.env = self.env, None
+            spaces = (self._external_env.observation_space, self._external_env.action_space)
         # Classic default: Atari rewards are clipped to their sign under "deepmind" preprocessing.
         self._reward_clip = config.get("clip_rewards")
         if self._reward_clip is None and self.env is not None and config.get("preprocessor_pref") == "deepmind":
@@ -317,10 +324,23 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
         postprocessed by the policy if ``postprocess_inputs``, and estimated by the
         ``off_policy_estimation_methods``). With an ``output``, the batch is written
         before it is returned."""
-        batch = self.sample_from_env() if self.input_reader is None else self._read_input()
+        if self._external_env is not None:
+            batch = self._sample_external()
+        else:
+            batch = self.sample_from_env() if self.input_reader is None else self._read_input()
         if self.output_writer is not None:
             self.output_writer.write(batch)
         return batch
+
+    def _sample_external(self) -> SampleBatch:
+        # The ExternalEnv's loop starts with the first sample() and runs in its thread;
+        # its calls are answered while this collects rollout_fragment_length rows.
+        if self._external_sampler is None:
+            from rlstack.evaluation.external_sampler import ExternalEnvSampler
+
+            self._external_sampler = ExternalEnvSampler(self, self._external_env)
+            self._external_env.start()
+        return self._external_sampler.collect(int(self.config["rollout_fragment_length"]))
 
     def sample_from_env(self) -> SampleBatch | MultiAgentBatch:
         """Collects and postprocesses at least ``rollout_fragment_length * num_envs`` steps
@@ -573,10 +593,15 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
         :func:`rlstack.evaluation.evaluation_episodes.run_episodes`."""
         if self._multi_agent_sampler is not None:
             return self._multi_agent_sampler.run_episodes(num_episodes, num_steps)
+        if self._external_env is not None:
+            raise EnvError("Evaluation workers play episodes of envs they step; an ExternalEnv runs its own loop. "
+                           "Evaluate with a steppable env: evaluation_config={'env': ...}.")
         return run_episodes(self, num_episodes, num_steps)
 
     def stop(self) -> None:
         """Closes the envs, the input reader and the output file."""
         self._close_offline_io()
+        if self._external_sampler is not None:
+            self._external_sampler.stopped.set()
         if self.env is not None:
             self.env.close()

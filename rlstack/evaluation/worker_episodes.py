@@ -75,6 +75,9 @@ class WorkerEpisodesMixin:
         reader = getattr(self, "input_reader", None)
         if reader is not None and hasattr(reader, "get_metrics"):
             episodes.extend(reader.get_metrics())  # episodes a PolicyServerInput's clients played
+        sampler = getattr(self, "_external_sampler", None)
+        if sampler is not None:
+            episodes.extend(sampler.drain_metrics())  # an ExternalEnv's
         return episodes
 
     def _postprocess(self, piece: SampleBatch) -> SampleBatch:

@@ -244,3 +244,35 @@ def test_a_client_that_cannot_reach_its_server_says_so():
         PolicyClient("http://127.0.0.1:9", "remote").start_episode()
     with pytest.raises(ValueError, match="inference_mode"):
         PolicyClient("http://127.0.0.1:9", "both")
+
+
+class CartPoleLoop(ExternalEnv):
+    """1.13's pattern: an ExternalEnv subclass whose run() plays CartPole itself."""
+
+    def __init__(self, env_config):
+        self.cartpole = gym.make("CartPole-v1")
+        super().__init__(self.cartpole.action_space, self.cartpole.observation_space)
+        self.seed = env_config.get("seed", 0)
+
+    def run(self):
+        obs, _ = self.cartpole.reset(seed=self.seed)
+        eid = self.start_episode()
+        while True:
+            action = self.get_action(eid, obs)
+            obs, reward, terminated, truncated, _ = self.cartpole.step(action)
+            self.log_returns(eid, reward)
+            if terminated or truncated:
+                self.end_episode(eid, obs)
+                obs, _ = self.cartpole.reset()
+                eid = self.start_episode()
+
+
+def test_an_external_env_subclass_is_a_trainers_env(ray_local):
+    # On the driver's worker and on a remote one (each runs its own loop).
+    for num_workers in (0, 1):
+        trainer = PPOTrainer({**SMALL, "num_workers": num_workers}, env=CartPoleLoop)
+        first, second = trainer.train(), trainer.train()
+        assert second["timesteps_total"] >= 400
+        assert first["episodes_this_iter"] + second["episodes_this_iter"] > 0
+        assert 8 <= second["episode_reward_mean"] <= 500
+        trainer.stop()
