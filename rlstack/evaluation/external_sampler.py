@@ -15,7 +15,8 @@ metrics but give no rows. Logged (off-policy) actions are recorded as taken, tur
 the policy's form (Discrete ``start``, Box actions mapped back into [-1, 1] under
 ``normalize_actions``), with their log-likelihood under the policy where it has one.
 
-Recurrent policies are not sampled here yet (a state per episode); the sampler says so.
+A recurrent policy acts from each episode's own state (and previous action / reward),
+recorded in the rows as the env sampler records them (``state_in_<i>``, ``prev_*``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import numpy as np
 from rlstack.env.external_env import ExternalEnv, _Episode, _Event
 from rlstack.errors import ConfigError
 from rlstack.evaluation.metrics import EpisodeStats
+from rlstack.evaluation.recurrent_states import SubEnvMemory, after_step, initial_states
+from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import SampleBatch, concat_samples
 
 __all__ = ["ExternalEnvSampler"]
@@ -41,11 +44,12 @@ _B = SampleBatch
 class _Track:
     """One episode as the sampler records it."""
 
-    __slots__ = ("eps_id", "training", "rows", "pending", "episode_return", "length")
+    __slots__ = ("eps_id", "training", "memory", "rows", "pending", "episode_return", "length")
 
-    def __init__(self, eps_id: int, training: bool) -> None:
+    def __init__(self, eps_id: int, training: bool, memory: SubEnvMemory | None) -> None:
         self.eps_id = eps_id
         self.training = training
+        self.memory = memory  # a recurrent policy's state and previous action / reward
         self.rows: list[dict[str, Any]] = []
         # The step waiting for its reward and next observation: (obs, action, extras).
         self.pending: tuple[np.ndarray, Any, dict[str, Any]] | None = None
@@ -68,9 +72,6 @@ class ExternalEnvSampler:
         if worker.multi_agent:
             raise ConfigError("An ExternalEnv is single-agent: its worker must have one policy (no 'multiagent' "
                               "policies); ExternalMultiAgentEnv is not in rlstack yet.")
-        if worker.sampling_policy.is_recurrent:
-            raise ConfigError("ExternalEnv / PolicyServerInput / PolicyClient sampling does not carry a recurrent "
-                              "state per episode yet: use a model without use_lstm / use_attention here.")
         self.worker = worker
         self.env = env
         self._tracks: dict[_Episode, _Track] = {}
@@ -117,37 +118,62 @@ class ExternalEnvSampler:
     # ----- events ---------------------------------------------------------------------
 
     def _handle(self, events: list[_Event]) -> None:
-        worker, policy = self.worker, self.worker.sampling_policy
+        # In waves of one event per episode: an episode's events (log_action does not wait
+        # for its answer) are taken in order, each acting from the state the last left.
+        while events:
+            wave, later, seen = [], [], set()
+            for event in events:
+                (later if event.episode in seen else wave).append(event)
+                seen.add(event.episode)
+            self._handle_wave(wave)
+            events = later
+
+    def _handle_wave(self, events: list[_Event]) -> None:
+        policy = self.worker.sampling_policy
         obs = self._observations(events)
-        acting = [k for k, event in enumerate(events) if event.kind != "end" and obs[k] is not None]
-        actions = extras = None
-        if acting:
-            try:
-                actions, extras = policy.compute_actions(np.stack([obs[k] for k in acting]))
-                self._logged_actions(events, acting, obs, actions, extras)
-                env_actions = policy.unsquash_actions(actions)
-            except Exception as err:  # answer every caller rather than leave them waiting
-                for k in acting:
-                    if events[k].kind == "act":
-                        events[k].episode.answers.put(err)
-                raise
-        position = {k: j for j, k in enumerate(acting)}
+        tracks: list[_Track | None] = []
         for k, event in enumerate(events):
-            if obs[k] is None:
-                continue  # a bad observation: its caller got the error, the episode goes on
             track = self._tracks.get(event.episode)
-            if track is None:
-                track = self._tracks[event.episode] = _Track(self._rng.getrandbits(62), event.episode.training_enabled)
-            if track.pending is not None:
+            if track is None and obs[k] is not None:
+                track = self._tracks[event.episode] = _Track(self._rng.getrandbits(62), event.episode.training_enabled,
+                                                             initial_states(policy, 1))
+            if track is not None and obs[k] is not None and track.pending is not None:
                 self._complete_row(track, event, obs[k])
-            if event.kind == "end":
-                self._end(event.episode, track)
-                continue
-            j = position[k]
-            track.pending = (obs[k], actions[j], {key: value[j] for key, value in extras.items()})
-            if event.kind == "act":
-                event.episode.answers.put(env_actions[j])
-        worker._perf_steps += len(acting)
+            tracks.append(track)
+        acting = [k for k, event in enumerate(events) if event.kind != "end" and obs[k] is not None]
+        if acting:
+            self._act(events, acting, obs, tracks)
+        for k, event in enumerate(events):
+            if event.kind == "end" and tracks[k] is not None:
+                if obs[k] is None:  # a bad last observation: the episode ends without its last row
+                    tracks[k].pending = None
+                self._end(event.episode, tracks[k])
+        self.worker._perf_steps += len(acting)
+
+    def _act(self, events: list[_Event], acting: list[int], obs: list[Any], tracks: list[Any]) -> None:
+        policy = self.worker.sampling_policy
+        memories = [tracks[k].memory for k in acting]
+        inputs = _stacked_inputs(memories)
+        try:
+            actions, extras = policy.compute_actions(np.stack([obs[k] for k in acting]), **inputs)
+            self._logged_actions(events, acting, obs, actions, extras, inputs)
+            env_actions = policy.unsquash_actions(actions)
+        except Exception as err:  # answer every caller rather than leave them waiting
+            for k in acting:
+                if events[k].kind == "act":
+                    events[k].episode.answers.put(err)
+            raise
+        for j, k in enumerate(acting):
+            track = tracks[k]
+            row = {key: value[j] for key, value in extras.items()}
+            if track.memory is not None:
+                # What the step acted from (state_in_<i>, prev_*), and the state it moves on to.
+                row.update({key: value[0] for key, value in track.memory.columns().items()})
+                track.memory.states = [extras[state_out_key(i)][j:j + 1].copy()
+                                       for i in range(len(track.memory.states))]
+            track.pending = (obs[k], actions[j], row)
+            if events[k].kind == "act":
+                events[k].episode.answers.put(env_actions[j])
 
     def _observations(self, events: list[_Event]) -> list[np.ndarray | None]:
         # Preprocessed and filtered observations, one batch when they are all good; a bad
@@ -168,7 +194,7 @@ class ExternalEnvSampler:
         return out
 
     def _logged_actions(self, events: list[_Event], acting: list[int], obs: list[Any], actions: np.ndarray,
-                        extras: dict[str, np.ndarray]) -> None:
+                        extras: dict[str, np.ndarray], inputs: dict[str, Any]) -> None:
         # log_action's actions replace the policy's, in the policy's form, with their
         # log-likelihood where the policy reports a distribution.
         logged = [j for j, k in enumerate(acting) if events[acting[j]].kind == "logged"]
@@ -177,7 +203,8 @@ class ExternalEnvSampler:
         policy = self.worker.sampling_policy
         for j in logged:
             actions[j] = _policy_form(policy, events[acting[j]].action)
-        if _B.ACTION_LOGP in extras:
+        if _B.ACTION_LOGP in extras and not inputs:
+            # (a recurrent policy's are left as sampled: their log-likelihood needs the state)
             try:
                 logp = policy.compute_log_likelihoods(actions[logged], np.stack([obs[acting[j]] for j in logged]))
             except NotImplementedError:
@@ -190,6 +217,8 @@ class ExternalEnvSampler:
         reward = float(self.worker.clip_rewards(np.float32(event.reward)))
         track.episode_return += event.reward
         track.length += 1
+        if track.memory is not None:
+            after_step(track.memory, np.asarray(action)[None], np.array([reward], dtype=np.float32))
         if not track.training:
             return
         track.rows.append({_B.OBS: obs, _B.ACTIONS: action, _B.REWARDS: reward,
@@ -210,7 +239,8 @@ class ExternalEnvSampler:
         running = [track for track in self._tracks.values() if track.rows]
         values: list[float | None] = [None] * len(running)
         if running and policy.needs_bootstrap_value:
-            values = list(policy.compute_values(np.stack([track.pending[0] for track in running])))
+            values = list(policy.compute_values(np.stack([track.pending[0] for track in running]),
+                                                **_stacked_inputs([track.memory for track in running])))
         for track, value in zip(running, values):
             pieces.append(self._piece(track, value))
             track.rows = []
@@ -249,3 +279,16 @@ def _policy_form(policy: Any, action: Any) -> Any:
         if bounded and (policy.acts_in_unit_box or policy.config.get("normalize_actions", True)):
             return (2.0 * (action - space.low) / (space.high - space.low) - 1.0).astype(np.float32)
     return action
+
+
+def _stacked_inputs(memories: list[SubEnvMemory | None]) -> dict[str, Any]:
+    """``compute_actions`` / ``compute_values`` keyword arguments for episodes whose
+    memories (one row each) are ``memories``; empty for a policy without state."""
+    if not memories or memories[0] is None:
+        return {}
+    inputs = [memory.inputs() for memory in memories]
+    stacked: dict[str, Any] = {"state_batches": [np.concatenate(parts) for parts in
+                                                 zip(*(entry["state_batches"] for entry in inputs))]}
+    for key in ("prev_action_batch", "prev_reward_batch"):
+        stacked[key] = None if inputs[0][key] is None else np.concatenate([entry[key] for entry in inputs])
+    return stacked

@@ -276,3 +276,34 @@ def test_an_external_env_subclass_is_a_trainers_env(ray_local):
         assert first["episodes_this_iter"] + second["episodes_this_iter"] > 0
         assert 8 <= second["episode_reward_mean"] <= 500
         trainer.stop()
+
+
+def test_a_recurrent_policy_carries_a_state_per_external_episode():
+    trainer, server = serving_trainer(model={"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 10,
+                                             "lstm_use_prev_action": True})
+    worker = trainer.workers.local_worker()
+    env = ExternalEnv(gym.spaces.Discrete(2), OBS_SPACE)
+    sampler = ExternalEnvSampler(worker, env)
+    obs = np.full(4, 0.1, dtype=np.float32)
+
+    def two_episodes():
+        a, b = env.start_episode(), env.start_episode()
+        for eid in (a, b, a, b, a):
+            env.get_action(eid, obs)
+            env.log_returns(eid, 1.0)
+        env.end_episode(a, obs)
+        env.end_episode(b, obs)
+
+    thread, result = in_thread(two_episodes)
+    batch = sampler.collect(5)
+    thread.join(timeout=30)
+    assert "error" not in result, result.get("error")
+    assert batch.count == 5 and "state_in_0" in batch and "prev_actions" in batch
+    for eps_id in set(batch[SampleBatch.EPS_ID].tolist()):
+        rows = batch[SampleBatch.EPS_ID] == eps_id
+        states_in, states_out = batch["state_in_0"][rows], batch["state_out_0"][rows]
+        np.testing.assert_allclose(states_in[0], 0.0)  # each episode starts from the initial state
+        np.testing.assert_allclose(states_in[1:], states_out[:-1])  # and moves on from its own last one
+        np.testing.assert_array_equal(batch["prev_actions"][rows][1:], batch[SampleBatch.ACTIONS][rows][:-1])
+    assert trainer.get_policy().learn_on_batch(batch) is not None
+    trainer.stop()
