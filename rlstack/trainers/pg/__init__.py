@@ -1,0 +1,13 @@
+"""Vanilla policy gradient: PGTrainer (REINFORCE, discounted returns, no critic),
+imported on first use, as in RLlib 1.13's ``ray.rllib.agents.pg``."""
+
+from rlstack.trainers.registry import lazy_exports
+
+# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+TRAINERS = {"PG": "rlstack.trainers.pg.pg:PGTrainer"}
+PUBLIC = {
+    "DEFAULT_CONFIG": "rlstack.trainers.pg.pg:DEFAULT_CONFIG",
+    "post_process_advantages": "rlstack.trainers.pg.utils:post_process_advantages",
+}
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -1,0 +1,73 @@
+"""PGTrainer: vanilla policy gradient (REINFORCE; Williams 1992), classic RLlib 1.13's PG.
+
+One ``training_step``: the workers sample ``train_batch_size`` steps (discounted returns
+computed on the workers, per trajectory piece, with no critic to bootstrap from), the
+learner takes one gradient step of ``-mean(log pi(a_t | s_t) * G_t)`` on the whole batch,
+and the new weights go back to every worker. Multi-agent, each policy of
+``policies_to_train`` does so on its own rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
+from rlstack.trainers.pg.utils import postprocess_returns
+from rlstack.trainers.trainer import Trainer
+
+# Classic RLlib 1.13 PG defaults, on top of COMMON_CONFIG (rollout_fragment_length 200,
+# train_batch_size 200 and batch_mode "truncate_episodes" are the common ones; a piece cut
+# at rollout_fragment_length is not bootstrapped: its return stops at the cut).
+DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
+    COMMON_CONFIG,
+    {
+        # No remote workers: the driver samples.
+        "num_workers": 0,
+        # Learning rate.
+        "lr": 0.0004,
+    },
+    "PG",
+))
+
+
+class PGTrainer(Trainer):
+    """Vanilla policy gradient with the classic RLlib API.
+
+    >>> from rlstack.trainers.pg import PGTrainer, DEFAULT_CONFIG
+    >>> config = DEFAULT_CONFIG.copy()
+    >>> config.update(min_time_s_per_reporting=0, seed=0)
+    >>> trainer = PGTrainer(config, "CartPole-v1")
+    >>> trainer.train()["timesteps_total"]
+    200
+    >>> trainer.stop()
+    """
+
+    _name = "PG"
+    _default_config = DEFAULT_CONFIG
+    # Discounted returns on the workers, in numpy, for workers that act through a numpy
+    # copy of the policy; that copy asks for no bootstrap values (there is no critic).
+    postprocess_fn = staticmethod(postprocess_returns)
+    numpy_policy_class = "rlstack.trainers.pg.utils:PGNumpyPolicy"
+    supports_multi_agent = True
+
+    @classmethod
+    def validate_config(cls, config: dict[str, Any]) -> None:
+        require_stochastic_sampling(config)
+
+    def get_policy_class_path(self, config: dict[str, Any]) -> str:
+        if config["framework"] == "torch":
+            return "rlstack.trainers.pg.pg_torch_policy:PGTorchPolicy"
+        return "rlstack.trainers.pg.pg_tf_policy:PGTFPolicy"
+
+    def training_step(self) -> dict[str, Any]:
+        cfg = self.config
+        with self._timers["sample"]:
+            batch = self.sample_train_batch(cfg["train_batch_size"])
+        self.count_sampled(batch)
+        with self._timers["learn"]:
+            # Multi-agent: each trained policy on its own rows.
+            info = self.learn_per_policy(batch, lambda policy, rows: policy.learn_on_batch(rows))
+        self.count_trained(batch)
+        with self._timers["synch_weights"]:
+            self.sync_learned_weights(info)
+        return info
