@@ -178,6 +178,7 @@ def _tiny_gpu_configs() -> dict[str, tuple[str, dict]]:
         "DDPG": ("Pendulum-v1", deterministic),
         "DQN": ("CartPole-v1", DQN_TINY),
         "IMPALA": ("CartPole-v1", IMPALA_TINY),
+        "PG": ("CartPole-v1", {**actor_critic, "num_workers": 0, "train_batch_size": 40}),
         "PPO": ("CartPole-v1", SMALL),
         "SAC": ("Pendulum-v1", SAC_TINY),
         "TD3": ("Pendulum-v1", deterministic),
