@@ -74,4 +74,8 @@ def loads(data: bytes) -> Any:
     Raises:
         ValueError: Not JSON, or a malformed array in it.
     """
-    return decode(json.loads(data))
+    value = json.loads(data)
+    try:
+        return decode(value)
+    except (TypeError, KeyError, OverflowError) as err:
+        raise ValueError(f"a malformed array: {err}") from err

@@ -16,12 +16,14 @@ one locally (local inference); see rlstack/env/policy_server_input.py.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import uuid
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from rlstack.errors import RLStackError
 
@@ -31,11 +33,14 @@ __all__ = ["ExternalEnv"]
 # sampling crashed).
 ACTION_TIMEOUT_S = 300.0
 _FINISHED_IDS_KEPT = 100_000
+# Events waiting for the sampler; log_action / end_episode wait (then fail) beyond that.
+MAX_QUEUED_EVENTS = 10_000
 
 
-class ExternalEnvError(RLStackError):
+class ExternalEnvError(RLStackError, ValueError):
     """An ExternalEnv call that does not fit the episode's state (an unknown or finished
-    episode id, too many running episodes, no action in time)."""
+    episode id, too many running episodes, no action in time, the sampler gone). A
+    ValueError, as 1.13 raised."""
 
 
 class _Event:
@@ -50,11 +55,26 @@ class _Event:
         info: The last info logged since then.
     """
 
-    __slots__ = ("kind", "episode", "obs", "action", "reward", "info")
+    __slots__ = ("kind", "episode", "obs", "action", "reward", "info", "cancelled", "_done", "_answer")
 
     def __init__(self, kind: str, episode: "_Episode", obs: Any, action: Any = None) -> None:
         self.kind, self.episode, self.obs, self.action = kind, episode, obs, action
         self.reward, self.info = episode.take_reward()
+        # get_action's answer: one slot per call, so an answer can never reach a later call.
+        self.cancelled = False  # the caller gave up waiting: the sampler drops the event
+        self._done = threading.Event()
+        self._answer: Any = None
+
+    def answer(self, value: Any) -> None:
+        """Hands the caller its action (or the exception that stopped it)."""
+        self._answer = value
+        self._done.set()
+
+    def wait(self, timeout: float) -> Any:
+        if not self._done.wait(timeout):
+            self.cancelled = True
+            raise TimeoutError
+        return self._answer
 
 
 class _Episode:
@@ -66,7 +86,6 @@ class _Episode:
         self.training_enabled = training_enabled
         self.reward = 0.0
         self.info: dict = {}
-        self.answers: queue.Queue = queue.Queue(maxsize=1)
 
     def take_reward(self) -> tuple[float, dict]:
         reward, info = self.reward, self.info
@@ -96,7 +115,9 @@ class ExternalEnv(threading.Thread):
         self._finished: dict[str, None] = {}
         self._lock = threading.Lock()
         # What the sampler takes: one _Event per get_action / log_action / end_episode.
-        self.events: queue.Queue[_Event] = queue.Queue()
+        self.events: queue.Queue[_Event] = queue.Queue(maxsize=MAX_QUEUED_EVENTS)
+        # Why the events are no longer answered (the sampler failed or stopped), if so.
+        self.error: BaseException | None = None
 
     def run(self) -> None:
         """The env's loop: start episodes, ask for actions, log rewards, end episodes.
@@ -130,27 +151,39 @@ class ExternalEnv(threading.Thread):
 
     def get_action(self, episode_id: str, observation: Any) -> Any:
         """The policy's action for ``observation`` (blocks until the sampler acts)."""
-        episode = self._get(episode_id)
-        self.events.put(_Event("act", episode, observation))
+        event = _Event("act", self._get(episode_id), observation)
+        self._put(event)
         try:
-            answer = episode.answers.get(timeout=ACTION_TIMEOUT_S)
-        except queue.Empty:
+            answer = event.wait(ACTION_TIMEOUT_S)
+        except TimeoutError:
             raise ExternalEnvError(f"No action for episode {episode_id!r} within {ACTION_TIMEOUT_S:.0f} s: the "
-                                   "trainer that samples this env is not running.") from None
+                                   "trainer that samples this env is not sampling (stopped, or not calling "
+                                   "train()).") from None
         if isinstance(answer, BaseException):
             # A bad observation (its shape, NaN) or a failed forward pass: the caller's.
             raise ValueError(f"no action for episode {episode_id!r}: {answer}") from answer
         return answer
 
     def log_action(self, episode_id: str, observation: Any, action: Any) -> None:
-        """Records an action taken by someone else (off-policy) in ``observation``."""
-        self.events.put(_Event("logged", self._get(episode_id), observation, action))
+        """Records an action taken by someone else (off-policy) in ``observation``.
+
+        Raises:
+            ValueError: The action is not in the action space.
+        """
+        self._put(_Event("logged", self._get(episode_id), observation, _checked_action(self.action_space, action)))
 
     def log_returns(self, episode_id: str, reward: float, info: dict | None = None) -> None:
         """Adds ``reward`` to the episode's current step (rewards add up until the next
-        action); ``info`` is kept for that step."""
+        action); ``info`` is kept for that step.
+
+        Raises:
+            ValueError: The reward is not a finite number.
+        """
         episode = self._get(episode_id)
-        episode.reward += float(reward)
+        reward = float(reward)
+        if not math.isfinite(reward):
+            raise ValueError(f"log_returns: the reward must be a finite number, got {reward} (episode {episode_id!r})")
+        episode.reward += reward
         if info:
             episode.info = info
 
@@ -163,9 +196,28 @@ class ExternalEnv(threading.Thread):
             self._finished[episode_id] = None
             if len(self._finished) > _FINISHED_IDS_KEPT:
                 del self._finished[next(iter(self._finished))]
-        self.events.put(_Event("end", episode, observation))
+        self._put(_Event("end", episode, observation))
+
+    def fail(self, error: BaseException) -> None:
+        """No more answers: every waiting call and every later one raises ``error``'s message
+        (the sampler failed or its worker stopped)."""
+        self.error = error
+        while True:
+            try:
+                self.events.get_nowait().answer(error)
+            except queue.Empty:
+                return
 
     # ----- helpers ------------------------------------------------------------------------
+
+    def _put(self, event: _Event) -> None:
+        if self.error is not None:
+            raise ExternalEnvError(f"This env's sampler has stopped ({self.error}); nothing answers its calls.")
+        try:
+            self.events.put(event, timeout=ACTION_TIMEOUT_S)
+        except queue.Full:
+            raise ExternalEnvError(f"{MAX_QUEUED_EVENTS} calls have waited {ACTION_TIMEOUT_S:.0f} s for the sampler: "
+                                   "the trainer is not sampling this env.") from None
 
     def _get(self, episode_id: str) -> _Episode:
         episode = self._episodes.get(episode_id)
@@ -177,3 +229,29 @@ class ExternalEnv(threading.Thread):
         if episode_id in self._finished:
             return f"Episode {episode_id!r} has ended; start a new one with start_episode()."
         return f"Episode {episode_id!r} was never started; call start_episode() first and use the id it returns."
+
+
+def _checked_action(space: gym.Space, action: Any) -> Any:
+    """A logged action as the space holds it.
+
+    Raises:
+        ValueError: It is not in ``space`` (the message says what was expected).
+    """
+    if isinstance(space, gym.spaces.Discrete):
+        value = np.asarray(action)
+        if value.shape != () or value.dtype.kind not in "iu" and not (value.dtype.kind == "f" and value == int(value)):
+            raise ValueError(f"log_action: a Discrete({space.n}) action must be one integer, got {action!r}")
+        if not space.contains(int(value)):
+            raise ValueError(f"log_action: action {int(value)} is not in Discrete({space.n}, start={space.start})")
+        return int(value)
+    if isinstance(space, gym.spaces.Box):
+        value = np.asarray(action, dtype=space.dtype)
+        if value.size != int(np.prod(space.shape)):
+            raise ValueError(f"log_action: a Box action has shape {space.shape}, got {np.shape(action)}")
+        value = value.reshape(space.shape)
+        if not np.isfinite(value).all():
+            raise ValueError(f"log_action: the action holds NaN or inf: {action!r}")
+        return value
+    if not space.contains(action if not isinstance(action, list) else np.asarray(action)):
+        raise ValueError(f"log_action: {action!r} is not in the action space {space}")
+    return action

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rlstack.env import _wire
-from rlstack.env.external_env import ExternalEnv
+from rlstack.env.external_env import ACTION_TIMEOUT_S, ExternalEnv
 from rlstack.env.policy_server_input import Commands
 from rlstack.errors import RLStackError
 
@@ -36,8 +36,9 @@ __all__ = ["PolicyClient", "PolicyClientError"]
 
 logger = logging.getLogger(__name__)
 
-# How long one request may take: a remote get_action waits for the server's sampler.
-REQUEST_TIMEOUT_S = 300.0
+# How long one request may take: a remote get_action waits for the server's sampler,
+# which gives up first (and says why).
+REQUEST_TIMEOUT_S = ACTION_TIMEOUT_S + 60.0
 
 
 class PolicyClientError(RLStackError):
@@ -171,8 +172,7 @@ class PolicyClient:
                                             model_registry=args["model_registry"])
         self.update_policy_weights()
         worker = self.rollout_worker
-        self.env = _LocalEnv(worker.action_space, worker.observation_space,
-                             max_concurrent=int(args["config"].get("max_concurrent_episodes", 10_000) or 10_000))
+        self.env = _LocalEnv(worker.action_space, worker.observation_space, max_concurrent=10_000)
         self.sampler = ExternalEnvSampler(worker, self.env)
         self._sampling_error: BaseException | None = None
         self._thread = threading.Thread(target=self._report_loop, name="policy-client-sampler", daemon=True)
@@ -206,6 +206,7 @@ class PolicyClient:
         body = _wire.dumps(request)
         with self._lock:
             for attempt in (0, 1):
+                reused = self._connection is not None
                 try:
                     if self._connection is None:
                         self._connection = http.client.HTTPConnection(self._host, self._port,
@@ -218,7 +219,11 @@ class PolicyClient:
                     if self._connection is not None:
                         self._connection.close()
                         self._connection = None
-                    if attempt:
+                    # Sent again only when a kept-alive connection turned out closed (the
+                    # server never read the request); a timeout or a reset mid-answer is not
+                    # retried, so no step is logged twice.
+                    stale = reused and isinstance(err, (http.client.RemoteDisconnected, BrokenPipeError))
+                    if attempt or not stale:
                         raise PolicyClientError(f"cannot reach the policy server at {self.address}: {err} (is the "
                                                 "trainer with its PolicyServerInput running?)") from err
         if response.status != 200:

@@ -38,6 +38,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import numpy as np
+
 from rlstack.env import _wire
 from rlstack.env.external_env import ExternalEnv, ExternalEnvError
 from rlstack.evaluation.metrics import EpisodeStats
@@ -52,6 +54,10 @@ logger = logging.getLogger(__name__)
 MAX_BODY_BYTES = 256 * 1024 * 1024
 # Batches waiting for the worker; the samplers wait (and so do the clients) beyond that.
 MAX_QUEUED_BATCHES = 64
+# Episodes the remote clients may have running at once.
+MAX_RUNNING_EPISODES = 10_000
+# Seconds a connection may sit idle or a request take to arrive.
+CONNECTION_TIMEOUT_S = 600
 
 
 class Commands:
@@ -102,8 +108,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         self.samples_queue: queue.Queue[SampleBatch] = queue.Queue(maxsize=MAX_QUEUED_BATCHES)
         self.metrics_queue: queue.Queue[EpisodeStats] = queue.Queue()
         worker = self.rollout_worker
-        self.env = _ServedEnv(worker.action_space, worker.observation_space,
-                              max_concurrent=int(worker.config.get("max_concurrent_episodes", 10_000) or 10_000))
+        self.env = _ServedEnv(worker.action_space, worker.observation_space, max_concurrent=MAX_RUNNING_EPISODES)
         self._sampler: Any = None
         self._sampler_lock = threading.Lock()
         self._sampler_error: BaseException | None = None
@@ -158,6 +163,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         self._closed = True
         if self._sampler is not None:
             self._sampler.stopped.set()
+        self.env.fail(RuntimeError("the trainer stopped"))
         self.shutdown()
         self.server_close()
 
@@ -179,9 +185,8 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         try:
             while not self._closed:
                 batch = self._sampler.collect(target)
-                if batch is None:
+                if batch is None or not self._enqueue(batch):
                     return
-                self.samples_queue.put(batch)
         except BaseException as err:  # reported by next(); the clients get it from get_action
             logger.exception("The policy server's sampler failed")
             self._sampler_error = err
@@ -204,12 +209,23 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
                 "postprocess_fn": build.postprocess_fn,
                 "model_registry": ModelCatalog.registered_models(config.get("model") or {})}
 
+    def _enqueue(self, batch: SampleBatch) -> bool:
+        # Waits while the worker is behind; False once the server is closed.
+        while not self._closed:
+            try:
+                self.samples_queue.put(batch, timeout=1.0)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def _report(self, samples: Any, metrics: list[dict]) -> None:
-        batch = SampleBatch({key: value for key, value in samples.items()})
-        if batch.count:
-            self.samples_queue.put(batch)
-        for entry in metrics:
-            self.metrics_queue.put(EpisodeStats(float(entry["episode_reward"]), int(entry["episode_length"])))
+        batch = _checked_samples(samples, self.rollout_worker)
+        stats = [EpisodeStats(float(entry["episode_reward"]), int(entry["episode_length"])) for entry in metrics]
+        if batch.count and not self._enqueue(batch):
+            raise _BadRequest(503, "the trainer has stopped")
+        for entry in stats:
+            self.metrics_queue.put(entry)
 
     # ----- requests -------------------------------------------------------------------
 
@@ -220,6 +236,8 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             _BadRequest: The request is malformed or does not fit the episode's state.
         """
         command = request.get("command")
+        if self._closed:
+            raise _BadRequest(503, "the trainer has stopped; this server no longer takes requests")
         try:
             if command == Commands.START_EPISODE:
                 return {"episode_id": self._served_env().start_episode(request.get("episode_id"),
@@ -248,10 +266,40 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
                 return {}, False
         except ExternalEnvError as err:
             raise _BadRequest(409, str(err)) from err
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, KeyError) as err:
             raise _BadRequest(422, f"{command}: {err}") from err
         known = ", ".join(name for name in vars(Commands) if not name.startswith("_"))
         raise _BadRequest(400, f"unknown command {command!r}; the commands are {known}")
+
+
+def _checked_samples(samples: Any, worker: Any) -> SampleBatch:
+    """A local client's batch, checked before the trainer sees it.
+
+    Raises:
+        ValueError: Not a batch of equal-length columns, observations of another shape
+            than the policy's, or NaN / inf in a numeric column.
+    """
+    if not isinstance(samples, dict) or not samples:
+        raise ValueError("'samples' must be an object of columns")
+    columns = {}
+    for key, value in samples.items():
+        array = np.asarray(value)
+        if array.ndim == 0 or array.dtype == object:
+            raise ValueError(f"column {key!r} must be an array of rows")
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise ValueError(f"column {key!r} holds NaN or inf")
+        columns[key] = array
+    lengths = {key: len(value) for key, value in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"the columns have different lengths: {lengths}")
+    for key in (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS):
+        if key not in columns:
+            raise ValueError(f"the batch has no {key!r} column")
+    expected = tuple(worker.preprocessor.shape)
+    if columns[SampleBatch.OBS].shape[1:] != expected:
+        raise ValueError(f"observations of shape {columns[SampleBatch.OBS].shape[1:]} were sent, the policy's are "
+                         f"{expected}")
+    return SampleBatch(columns)
 
 
 def _need(request: dict, key: str) -> Any:
@@ -262,12 +310,18 @@ def _need(request: dict, key: str) -> Any:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: one connection per client
+    timeout = CONNECTION_TIMEOUT_S  # an idle or stalled connection is closed
     disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
     server: PolicyServerInput
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         try:
-            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0:
+                raise _BadRequest(400, "the request needs a Content-Length header of the body's size in bytes")
             if length > MAX_BODY_BYTES:
                 self._answer(413, {"error": f"the request body holds {length} bytes, over the limit "
                                             f"{MAX_BODY_BYTES}"})

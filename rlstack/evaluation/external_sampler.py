@@ -30,9 +30,10 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.env.external_env import ExternalEnv, _Episode, _Event
-from rlstack.errors import ConfigError
+from rlstack.errors import ConfigError, EnvError
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.recurrent_states import SubEnvMemory, after_step, initial_states
+from rlstack.models.numpy.distributions import DISTRIBUTIONS
 from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import SampleBatch, concat_samples
 
@@ -97,13 +98,26 @@ class ExternalEnvSampler:
         try:
             events = [self.env.events.get(timeout=timeout)]
         except queue.Empty:
+            if self.env.ident is not None and not self.env.is_alive():
+                raise EnvError(f"{type(self.env).__name__}.run() has ended (it returned or raised: see the traceback "
+                               "printed above): its episodes no longer come. run() must loop for as long as the "
+                               "trainer samples.")
             return False
         while True:
             try:
                 events.append(self.env.events.get_nowait())
             except queue.Empty:
                 break
-        self._handle(events)
+        # A call whose caller gave up waiting is not a step the simulator took.
+        events = [event for event in events if not event.cancelled]
+        try:
+            self._handle(events)
+        except BaseException as err:
+            # Every caller waiting (or calling later) learns why instead of timing out.
+            self.env.fail(err)
+            for event in events:
+                event.answer(err)
+            raise
         return True
 
     def drain_metrics(self) -> list[EpisodeStats]:
@@ -154,15 +168,9 @@ class ExternalEnvSampler:
         policy = self.worker.sampling_policy
         memories = [tracks[k].memory for k in acting]
         inputs = _stacked_inputs(memories)
-        try:
-            actions, extras = policy.compute_actions(np.stack([obs[k] for k in acting]), **inputs)
-            self._logged_actions(events, acting, obs, actions, extras, inputs)
-            env_actions = policy.unsquash_actions(actions)
-        except Exception as err:  # answer every caller rather than leave them waiting
-            for k in acting:
-                if events[k].kind == "act":
-                    events[k].episode.answers.put(err)
-            raise
+        actions, extras = policy.compute_actions(np.stack([obs[k] for k in acting]), **inputs)
+        self._logged_actions(events, acting, obs, actions, extras)
+        env_actions = policy.unsquash_actions(actions)
         for j, k in enumerate(acting):
             track = tracks[k]
             row = {key: value[j] for key, value in extras.items()}
@@ -173,7 +181,7 @@ class ExternalEnvSampler:
                                        for i in range(len(track.memory.states))]
             track.pending = (obs[k], actions[j], row)
             if events[k].kind == "act":
-                events[k].episode.answers.put(env_actions[j])
+                events[k].answer(env_actions[j])
 
     def _observations(self, events: list[_Event]) -> list[np.ndarray | None]:
         # Preprocessed and filtered observations, one batch when they are all good; a bad
@@ -190,26 +198,23 @@ class ExternalEnvSampler:
             except Exception as err:
                 out.append(None)
                 if event.kind == "act":
-                    event.episode.answers.put(err)
+                    event.answer(err)
         return out
 
     def _logged_actions(self, events: list[_Event], acting: list[int], obs: list[Any], actions: np.ndarray,
-                        extras: dict[str, np.ndarray], inputs: dict[str, Any]) -> None:
+                        extras: dict[str, np.ndarray]) -> None:
         # log_action's actions replace the policy's, in the policy's form, with their
-        # log-likelihood where the policy reports a distribution.
+        # log-likelihood under the distribution the policy acted from (its state included).
         logged = [j for j, k in enumerate(acting) if events[acting[j]].kind == "logged"]
         if not logged:
             return
         policy = self.worker.sampling_policy
         for j in logged:
             actions[j] = _policy_form(policy, events[acting[j]].action)
-        if _B.ACTION_LOGP in extras and not inputs:
-            # (a recurrent policy's are left as sampled: their log-likelihood needs the state)
-            try:
-                logp = policy.compute_log_likelihoods(actions[logged], np.stack([obs[acting[j]] for j in logged]))
-            except NotImplementedError:
-                return
-            extras[_B.ACTION_LOGP][logged] = logp
+        dist_class = DISTRIBUTIONS.get(policy.dist_spec.kind)
+        if _B.ACTION_LOGP in extras and _B.ACTION_DIST_INPUTS in extras and dist_class is not None:
+            inputs = np.asarray(extras[_B.ACTION_DIST_INPUTS])[logged]
+            extras[_B.ACTION_LOGP][logged] = dist_class(inputs, policy.dist_spec).logp(np.asarray(actions)[logged])
 
     def _complete_row(self, track: _Track, event: _Event, next_obs: np.ndarray) -> None:
         obs, action, extras = track.pending
@@ -239,8 +244,14 @@ class ExternalEnvSampler:
         running = [track for track in self._tracks.values() if track.rows]
         values: list[float | None] = [None] * len(running)
         if running and policy.needs_bootstrap_value:
-            values = list(policy.compute_values(np.stack([track.pending[0] for track in running]),
-                                                **_stacked_inputs([track.memory for track in running])))
+            # V(next obs): the value the policy computed when it acted on that observation
+            # (from the episode's state then), or computed now where it reports none.
+            values = [track.pending[2].get(_B.VF_PREDS) for track in running]
+            missing = [k for k, value in enumerate(values) if value is None]
+            if missing:
+                computed = policy.compute_values(np.stack([running[k].pending[0] for k in missing]))
+                for k, value in zip(missing, computed):
+                    values[k] = value
         for track, value in zip(running, values):
             pieces.append(self._piece(track, value))
             track.rows = []

@@ -31,7 +31,7 @@ from rlstack.env.atari import is_atari
 from rlstack.env.registry import restore_registry
 from rlstack.env.multi_agent_vector_env import MultiAgentVectorEnv, make_vector_env
 from rlstack.env.vector_env import VectorEnv, env_name
-from rlstack.errors import EnvError, EnvFailureError, NonFiniteError
+from rlstack.errors import ConfigError, EnvError, EnvFailureError, NonFiniteError
 from rlstack.evaluation import recurrent_states
 from rlstack.evaluation.evaluation_episodes import run_episodes
 from rlstack.evaluation.metrics import EpisodeStats
@@ -146,6 +146,9 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
         self._external_env: ExternalEnv | None = None
         self._external_sampler: Any = None
         if isinstance(self.env, ExternalEnv):
+            if int(config["num_envs_per_worker"]) > 1:
+                raise ConfigError("An ExternalEnv runs its own loop and serves any number of episodes itself: set "
+                                  "num_envs_per_worker to 1 (give run() more concurrent episodes instead).")
             self._external_env, self.env = self.env, None
             spaces = (self._external_env.observation_space, self._external_env.action_space)
         # Classic default: Atari rewards are clipped to their sign under "deepmind" preprocessing.

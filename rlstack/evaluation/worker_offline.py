@@ -36,7 +36,8 @@ class WorkerOfflineMixin:
         self._estimators: list[Any] = []
         if config.get("input", "sampler") == "sampler" and config.get("output") is None:
             return
-        if self.env is None and (config.get("env") is not None or (self.worker_index == 0 and self.num_workers > 0)):
+        samples = self.env is not None or getattr(self, "_external_env", None) is not None
+        if not samples and (config.get("env") is not None or (self.worker_index == 0 and self.num_workers > 0)):
             return
         from rlstack.offline.io_context import IOContext
         from rlstack.offline.resolve import make_estimators, make_input_reader, make_output_writer

@@ -26,9 +26,20 @@ SMALL = {"num_workers": 0, "framework": "torch", "seed": 0, "rollout_fragment_le
          "sgd_minibatch_size": 64, "num_sgd_iter": 1, "off_policy_estimation_methods": {}}
 
 
+_STARTED: list = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_trainers():
+    """Every trainer a test made stops, passed or failed (servers free their ports)."""
+    yield
+    while _STARTED:
+        _STARTED.pop().stop()
+
+
 def serving_trainer(**overrides):
     """A PPO trainer without an env whose driver worker serves on a free loopback port;
-    returns ``(trainer, server)``."""
+    returns ``(trainer, server)``; it is stopped after the test."""
     servers = []
 
     def _input(ioctx):
@@ -38,6 +49,7 @@ def serving_trainer(**overrides):
     config = {**SMALL, "env": None, "observation_space": OBS_SPACE, "action_space": gym.spaces.Discrete(2),
               "input": _input, **overrides}
     trainer = PPOTrainer(config=config)
+    _STARTED.append(trainer)
     return trainer, servers[0]
 
 
@@ -307,3 +319,97 @@ def test_a_recurrent_policy_carries_a_state_per_external_episode():
         np.testing.assert_array_equal(batch["prev_actions"][rows][1:], batch[SampleBatch.ACTIONS][rows][:-1])
     assert trainer.get_policy().learn_on_batch(batch) is not None
     trainer.stop()
+
+
+def test_a_call_that_timed_out_is_dropped_and_never_answers_a_later_one(monkeypatch):
+    import rlstack.env.external_env as external_env
+
+    trainer, _ = serving_trainer()
+    try:
+        env = ExternalEnv(gym.spaces.Discrete(2), OBS_SPACE)
+        sampler = ExternalEnvSampler(trainer.workers.local_worker(), env)
+        eid = env.start_episode()
+        monkeypatch.setattr(external_env, "ACTION_TIMEOUT_S", 0.2)
+        with pytest.raises(ExternalEnvError, match="not sampling"):
+            env.get_action(eid, np.zeros(4, np.float32))  # nobody samples yet
+        assert sampler.poll(timeout=0.1)  # takes the abandoned call and drops it
+        assert not sampler._tracks  # no step recorded for it
+        monkeypatch.setattr(external_env, "ACTION_TIMEOUT_S", 30)
+        thread, result = in_thread(env.get_action, eid, np.ones(4, np.float32))
+        sampler.poll(timeout=5)
+        thread.join(timeout=30)
+        assert result["value"] in (0, 1)
+        np.testing.assert_allclose(next(iter(sampler._tracks.values())).pending[0], np.ones(4))
+    finally:
+        trainer.stop()
+
+
+def test_a_cut_episode_bootstraps_from_the_value_of_its_next_observation():
+    trainer, _ = serving_trainer()
+    try:
+        worker = trainer.workers.local_worker()
+        env = ExternalEnv(gym.spaces.Discrete(2), OBS_SPACE)
+        sampler = ExternalEnvSampler(worker, env)
+        observations = [np.full(4, k / 7, dtype=np.float32) for k in range(3)]
+
+        def steps():
+            eid = env.start_episode()
+            for obs in observations:
+                env.get_action(eid, obs)
+                env.log_returns(eid, 1.0)
+
+        thread, _ = in_thread(steps)
+        batch = sampler.collect(2)
+        thread.join(timeout=30)
+        expected = worker.sampling_policy.compute_values(observations[2][None])[0]
+        np.testing.assert_allclose(batch[SampleBatch.BOOTSTRAP_VALUE], [0.0, expected], rtol=1e-5)
+    finally:
+        trainer.stop()
+
+
+def test_what_a_client_sends_is_checked_before_the_trainer_sees_it():
+    trainer, server = serving_trainer()
+    port = server.server_port
+    try:
+        eid = PolicyClient(f"http://127.0.0.1:{port}", "remote").start_episode()
+        cases = [
+            ({"command": "LOG_ACTION", "episode_id": eid, "observation": [0, 0, 0, 0], "action": 7},
+             "not in Discrete(2"),
+            ({"command": "LOG_RETURNS", "episode_id": eid, "reward": float("inf")}, "finite"),
+            ({"command": "REPORT_SAMPLES", "samples": {"obs": [[0, 0, 0, 0]], "actions": [0], "rewards": [1, 2]}},
+             "different lengths"),
+            ({"command": "REPORT_SAMPLES", "samples": {"obs": [[0, 0]], "actions": [0], "rewards": [1.0]}},
+             "shape"),
+            ({"command": "REPORT_SAMPLES", "samples": {"obs": [[0, 0, 0, 0]], "actions": [0],
+                                                       "rewards": [float("nan")]}}, "NaN"),
+        ]
+        for body, fragment in cases:
+            code, answer = post(port, json.dumps(body))
+            assert code == 422 and fragment in answer["error"], (body, code, answer)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.putrequest("POST", "/")
+        connection.putheader("Content-Length", "-1")
+        connection.endheaders()
+        assert connection.getresponse().status == 400
+    finally:
+        trainer.stop()
+    # A stopped trainer's server answers nothing more.
+    with pytest.raises(PolicyClientError):
+        PolicyClient(f"http://127.0.0.1:{port}", "remote").start_episode()
+
+
+class BrokenLoop(CartPoleLoop):
+    def run(self):
+        eid = self.start_episode()
+        self.get_action(eid, self.cartpole.reset(seed=0)[0])
+        raise RuntimeError("the simulator crashed")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_an_external_env_whose_loop_ends_fails_the_trainer_with_a_message():
+    trainer = PPOTrainer(SMALL, env=BrokenLoop)
+    try:
+        with pytest.raises(Exception, match=r"run\(\) has ended"):
+            trainer.train()
+    finally:
+        trainer.stop()
