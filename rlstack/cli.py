@@ -6,8 +6,11 @@
   with a trained policy, with classic RLlib 1.x's ``rllib evaluate`` flags; optionally
   render, record mp4 videos, or save the transitions as an ``.npz`` file.
 * ``rlstack ls``: the registered algorithms and the envs rlstack knows by name.
+* ``rlstack plot RESULTS_DIR``: learning curves (mean ± std over seeds) as PNG files.
 * ``rlstack submit --address http://HEAD:8265 -- train -f x.yaml``: run an rlstack command
   as a Ray job on a cluster (uploading the working directory), following its logs.
+* ``rlstack serve CHECKPOINT``: the checkpoint's policy behind an HTTP JSON endpoint on
+  Ray Serve, until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -256,6 +259,21 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot(args: argparse.Namespace) -> int:
+    from rlstack.plotting import plot_results
+
+    axes = ("steps", "time") if args.x == "both" else (args.x,)
+    try:
+        paths = plot_results(args.results_dir, args.out, x=axes, metric=args.metric)
+    except FileNotFoundError as err:
+        raise RLStackError(str(err)) from err
+    except KeyError as err:
+        raise RLStackError(f"--metric / --x: {err.args[0]}") from err
+    for path in paths:
+        print(path)
+    return 0
+
+
 def _submit(args: argparse.Namespace) -> int:
     from rlstack import jobs
 
@@ -280,6 +298,26 @@ def _submit(args: argparse.Namespace) -> int:
     return jobs.submit(args.address, command, working_dir=working_dir, runtime_env=runtime_env,
                        no_wait=args.no_wait, env_vars=env_vars)
 
+
+def _serve(args: argparse.Namespace) -> int:
+    from rlstack.serve import serve_forever
+
+    return serve_forever(args.checkpoint, env=args.env, policy_id=args.policy_id, explore=args.explore,
+                         num_replicas=args.num_replicas, num_cpus_per_replica=args.num_cpus_per_replica,
+                         route_prefix=args.route_prefix, host=args.host, port=args.port,
+                         max_batch_size=args.max_batch_size, batch_wait_timeout_s=args.batch_wait_timeout_s,
+                         max_body_bytes=args.max_body_bytes, ray_address=args.ray_address,
+                         direct_ingress=args.direct_ingress)
+
+
+_SERVE_DESCRIPTION = (
+    "Serve a checkpoint's policy over HTTP on Ray Serve until Ctrl-C (or SIGTERM). POST a JSON body "
+    "{\"obs\": OBS} (one observation as the env returns it; a Dict observation as an object, a Tuple one as a "
+    "list) and get {\"actions\": ACTION}; {\"obs\": [OBS, ...], \"batch\": true} answers a list of actions. A "
+    "recurrent policy (use_lstm) also takes \"state\" (default: the initial state) and answers \"state_out\". "
+    "GET on the route describes the policy. Requests that arrive together are answered with one "
+    "compute_actions call (up to --max-batch-size of them). Actions are greedy unless --explore."
+)
 
 _EVALUATE_DESCRIPTION = (
     "Play a checkpoint's policy in its env and print each episode's return. The config is the "
@@ -354,6 +392,20 @@ def build_parser() -> argparse.ArgumentParser:
     ls = commands.add_parser("ls", help="list the algorithms and the envs known by name")
     ls.set_defaults(func=_ls)
 
+    plot = commands.add_parser(
+        "plot", help="learning curves (PNG) of a trainer, trial or experiment directory",
+        description="Draw mean +- std learning curves over seeds (one colour per algorithm, one line style per "
+                    "framework) of every trial under RESULTS_DIR into learning_curve_<metric>_<x>.png files.")
+    plot.add_argument("results_dir", help="a trainer's log directory, a Tune trial or experiment directory, or a "
+                                          "directory above several")
+    plot.add_argument("--x", choices=["steps", "time", "iterations", "both"], default="both",
+                      help="x axis: env steps, wall time, iterations, or both steps and time (default)")
+    plot.add_argument("--metric", default="episode_reward_mean",
+                      help="result column on the y axis (nested keys with /, e.g. info/learner/default_policy/"
+                           "entropy; default episode_reward_mean)")
+    plot.add_argument("--out", help="where the PNGs go (default RESULTS_DIR)")
+    plot.set_defaults(func=_plot)
+
     submit = commands.add_parser(
         "submit", help="run an rlstack command as a Ray job on a cluster",
         description="Upload the working directory and run `python -m rlstack COMMAND...` as a Ray job; "
@@ -375,6 +427,35 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("command", nargs=argparse.REMAINDER,
                         help="after '--': the rlstack command the job runs, e.g. -- train -f x.yaml")
     submit.set_defaults(func=_submit)
+
+    serve = commands.add_parser("serve", help="serve a trained policy over HTTP (Ray Serve) until Ctrl-C",
+                                description=_SERVE_DESCRIPTION)
+    serve.add_argument("checkpoint", help="a checkpoint directory written by an rlstack trainer")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0: "
+                                                            "every interface)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    serve.add_argument("--route-prefix", default="/", help="the endpoint's path (default /)")
+    serve.add_argument("--num-replicas", type=int, default=1, help="replicas, each a process with the policy "
+                                                                   "(default 1)")
+    serve.add_argument("--num-cpus-per-replica", type=float, default=1.0,
+                       help="CPUs Ray reserves per replica (default 1)")
+    serve.add_argument("--max-batch-size", type=int, default=64,
+                       help="most requests answered by one compute_actions call (default 64)")
+    serve.add_argument("--batch-wait-timeout-s", type=float, default=0.002,
+                       help="how long a batch waits for more requests (default 0.002)")
+    serve.add_argument("--max-body-bytes", type=int, default=1 << 20,
+                       help="largest request body accepted, larger ones get 413 (default 1048576)")
+    serve.add_argument("--policy-id", default="default_policy",
+                       help="the policy that acts (a multi-agent checkpoint: one of its policy ids)")
+    serve.add_argument("--explore", action="store_true", help="sample actions instead of the greedy ones")
+    serve.add_argument("--env", help="env to restore the trainer with, when the checkpoint's env was an object "
+                                     "rather than a name (default: the checkpoint's)")
+    serve.add_argument("--ray-address", help="connect to this Ray cluster (e.g. auto) instead of starting a local "
+                                             "Ray")
+    serve.add_argument("--direct-ingress", action="store_true",
+                       help="Ray Serve's throughput-optimized mode (local Ray only): no proxy, each replica "
+                            "answers HTTP itself on --port, --port + 1, ...")
+    serve.set_defaults(func=_serve)
     return parser
 
 
