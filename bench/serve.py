@@ -6,6 +6,7 @@ that does no work (the floor Serve's own request path sets on this machine).
     python bench/serve.py [--clients 64] [--requests-per-client 300] [--max-wall 60] [--repeats 1]
     python bench/serve.py --modes direct-ingress   # some of the ways of serving only
     python bench/serve.py --checkpoint PATH        # serve a checkpoint instead of training one
+    python bench/serve.py --obs-per-request 8      # clients that send batches of 8 observations
 
 Without ``--checkpoint`` it first trains PPO on CartPole-v1 for one tiny iteration (PPO's
 default 256x256 model, torch) and saves a checkpoint in a temporary directory: the
@@ -27,13 +28,15 @@ and, ``--repeats`` times:
 * **load**: ``--clients`` concurrent clients, each on its own keep-alive connection,
   each sending ``--requests-per-client`` single-observation requests one after another
   (``{"obs": [4 floats]}``; the observations were recorded from CartPole with random
-  actions), stopping early at ``--max-wall`` seconds. The clients are coroutines of one
+  actions; with ``--obs-per-request k`` > 1, ``{"obs": [k observations], "batch": true}``
+  instead), stopping early at ``--max-wall`` seconds. The clients are coroutines of one
   asyncio loop in this process, a minimal HTTP/1.1 client over asyncio streams
   (pre-encoded requests, the answer read by its Content-Length): a load generator kept
   cheap, as the server shares this machine's cores with it. Reports actions/s (answered
-  requests / wall time of the phase), p50 / p99 latency per request, errors (non-200
-  answers, or an action that differs from the in-process greedy action for that
-  observation), and the mean batch size the replica reports (its GET description).
+  observations / wall time of the phase), p50 / p99 latency per request, errors (non-200
+  answers, or actions that differ from the in-process greedy ones for those
+  observations), and the mean batch size (requests per ``compute_actions`` call) the
+  replica reports (its GET description).
 * **reference**: ``compute_single_action(obs, explore=False)`` in a loop in this
   process on the same observations (actions/s), and ``compute_actions`` on batches of
   ``--max-batch-size`` (actions/s): what the policy costs without HTTP.
@@ -240,6 +243,8 @@ def main() -> None:
     parser.add_argument("--max-batch-size", type=int, default=64)
     parser.add_argument("--batch-wait-timeout-s", type=float, default=0.002)
     parser.add_argument("--num-cpus-per-replica", type=float, default=1.0)
+    parser.add_argument("--obs-per-request", type=int, default=1,
+                        help="observations per request: more than 1 sends {\"obs\": [...], \"batch\": true}")
     parser.add_argument("--reference-steps", type=int, default=5000,
                         help="observations per in-process reference measurement")
     args = parser.parse_args()
@@ -258,7 +263,13 @@ def main() -> None:
     observations = record_observations(max(args.reference_steps, 1000))
     expected = [int(trainer.compute_single_action(np.asarray(obs, np.float32), explore=False))
                 for obs in observations]
-    requests = [http_request("POST", "/", json.dumps({"obs": obs}).encode()) for obs in observations]
+    k = args.obs_per_request
+    if k == 1:
+        requests = [http_request("POST", "/", json.dumps({"obs": obs}).encode()) for obs in observations]
+    else:  # each request a batch of k consecutive observations, answered by a list of k actions
+        requests = [http_request("POST", "/", json.dumps({"obs": observations[i:i + k], "batch": True}).encode())
+                    for i in range(0, len(observations) - k + 1)]
+        expected = [expected[i:i + k] for i in range(0, len(observations) - k + 1)]
     summary: dict[str, Any] = {}
     all_runs: dict[str, list[dict[str, Any]]] = {}
     for mode in modes:
@@ -279,6 +290,7 @@ def main() -> None:
                 load_before = os.getloadavg()[0]
                 record = asyncio.run(load(port, requests, expected, args.clients, args.requests_per_client,
                                           args.max_wall))
+                record["actions_per_s"] *= k
                 record["loadavg_1min_before_after"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
                 after = _replica_stats(port)
                 record["mean_batch_size"] = (after["requests"] - before["requests"]) / max(
@@ -298,8 +310,9 @@ def main() -> None:
     trainer.stop()
     print(json.dumps({
         "benchmark": "serve",
-        "unit": "actions/s (one observation per request), latency in ms",
+        "unit": "actions/s (observations answered per second), latency in ms per request",
         "settings": {"clients": args.clients, "requests_per_client": args.requests_per_client,
+                     "obs_per_request": args.obs_per_request,
                      "max_batch_size": args.max_batch_size, "batch_wait_timeout_s": args.batch_wait_timeout_s,
                      "num_cpus_per_replica": args.num_cpus_per_replica, "replicas": 1},
         "summary": summary,
