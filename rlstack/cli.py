@@ -7,6 +7,8 @@
   render, record mp4 videos, or save the transitions as an ``.npz`` file.
 * ``rlstack ls``: the registered algorithms and the envs rlstack knows by name.
 * ``rlstack plot RESULTS_DIR``: learning curves (mean ± std over seeds) as PNG files.
+* ``rlstack compare --algos PPO,DQN --env CartPole-v1 --seeds 2``: algorithms x frameworks
+  x seeds on Tune, then a table, learning-curve PNGs and an HTML report (rlstack/compare.py).
 * ``rlstack submit --address http://HEAD:8265 -- train -f x.yaml``: run an rlstack command
   as a Ray job on a cluster (uploading the working directory), following its logs.
 * ``rlstack serve CHECKPOINT``: the checkpoint's policy behind an HTTP JSON endpoint on
@@ -20,6 +22,7 @@ import json
 import math
 import os
 import sys
+import time
 from typing import Any
 
 from rlstack.errors import ConfigError, RLStackError
@@ -274,6 +277,40 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from rlstack import compare
+
+    if args.report_only:
+        try:
+            paths = compare.write_report(args.report_only, args.out, stop_reward=args.stop_reward)
+        except FileNotFoundError as err:
+            raise RLStackError(str(err)) from err
+        table = compare.pd.read_csv(paths["csv"])
+    else:
+        algos = [a.strip() for a in (args.algos or "").split(",") if a.strip()]
+        examples = [e.strip() for e in (args.examples or "").split(",") if e.strip()]
+        frameworks = tuple(f.strip() for f in args.frameworks.split(",") if f.strip())
+        for framework in frameworks:
+            if framework not in ("torch", "tf", "tf2"):
+                raise ConfigError(f"--frameworks: unknown framework {framework!r}; use torch, tf or both (torch,tf).")
+        experiments, sources = compare.build_experiments(
+            algos, examples, frameworks, args.seeds, args.env,
+            _parse_json(args.stop, "--stop") if args.stop else None, _parse_json(args.config, "--config"))
+        out = args.out or os.path.join(os.path.expanduser("~/ray_results"),
+                                       "compare-" + time.strftime("%Y-%m-%d_%H-%M-%S"))
+        args.ray_num_gpus = None
+        _init_ray(args, experiments)
+        table, paths = compare.compare(experiments, out, sources, verbose=1 + args.verbose)
+    print()
+    print(tabulate(table.fillna("-").to_dict("records"), headers="keys", tablefmt="github"))
+    print()
+    for path in paths.values():
+        print(path)
+    return 0
+
+
 def _submit(args: argparse.Namespace) -> int:
     from rlstack import jobs
 
@@ -405,6 +442,33 @@ def build_parser() -> argparse.ArgumentParser:
                            "entropy; default episode_reward_mean)")
     plot.add_argument("--out", help="where the PNGs go (default RESULTS_DIR)")
     plot.set_defaults(func=_plot)
+
+    compare = commands.add_parser(
+        "compare", help="train algorithms x frameworks x seeds on one env; table, curves and an HTML report",
+        description="Train each algorithm (--algos, with its tuned example's hyper-parameters on --env when "
+                    "tune_configs/ has one, else its defaults) or tuned example (--examples) in each framework with "
+                    "each seed on Ray Tune, then write into --out: comparison.md/.csv (runs that reached the stop "
+                    "reward, env steps and wall time to it, final return mean +- std, env steps/s, peak trainer "
+                    "memory), learning_curve_*.png (mean +- std over seeds, against env steps and wall time) and "
+                    "report.html holding both.")
+    compare.add_argument("--algos", help="comma-separated algorithm names, e.g. PPO,IMPALA,DQN")
+    compare.add_argument("--examples", help="comma-separated tuned examples: names in tune_configs/ "
+                                            "(cartpole-ppo) or YAML files")
+    compare.add_argument("--env", help="the env of --algos (and of --examples when given), e.g. CartPole-v1")
+    compare.add_argument("--frameworks", default="torch,tf", help="comma-separated (default torch,tf)")
+    compare.add_argument("--seeds", type=int, default=1, help="runs per algorithm and framework, seeds 0..N-1 "
+                                                               "(default 1)")
+    compare.add_argument("--stop", help="JSON stop criteria for every run (default: each tuned example's own), "
+                                        "e.g. '{\"episode_reward_mean\": 150, \"timesteps_total\": 100000}'")
+    compare.add_argument("--config", default="{}", help="JSON keys merged over every run's config")
+    compare.add_argument("--out", help="output directory (default ~/ray_results/compare-DATE)")
+    compare.add_argument("--report-only", metavar="RESULTS_DIR",
+                         help="train nothing: write the table, PNGs and HTML of the trials under RESULTS_DIR")
+    compare.add_argument("--stop-reward", type=float, help="with --report-only: the reward counted as reached")
+    compare.add_argument("--ray-address", help="connect to this Ray cluster (e.g. auto) instead of starting one")
+    compare.add_argument("--ray-num-cpus", type=int, help="CPUs of the local Ray (default: this machine's)")
+    compare.add_argument("-v", "--verbose", action="count", default=0, help="more of Tune's progress output")
+    compare.set_defaults(func=_compare)
 
     submit = commands.add_parser(
         "submit", help="run an rlstack command as a Ray job on a cluster",

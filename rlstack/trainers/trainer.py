@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import psutil
 import ray
 from ray import tune
 from ray.tune.execution.placement_groups import PlacementGroupFactory
@@ -202,6 +203,13 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
         """One round of sampling and learning; returns learner stats by policy id."""
         raise NotImplementedError
 
+    @classmethod
+    def rollout_worker_count(cls, config: dict[str, Any]) -> int:
+        """How many remote RolloutWorkers the trainer's WorkerSet starts: ``num_workers``,
+        except for trainers whose ``num_workers`` are actors of their own (ES, ARS: see
+        ``trainers/evolution.py``), which keep only the local worker."""
+        return config["num_workers"]
+
     # ----- set-up ---------------------------------------------------------------------
 
     def setup(self, config: dict[str, Any]) -> None:
@@ -232,7 +240,8 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
         # policy, so the framework import here overlaps the workers' start-up.
         error = None
         try:
-            self.workers = WorkerSet(self.config["env"], policy_class_path, self.config, self.config["num_workers"],
+            self.workers = WorkerSet(self.config["env"], policy_class_path, self.config,
+                                     self.rollout_worker_count(self.config),
                                      postprocess_fn=type(self).postprocess_fn,
                                      numpy_policy_class=type(self).numpy_policy_class,
                                      remote_workers_learn=type(self).remote_workers_learn,
@@ -385,6 +394,7 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
             },
             "timers": {f"{name}_time_ms": round(1000 * t.mean, 3) for name, t in self._timers.items()},
             "sampler_perf": self.workers.sampler_perf(),
+            "perf": process_perf(),
             # Means of this iteration's off-policy estimates by estimator (input read with
             # off_policy_estimation_methods): {"is": {"V_prev": ..., "V_step_IS": ...}}.
             "off_policy_estimator": off_policy_estimates(self.workers.collect_off_policy_estimates()),
@@ -432,3 +442,10 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={env_spec_name(self.config.get('env'))!r}, framework={self.config.get('framework')!r})"
+
+
+def process_perf() -> dict[str, float]:
+    """1.13's ``perf`` result entry (the machine's CPU and RAM use, in percent) plus this
+    trainer process's resident memory in MB (``rss_mb``, which `rlstack compare` reports)."""
+    return {"cpu_util_percent": psutil.cpu_percent(), "ram_util_percent": psutil.virtual_memory().percent,
+            "rss_mb": round(psutil.Process().memory_info().rss / 2**20, 1)}
