@@ -153,6 +153,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     import gymnasium as gym
     import numpy as np
 
+    from tqdm import tqdm
+
     from rlstack.env.env_context import EnvContext
     from rlstack.env.registry import make_env
 
@@ -187,6 +189,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     returns = []
     steps = 0
     episode = 0
+    # A progress bar on a terminal (none when output is piped): episodes when --episodes
+    # bounds the run, else steps.
+    by_episode = bool(args.episodes)
+    progress = tqdm(total=args.episodes if by_episode else (args.steps or None), unit="episode" if by_episode
+                    else "step", desc="evaluate", disable=None, leave=False)
     try:
         while _keep_going(steps, args.steps, episode, args.episodes):
             obs, _ = env.reset(seed=None if args.seed is None else args.seed + episode)
@@ -211,18 +218,23 @@ def _evaluate(args: argparse.Namespace) -> int:
                         columns[key].append(value)
                 total += float(reward)
                 steps += 1
+                if not by_episode:
+                    progress.update()
                 done = terminated or truncated
                 obs = next_obs
             if done:  # an episode cut by --steps is not reported as one
                 returns.append(total)
-                print(f"episode {episode + 1}: return {total:.2f}", flush=True)
+                progress.write(f"episode {episode + 1}: return {total:.2f}")
             episode += 1
+            if by_episode:
+                progress.update()
     except gym.error.DependencyNotInstalled as exc:
         raise RLStackError(
             f"Rendering {env_name!r} needs a package that is not installed: {exc}. For every rendering and "
             "video dependency: pip install 'rlstack[video]'."
         ) from exc
     finally:
+        progress.close()
         env.close()
         trainer.stop()
     if args.out:
