@@ -22,14 +22,15 @@ NO_OP_KEYS: dict[str, tuple[tuple[Any, ...], str, tuple[str, ...] | None]] = {
     # Batches preloaded on the GPU(s) by 1.x's multi-GPU learner; rlstack's learner keeps
     # one batch at a time on its one device.
     "num_multi_gpu_tower_stacks": ((1,), "rlstack's learner keeps one batch at a time on its one device",
-                                   ("IMPALA",)),
-    "num_data_loader_buffers": ((1,), "rlstack's learner keeps one batch at a time on its one device", ("IMPALA",)),
+                                   ("IMPALA", "APPO")),
+    "num_data_loader_buffers": ((1,), "rlstack's learner keeps one batch at a time on its one device",
+                                ("IMPALA", "APPO")),
     # 1.x's soft_horizon=True kept an episode going past `horizon` (only the metrics cut it);
     # rlstack truncates and resets at the horizon, 1.x's False.
     "soft_horizon": ((False,), "rlstack truncates and resets an episode at its horizon", None),
     # rlstack's V-trace uses each fragment's last step only as the bootstrap value (1.x's True).
     "vtrace_drop_last_ts": ((True,), "rlstack's V-trace uses each fragment's last step only to bootstrap",
-                            ("IMPALA",)),
+                            ("IMPALA", "APPO")),
 }
 
 

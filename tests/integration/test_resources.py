@@ -116,7 +116,7 @@ def test_gpu_requests_reach_ray(tmp_path):
     assert out["tune_learner_device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")
 
 
-@pytest.mark.parametrize("algorithm", ["PPO", "IMPALA"])
+@pytest.mark.parametrize("algorithm", ["PPO", "IMPALA", "APPO"])
 def test_learner_on_the_gpu(ray_local, framework, algorithm):
     """Runs only where the framework sees a GPU (the lent GPU machine, not CI)."""
     from rlstack.trainers.registry import get_trainer_class
@@ -135,7 +135,7 @@ def test_learner_on_the_gpu(ray_local, framework, algorithm):
         expected = "/GPU:0"
     trainer_class = get_trainer_class(algorithm)
     config = {**SMALL, "framework": framework, "num_gpus": 1}
-    if algorithm == "IMPALA":
+    if algorithm in ("IMPALA", "APPO"):
         for key in ("sgd_minibatch_size", "num_sgd_iter"):
             del config[key]
         config.update(rollout_fragment_length=50, min_sample_timesteps_per_reporting=400)
@@ -160,6 +160,7 @@ def _tiny_gpu_configs() -> dict[str, tuple[str, dict]]:
     # (env, config) per algorithm: the integration tests' tiny settings, learner on one GPU.
     from tests.integration.test_actor_critic import IMPALA_TINY
     from tests.integration.test_apex_ddpg import TINY as APEX_DDPG_TINY
+    from tests.integration.test_appo import TINY as APPO_TINY
     from tests.integration.test_dqn import APEX_TINY
     from tests.integration.test_dqn import TINY as DQN_TINY
     from tests.integration.test_sac import TINY as SAC_TINY
@@ -175,6 +176,7 @@ def _tiny_gpu_configs() -> dict[str, tuple[str, dict]]:
         "A3C": ("CartPole-v1", {**actor_critic, "num_workers": 1}),
         "APEX": ("CartPole-v1", APEX_TINY),
         "APEX_DDPG": ("Pendulum-v1", APEX_DDPG_TINY),
+        "APPO": ("CartPole-v1", APPO_TINY),
         "DDPG": ("Pendulum-v1", deterministic),
         "DQN": ("CartPole-v1", DQN_TINY),
         "IMPALA": ("CartPole-v1", IMPALA_TINY),
