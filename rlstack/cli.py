@@ -314,7 +314,7 @@ def _compare(args: argparse.Namespace) -> int:
                                        "compare-" + time.strftime("%Y-%m-%d_%H-%M-%S"))
         args.ray_num_gpus = None
         _init_ray(args, experiments)
-        table, paths = compare.compare(experiments, out, sources, verbose=1 + args.verbose)
+        table, paths = compare.compare(experiments, out, sources, verbose=1 + args.verbose, with_sb3=args.with_sb3)
     print()
     print(tabulate(table.fillna("-").to_dict("records"), headers="keys", tablefmt="github"))
     print()
@@ -473,6 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--stop", help="JSON stop criteria for every run (default: each tuned example's own), "
                                         "e.g. '{\"episode_reward_mean\": 150, \"timesteps_total\": 100000}'")
     compare.add_argument("--config", default="{}", help="JSON keys merged over every run's config")
+    compare.add_argument("--with-sb3", action="store_true",
+                         help="also train Stable-Baselines3's algorithm of the same name (PPO, A2C, DQN, SAC, TD3, "
+                              "DDPG; RL-Zoo's hyper-parameters where it has them) per seed, as reference rows")
     compare.add_argument("--out", help="output directory (default ~/ray_results/compare-DATE)")
     compare.add_argument("--report-only", metavar="RESULTS_DIR",
                          help="train nothing: write the table, PNGs and HTML of the trials under RESULTS_DIR")

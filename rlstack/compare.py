@@ -11,6 +11,7 @@ takes the hyper-parameters of the tuned example that trains it on that env, when
 Everything lands in one directory (``--out``)::
 
     <out>/<experiment>/<trial>/...     Tune's results, one experiment per algorithm
+    <out>/sb3/SB3-<ALGO>_<env>_seed<k>  with --with-sb3: Stable-Baselines3's reference runs
     <out>/comparison.md, .csv          the table (also printed)
     <out>/learning_curve_*.png         mean ± std over seeds, against env steps and wall time
     <out>/report.html                  the table and the curves in one file (PNGs inlined)
@@ -229,22 +230,39 @@ the runs that reached it; final return is mean ± std over all runs; config: the
 
 
 def compare(experiments: dict[str, dict[str, Any]], out_dir: str | os.PathLike, sources: dict[str, str],
-            verbose: int = 1) -> tuple[pd.DataFrame, dict[str, Path]]:
+            verbose: int = 1, with_sb3: bool = False) -> tuple[pd.DataFrame, dict[str, Path]]:
     """Runs the experiments (Ray already started) with their results under ``out_dir``,
-    then writes the report there. Returns the table and the report's paths."""
+    then writes the report there. Returns the table and the report's paths.
+
+    ``with_sb3``: also trains Stable-Baselines3's algorithm of the same name (PPO, A2C,
+    DQN, SAC, TD3, DDPG) with each seed on the same env and stop criteria, as reference
+    rows ``SB3-<ALGO>`` (rlstack/compare_sb3.py)."""
     from tqdm import tqdm
 
+    from rlstack import compare_sb3
     from rlstack.experiments import run_experiments, validate_experiments
 
     validate_experiments(experiments)
+    sb3_runs = []
+    if with_sb3:
+        for spec in experiments.values():
+            if compare_sb3.check_available([spec["run"]], spec["stop"]):
+                sb3_runs += [(spec["run"].upper(), spec["env"], seed, spec["stop"])
+                             for seed in spec["config"]["seed"]["grid_search"]]
     out = Path(out_dir).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     rewards = {spec["stop"].get("episode_reward_mean") for spec in experiments.values()}
     stop_reward = rewards.pop() if len(rewards) == 1 else None
     by_algorithm = {spec["run"]: sources[name] for name, spec in experiments.items()}
-    with tqdm(experiments.items(), desc="compare", unit="experiment", disable=None) as progress:
-        for name, spec in progress:
+    with tqdm(total=len(experiments) + len(sb3_runs), desc="compare", unit="run", disable=None) as progress:
+        for name, spec in experiments.items():
             progress.set_postfix_str(name)
             run_experiments({name: spec}, verbose=verbose, storage_path=str(out))
+            progress.update()
+        for algorithm, env, seed, stop in sb3_runs:
+            progress.set_postfix_str(f"SB3 {algorithm} seed {seed}")
+            compare_sb3.run(algorithm, env, seed, stop, out)
+            by_algorithm[f"SB3-{algorithm}"] = compare_sb3.source(algorithm, env)
+            progress.update()
     paths = write_report(out, stop_reward=stop_reward, sources=by_algorithm)
     return pd.read_csv(paths["csv"]), paths

@@ -20,7 +20,7 @@ def test_compare_writes_table_curves_and_report_for_every_algorithm_framework_an
     stop = {"episode_reward_mean": 15, "timesteps_total": 400}  # random CartPole play averages ~22
     completed = subprocess.run(
         [sys.executable, "-m", "rlstack", "compare", "--algos", "PPO,PG", "--frameworks", "torch,tf", "--seeds", "2",
-         "--env", "CartPole-v1", "--stop", json.dumps(stop), "--out", str(out), "--ray-num-cpus", "2",
+         "--env", "CartPole-v1", "--stop", json.dumps(stop), "--out", str(out), "--ray-num-cpus", "2", "--with-sb3",
          "--config", json.dumps({"num_workers": 0, "train_batch_size": 200})],
         capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
@@ -30,21 +30,23 @@ def test_compare_writes_table_curves_and_report_for_every_algorithm_framework_an
         assert str(out / name) in completed.stdout
     table = pd.read_csv(out / "comparison.csv")
     assert sorted(zip(table["algorithm"], table["framework"])) == [("PG", "tf"), ("PG", "torch"), ("PPO", "tf"),
-                                                                   ("PPO", "torch")]
+                                                                   ("PPO", "torch"), ("SB3-PPO", "torch")]
     assert set(table["runs"]) == {2} and set(table["reached"]) == {"2/2"}
-    assert (table["env steps to reward"] >= 200).all() and (table["env steps/s"] > 0).all()
+    assert (table["env steps to reward"] > 0).all() and (table["env steps/s"] > 0).all()
     assert (table["peak trainer RSS (MB)"] > 50).all()
     # PPO's hyper-parameters came from its tuned example on CartPole-v1, PG's too.
-    assert dict(zip(table["algorithm"], table["config"])) == {"PG": "cartpole-pg.yaml", "PPO": "cartpole-ppo.yaml"}
+    # (SB3's PPO, the reference row --with-sb3 adds, with RL-Zoo's hyper-parameters.)
+    assert dict(zip(table["algorithm"], table["config"])) == {"PG": "cartpole-pg.yaml", "PPO": "cartpole-ppo.yaml",
+                                                             "SB3-PPO": "RL-Zoo"}
     markdown = (out / "comparison.md").read_text()
-    assert markdown.count("\n| P") == 4 and "env steps to reward" in markdown
+    assert markdown.count("\n| P") == 4 and markdown.count("\n| SB3-PPO") == 1 and "env steps to reward" in markdown
     report = (out / "report.html").read_text()
-    assert report.count("data:image/png;base64,") == 2 and report.count("<tr") == 5  # header + 4 rows
+    assert report.count("data:image/png;base64,") == 2 and report.count("<tr") == 6  # header + 5 rows
     png = report.split("data:image/png;base64,")[1].split('"')[0]
     assert base64.b64decode(png)[:8] == b"\x89PNG\r\n\x1a\n"
     # One Tune trial directory per algorithm, framework and seed.
     trials = sorted(p.parent.name.split("_")[0] for p in out.rglob("result.json"))
-    assert trials == ["PG"] * 4 + ["PPO"] * 4
+    assert trials == ["PG"] * 4 + ["PPO"] * 4 + ["SB3-PPO"] * 2
 
 
 def test_report_only_redraws_a_finished_comparison_and_bad_input_is_named(tmp_path, capsys):
