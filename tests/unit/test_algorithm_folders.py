@@ -212,8 +212,8 @@ def test_two_folders_declaring_one_name_is_an_error(fake_algorithm):
 ES_INIT = '''
 from rlstack.trainers.registry import lazy_exports
 
-TRAINERS = {"ES": "rlstack.trainers.es.es:ESTrainer"}
-PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.es.es:DEFAULT_CONFIG"}
+TRAINERS = {"MADDPG": "rlstack.trainers.maddpg.maddpg:MADDPGTrainer"}
+PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.maddpg.maddpg:DEFAULT_CONFIG"}
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)
 '''
@@ -226,33 +226,33 @@ NEW_FOLDER_SCRIPT = textwrap.dedent('''
     from tests.unit.test_algorithm_folders import missing_pieces
 
     out = {"file": rlstack.__file__, "algorithms": list(ALGORITHMS), "all": rlstack.__all__,
-           "class": rlstack.ESTrainer.__module__}
-    from rlstack.trainers.es import DEFAULT_CONFIG, ESTrainer
-    out["package"] = [ESTrainer is rlstack.ESTrainer, DEFAULT_CONFIG]
+           "class": rlstack.MADDPGTrainer.__module__}
+    from rlstack.trainers.maddpg import DEFAULT_CONFIG, MADDPGTrainer
+    out["package"] = [MADDPGTrainer is rlstack.MADDPGTrainer, DEFAULT_CONFIG]
     out["summary"] = _missing_modules.algorithms_summary()
     try:
-        importlib.import_module("rlstack.trainers.es.not_there")
+        importlib.import_module("rlstack.trainers.maddpg.not_there")
     except ImportError as error:
         out["inside"] = str(error)
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         cli.main(["ls"])
     out["ls"] = printed.getvalue().splitlines()[0]
-    out["problems"] = missing_pieces(declarations()["ES"])
+    out["problems"] = missing_pieces(declarations()["MADDPG"])
     print("RESULT " + json.dumps(out))
 ''')
 
 
 def test_a_new_folder_is_found_with_no_other_edit(tmp_path):
-    """A copy of rlstack/ plus one folder ``trainers/es/`` (an algorithm _missing_modules
+    """A copy of rlstack/ plus one folder ``trainers/maddpg/`` (an algorithm _missing_modules
     lists as not there yet): the folder wins over that entry, and the registry, the
     public surface, the missing-module messages and ``rlstack ls`` all list it."""
     copy = tmp_path / "rlstack"
     shutil.copytree(ROOT / "rlstack", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    folder = copy / "trainers" / "es"
-    shutil.rmtree(folder, ignore_errors=True)  # were ES ever added for real, this test's stands in
+    folder = copy / "trainers" / "maddpg"
+    shutil.rmtree(folder, ignore_errors=True)  # were MADDPG ever added for real, this test's stands in
     folder.mkdir()
     (folder / "__init__.py").write_text(ES_INIT)
-    (folder / "es.py").write_text("class ESTrainer:\n    _name = 'ES'\n\n\nDEFAULT_CONFIG = {'episodes_per_batch': 1000}\n")
+    (folder / "maddpg.py").write_text("class MADDPGTrainer:\n    _name = 'MADDPG'\n\n\nDEFAULT_CONFIG = {'episodes_per_batch': 1000}\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     proc = subprocess.run([sys.executable, "-c", NEW_FOLDER_SCRIPT], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
@@ -260,13 +260,13 @@ def test_a_new_folder_is_found_with_no_other_edit(tmp_path):
     assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-3000:]
     out = json.loads(lines[-1][len("RESULT "):])
     assert out["file"].startswith(str(copy))
-    assert out["algorithms"] == sorted([*ALGORITHMS, "ES"])
-    assert out["all"] == sorted([*rlstack.__all__, "ESTrainer"]) and out["class"] == "rlstack.trainers.es.es"
+    assert out["algorithms"] == sorted([*ALGORITHMS, "MADDPG"])
+    assert out["all"] == sorted([*rlstack.__all__, "MADDPGTrainer"]) and out["class"] == "rlstack.trainers.maddpg.maddpg"
     assert out["package"] == [True, {"episodes_per_batch": 1000}]
-    assert ", ES, " in out["summary"] and "es," in out["summary"]
-    # A module missing from the new folder is not "ES is issue 21" any more.
-    assert "rlstack has no such module" in out["inside"] and "issue 21" not in out["inside"]
-    assert out["ls"] == "algorithms: " + ", ".join(sorted([*ALGORITHMS, "ES"]))
+    assert ", MADDPG, " in out["summary"] and "maddpg," in out["summary"]
+    # A module missing from the new folder is not "MADDPG is not planned yet" any more.
+    assert "rlstack has no such module" in out["inside"] and "not planned yet" not in out["inside"]
+    assert out["ls"] == "algorithms: " + ", ".join(sorted([*ALGORITHMS, "MADDPG"]))
     # The folder alone is not enough: the check asks for the example, its learning test, the README row.
     assert [p.split(";")[0] for p in out["problems"]] == [
-        "ES: no tuned example", "ES: README.md's algorithm table has no row naming `ESTrainer` and `ES`"]
+        "MADDPG: no tuned example", "MADDPG: README.md's algorithm table has no row naming `MADDPGTrainer` and `MADDPG`"]

@@ -27,6 +27,8 @@ SMOKE = {
     "train_batch_size": 100, "sgd_minibatch_size": 50, "num_sgd_iter": 1, "rollout_fragment_length": 50,
     "learning_starts": 50, "min_sample_timesteps_per_reporting": 100, "min_time_s_per_reporting": 0,
     "num_replay_buffer_shards": 1, "buffer_size": 10000,
+    # ES / ARS: a small noise table (1.13's default is 1 GB) and few episodes per iteration.
+    "noise_size": 100000, "episodes_per_batch": 10, "num_rollouts": 10,
 }
 
 SCRIPT = textwrap.dedent(

@@ -35,9 +35,9 @@ def test_each_listed_module_raises_with_guidance(name):
 
 
 @pytest.mark.parametrize(("statement", "fragments"), [
-    ("from rlstack.trainers.es import ESTrainer",
+    ("from rlstack.trainers.crr import CRRTrainer",
      # The registry's algorithms (a new folder joins the list with no edit here).
-     ["ray.rllib.agents.es", algorithms_summary(), "rlstack has A2C, A3C, APEX", "ES is issue 21"]),
+     ["ray.rllib.agents.crr", algorithms_summary(), "rlstack has A2C, A3C, APEX", "CRR (offline learning) is not planned yet"]),
     # The parent package is imported first, so its name is the one reported.
     ("import rlstack.trainers.maddpg.maddpg", ["'rlstack.trainers.maddpg'", "ray.rllib.agents.maddpg", "MADDPG"]),
     ("from rlstack.agents.ppo import PPOTrainer", ["rename ray.rllib.agents -> rlstack.trainers"]),
