@@ -4,6 +4,10 @@ from rlstack.trainers.registry import lazy_exports
 
 # The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
 TRAINERS = {"PPO": "rlstack.trainers.ppo.ppo:PPOTrainer"}
-PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.ppo.ppo:DEFAULT_CONFIG"}
+PUBLIC = {
+    "DEFAULT_CONFIG": "rlstack.trainers.ppo.ppo:DEFAULT_CONFIG",
+    # 1.13 exported APPO from its PPO package too (`from ray.rllib.agents.ppo import APPOTrainer`).
+    "APPOTrainer": "rlstack.trainers.ppo.appo:APPOTrainer",
+}
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)
