@@ -431,9 +431,16 @@ class ModelCatalog:
 
     @staticmethod
     def get_q_model_spec(obs_space: gym.Space, action_space: gym.Space, model_config: dict,
-                         hiddens: list[int], dueling: bool) -> QModelSpec:
-        """Returns the built-in Q-network for these spaces (DQN's ``hiddens`` and
-        ``dueling`` keys shape the heads).
+                         hiddens: list[int], dueling: bool, num_atoms: int = 1, v_min: float = -10.0,
+                         v_max: float = 10.0, noisy: bool = False, sigma0: float = 0.5) -> QModelSpec:
+        """Returns the built-in Q-network for these spaces (DQN's ``hiddens``,
+        ``dueling``, ``num_atoms``, ``v_min``, ``v_max``, ``noisy`` and ``sigma0`` keys
+        shape the heads).
+
+        With ``num_atoms > 1`` every action (and the dueling value) has ``num_atoms``
+        outputs, the logits of its value distribution. With ``noisy`` every head layer
+        is a factorised-Gaussian noisy layer (mu in the layer itself, sigma in a sibling
+        ``<name>_sigma`` layer, linear: the model applies ReLU after the noise).
 
         Raises:
             ConfigError: If the action space is not Discrete.
@@ -451,15 +458,27 @@ class ModelCatalog:
         preprocessor = Preprocessor(obs_space)
         encoder = build_encoder(preprocessor.layout, config, "")
         num_actions = int(action_space.n)
-        advantage_hiddens, size = dense_stack("q_hidden", encoder.out_size, list(hiddens), "relu")
-        advantage_out = LayerSpec("q_out", "dense", (size, num_actions), init_std=0.01)
+        noise_layers: list[LayerSpec] = []
+
+        def head(prefix: str, out_name: str, outputs: int) -> tuple[tuple[LayerSpec, ...], LayerSpec]:
+            layers, size = dense_stack(prefix, encoder.out_size, list(hiddens), "relu")
+            out = LayerSpec(out_name, "dense", (size, outputs), init_std=0.01)
+            if not noisy:
+                return layers, out
+            layers = tuple(LayerSpec(layer.name, "dense", layer.kernel_shape, init="noisy_mu") for layer in layers)
+            out = LayerSpec(out_name, "dense", (size, outputs), init="noisy_mu")
+            noise_layers.extend(LayerSpec(f"{layer.name}_sigma", "dense", layer.kernel_shape, init_std=float(sigma0),
+                                          init="noisy_sigma") for layer in (*layers, out))
+            return layers, out
+
+        advantage_hiddens, advantage_out = head("q_hidden", "q_out", num_actions * num_atoms)
         value_hiddens: tuple[LayerSpec, ...] = ()
         value_out = None
         if dueling:
-            value_hiddens, size = dense_stack("v_hidden", encoder.out_size, list(hiddens), "relu")
-            value_out = LayerSpec("v_out", "dense", (size, 1), init_std=0.01)
+            value_hiddens, value_out = head("v_hidden", "v_out", num_atoms)
         return QModelSpec(preprocessor.size, encoder, advantage_hiddens, advantage_out, value_hiddens, value_out,
-                          num_actions, config)
+                          num_actions, config, num_atoms=int(num_atoms), v_min=float(v_min), v_max=float(v_max),
+                          noise_layers=tuple(noise_layers))
 
 
 def _register_with_tune(kind: str, name: str, value: type) -> None:

@@ -62,7 +62,12 @@ class LayerSpec:
         activation: One of catalog.ACTIVATIONS.
         stride: Conv stride.
         padding: ``"same"`` (TF semantics) or ``"valid"``.
-        init_std: Scale of the normalised-column init for dense layers.
+        init_std: Scale of the normalised-column init for dense layers; for a noisy
+            layer's sigma weights, ``sigma0``.
+        init: ``"normc"`` (classic RLlib's normalised columns, zero bias), or for a
+            factorised noisy layer (Fortunato et al. 2018, section 3.2) with ``p`` inputs:
+            ``"noisy_mu"`` (kernel and bias from ``U(-1/sqrt(p), 1/sqrt(p))``) or
+            ``"noisy_sigma"`` (kernel and bias ``init_std / sqrt(p)``).
     """
 
     name: str
@@ -72,6 +77,7 @@ class LayerSpec:
     stride: int = 1
     padding: str = "valid"
     init_std: float = 1.0
+    init: str = "normc"
 
 
 @dataclass(frozen=True)
@@ -192,6 +198,14 @@ class QModelSpec:
     value_out: LayerSpec | None
     num_actions: int
     model_config: dict = field(default_factory=dict, compare=False)
+    # Distributional Q (C51, Bellemare et al. 2017): each action's head outputs
+    # ``num_atoms`` logits over the support ``linspace(v_min, v_max, num_atoms)``.
+    num_atoms: int = 1
+    v_min: float = -10.0
+    v_max: float = 10.0
+    # Noisy heads (Fortunato et al. 2018): each head layer ``<name>`` has a sibling
+    # ``<name>_sigma`` in ``noise_layers`` holding its noise scales.
+    noise_layers: tuple[LayerSpec, ...] = ()
     # The policy-gradient spec's fields that generic model code reads.
     vf_encoder: None = None
     free_log_std: bool = False
@@ -208,7 +222,17 @@ class QModelSpec:
     def layers(self) -> list[LayerSpec]:
         """Every layer of the model, in build order."""
         value = [*self.value_hiddens, self.value_out] if self.value_out is not None else []
-        return [*self.encoder.layers, *self.advantage_hiddens, self.advantage_out, *value]
+        return [*self.encoder.layers, *self.advantage_hiddens, self.advantage_out, *value, *self.noise_layers]
+
+    @property
+    def noisy(self) -> bool:
+        """Whether the head layers are factorised-Gaussian noisy layers."""
+        return bool(self.noise_layers)
+
+    @property
+    def support(self) -> np.ndarray:
+        """The atoms ``z_i`` of the value distribution, ``float32 [num_atoms]``."""
+        return np.linspace(self.v_min, self.v_max, self.num_atoms, dtype=np.float32)
 
 
 def plain_dense(spec: ModelSpec) -> bool:
@@ -329,6 +353,15 @@ def initial_weights(spec: ModelSpec | QModelSpec, seed: int | None) -> dict[str,
     weights: dict[str, np.ndarray] = {}
     for layer in spec.layers:
         shape = layer.kernel_shape
+        if layer.init in ("noisy_mu", "noisy_sigma"):
+            bound = 1.0 / math.sqrt(shape[0])
+            if layer.init == "noisy_mu":
+                kernel, bias = rng.uniform(-bound, bound, size=shape), rng.uniform(-bound, bound, size=shape[-1])
+            else:
+                kernel, bias = np.full(shape, layer.init_std * bound), np.full(shape[-1], layer.init_std * bound)
+            weights[f"{layer.name}/kernel"] = kernel.astype(np.float32)
+            weights[f"{layer.name}/bias"] = bias.astype(np.float32)
+            continue
         if layer.kind == "dense":
             kernel = rng.standard_normal(shape)
             kernel *= layer.init_std / np.sqrt(np.square(kernel).sum(axis=0, keepdims=True))

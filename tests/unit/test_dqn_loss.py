@@ -515,8 +515,8 @@ def test_postprocess_worker_side_priorities(kind, double_q):
 
 
 @pytest.mark.parametrize("overrides, key", [
-    ({"num_atoms": 2}, "num_atoms"),
-    ({"noisy": True}, "noisy"),
+    ({"num_atoms": 0}, "num_atoms"),
+    ({"sigma0": -1.0}, "sigma0"),
     ({"n_step": 0}, "n_step"),
     ({"training_intensity": -1}, "training_intensity"),
     ({"train_batch_size": 64, "buffer_size": 32}, "train_batch_size"),

@@ -152,27 +152,60 @@ class NumpyModel(NumpyLayers):
 
 
 class NumpyQModel(NumpyModel):
-    """The built-in dense Q-network (DQN family) in numpy.
+    """The built-in dense Q-network (DQN family) in numpy; distributional and noisy
+    specs as :class:`~rlstack.models.torch.model.TorchQModel` (noise from ``noise_rng``).
 
     Args:
         spec: The catalog's Q-network description.
     """
 
-    def _head(self, layers: tuple[LayerSpec, ...], out: LayerSpec, x: np.ndarray) -> np.ndarray:
-        for layer in layers:
-            x = self._run(layer, x)
-        return self._run(out, x)
+    def __init__(self, spec: Any) -> None:
+        super().__init__(spec)
+        # The noisy layers' noise (the acting policy reseeds it with its sampling seed).
+        self.noise_rng = np.random.default_rng()
 
-    def q_values(self, obs: np.ndarray) -> np.ndarray:
+    def _noisy(self, layer: LayerSpec, x: np.ndarray, noise: bool) -> np.ndarray:
+        # y = x W_mu + b_mu + ((x * f(e_in)) W_sigma + b_sigma) * f(e_out), f(e) = sign(e) sqrt|e|
+        y = self._run(layer, x)
+        if not noise:
+            return y
+        fan_in, fan_out = layer.kernel_shape
+        eps_in = self.noise_rng.standard_normal(fan_in).astype(np.float32)
+        eps_out = self.noise_rng.standard_normal(fan_out).astype(np.float32)
+        f_in, f_out = np.sign(eps_in) * np.sqrt(np.abs(eps_in)), np.sign(eps_out) * np.sqrt(np.abs(eps_out))
+        kernel, bias, _ = self._layers[f"{layer.name}_sigma"]
+        return y + ((x * f_in) @ kernel + bias) * f_out
+
+    def _head(self, layers: tuple[LayerSpec, ...], out: LayerSpec, x: np.ndarray, noise: bool = True) -> np.ndarray:
+        if not self.spec.noisy:
+            for layer in layers:
+                x = self._run(layer, x)
+            return self._run(out, x)
+        for layer in layers:
+            x = np.maximum(self._noisy(layer, x, noise), 0.0)
+        return self._noisy(out, x, noise)
+
+    def q_logits(self, obs: np.ndarray, noise: bool = True) -> np.ndarray:
+        """The heads' outputs as ``[B, num_actions, num_atoms]``."""
+        spec = self.spec
+        features = self._encode(spec.encoder, obs)
+        advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features, noise)
+        advantages = advantages.reshape(-1, spec.num_actions, spec.num_atoms)
+        if spec.value_out is None:
+            return advantages
+        value = self._head(spec.value_hiddens, spec.value_out, features, noise)[:, None, :]
+        return value + advantages - advantages.mean(axis=1, keepdims=True)
+
+    def q_values(self, obs: np.ndarray, noise: bool = True) -> np.ndarray:
         """``Q(s, .)``: the call Q-learning policies make (as on the framework models)."""
-        return self(obs)
+        logits = self.q_logits(obs, noise)
+        if self.spec.num_atoms == 1:
+            return logits[:, :, 0]
+        logits = logits - logits.max(axis=2, keepdims=True)
+        probs = np.exp(logits)
+        probs /= probs.sum(axis=2, keepdims=True)
+        return (probs * self.spec.support).sum(axis=2)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:  # type: ignore[override]
         """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations."""
-        spec = self.spec
-        features = self._encode(spec.encoder, obs)
-        advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features)
-        if spec.value_out is None:
-            return advantages
-        value = self._head(spec.value_hiddens, spec.value_out, features)
-        return value + advantages - advantages.mean(axis=1, keepdims=True)
+        return self.q_values(obs)

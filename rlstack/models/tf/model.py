@@ -196,35 +196,68 @@ class TFModel(TFModelV2):
 class TFQModel(TFModel):
     """The built-in Q-network (DQN family) of a :class:`~rlstack.models.catalog.QModelSpec`.
 
+    Distributional and noisy specs as :class:`~rlstack.models.torch.model.TorchQModel`
+    (the same math, the same ``fixed_noise``).
+
     Args:
         spec: The catalog's Q-network description.
     """
 
-    def _head(self, layers: tuple[LayerSpec, ...], out: LayerSpec, x: tf.Tensor) -> tf.Tensor:
+    fixed_noise: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+
+    def _noisy(self, layer: LayerSpec, x: tf.Tensor, noise: bool) -> tf.Tensor:
+        # y = x W_mu + b_mu + ((x * f(e_in)) W_sigma + b_sigma) * f(e_out), f(e) = sign(e) sqrt|e|
+        # (factorised Gaussian noise, Fortunato et al. 2018, eq. 10-11).
+        y = self._run(layer, x)
+        if not noise:
+            return y
+        fan_in, fan_out = layer.kernel_shape
+        if self.fixed_noise is not None:
+            eps_in, eps_out = (tf.constant(e, tf.float32) for e in self.fixed_noise[layer.name])
+        else:
+            eps_in, eps_out = tf.random.normal([fan_in]), tf.random.normal([fan_out])
+        f_in, f_out = tf.sign(eps_in) * tf.sqrt(tf.abs(eps_in)), tf.sign(eps_out) * tf.sqrt(tf.abs(eps_out))
+        return y + self._run(self.layer_specs[f"{layer.name}_sigma"], x * f_in) * f_out
+
+    def _head(self, layers: tuple[LayerSpec, ...], out: LayerSpec, x: tf.Tensor, noise: bool = True) -> tf.Tensor:
+        if not self.spec.noisy:
+            for layer in layers:
+                x = self._run(layer, x)
+            return self._run(out, x)
         for layer in layers:
-            x = self._run(layer, x)
-        return self._run(out, x)
+            x = tf.nn.relu(self._noisy(layer, x, noise))
+        return self._noisy(out, x, noise)
 
     def _output_size(self) -> int:
         return self.spec.num_actions
 
     def policy_and_value(self, obs_flat: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """``(Q(s, .), max_a Q(s, a))``: a Q-network's outputs are its Q-values."""
-        q = self.q_values(obs_flat)
+        """``(Q(s, .), max_a Q(s, a))``: a Q-network's outputs are its Q-values (the
+        ModelV2 call and exported models: noisy layers use their mean weights)."""
+        q = self.q_values(obs_flat, noise=False)
         return q, tf.reduce_max(q, axis=1)
 
     def value(self, obs_flat: tf.Tensor) -> tf.Tensor:
-        """``max_a Q(s, a)``."""
-        return tf.reduce_max(self.q_values(obs_flat), axis=1)
+        """``max_a Q(s, a)`` (noisy layers at their mean weights)."""
+        return tf.reduce_max(self.q_values(obs_flat, noise=False), axis=1)
 
-    def q_values(self, obs_flat: tf.Tensor) -> tf.Tensor:
-        """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations."""
-        obs = obs_flat
+    def q_logits(self, obs_flat: tf.Tensor, noise: bool = True) -> tf.Tensor:
+        """The heads' outputs as ``[B, num_actions, num_atoms]``: Q-values (one atom) or
+        the logits of each action's value distribution."""
         spec = self.spec
-        features = self._encode(spec.encoder, obs)
-        advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features)
+        features = self._encode(spec.encoder, obs_flat)
+        advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features, noise)
+        advantages = tf.reshape(advantages, [-1, spec.num_actions, spec.num_atoms])
         if spec.value_out is None:
             return advantages
-        # Dueling: Q = V + A - mean_a A, which keeps V and A identifiable.
-        value = self._head(spec.value_hiddens, spec.value_out, features)
+        # Dueling: Q = V + A - mean_a A (per atom when distributional), which keeps V and A identifiable.
+        value = self._head(spec.value_hiddens, spec.value_out, features, noise)[:, None, :]
         return value + advantages - tf.reduce_mean(advantages, axis=1, keepdims=True)
+
+    def q_values(self, obs_flat: tf.Tensor, noise: bool = True) -> tf.Tensor:
+        """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations; with atoms
+        ``Q(s, a) = sum_i z_i softmax(logits(s, a))_i``."""
+        logits = self.q_logits(obs_flat, noise)
+        if self.spec.num_atoms == 1:
+            return logits[:, :, 0]
+        return tf.reduce_sum(tf.nn.softmax(logits, axis=2) * self.spec.support, axis=2)

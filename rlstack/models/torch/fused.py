@@ -176,11 +176,11 @@ class QDenseGraph:
     def supports(model: nn.Module) -> bool:
         """Whether ``model`` is a built-in Q-network (not a subclass: a user's may change
         the forward pass or add a ``custom_loss``) of dense tanh, relu or linear layers
-        over vector observations."""
+        over vector observations (not distributional, not noisy)."""
         if type(model) is not TorchQModel:
             return False
         spec = model.spec
-        if spec.encoder.images or not spec.encoder.vector_columns:
+        if spec.encoder.images or not spec.encoder.vector_columns or spec.num_atoms > 1 or spec.noisy:
             return False
         return all(layer.kind == "dense" and layer.activation in _DIFFERENTIATED for layer in spec.layers)
 

@@ -199,31 +199,69 @@ class TorchModel(TorchModelV2, nn.Module):
 class TorchQModel(TorchModel):
     """The built-in Q-network (DQN family) of a :class:`~rlstack.models.catalog.QModelSpec`.
 
+    Distributional specs (``num_atoms > 1``) output logits per action and atom; noisy
+    specs draw fresh factorised noise at every call with ``noise=True`` (or use
+    ``fixed_noise``: ``{layer name: (eps_in, eps_out)}``, raw Gaussian draws) and use the
+    mean weights with ``noise=False``.
+
     Args:
         spec: The catalog's Q-network description.
     """
 
-    def _head(self, layers: tuple[LayerSpec, ...], out: LayerSpec, x: torch.Tensor) -> torch.Tensor:
+    fixed_noise: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+
+    def _noisy(self, layer: LayerSpec, x: torch.Tensor, noise: bool) -> torch.Tensor:
+        # y = x W_mu + b_mu + ((x * f(e_in)) W_sigma + b_sigma) * f(e_out), f(e) = sign(e) sqrt|e|
+        # (factorised Gaussian noise, Fortunato et al. 2018, eq. 10-11), without forming
+        # the [in, out] noise matrix.
+        y = self.layers[layer.name](x)
+        if not noise:
+            return y
+        fan_in, fan_out = layer.kernel_shape
+        if self.fixed_noise is not None:
+            eps_in, eps_out = (torch.as_tensor(e, dtype=x.dtype, device=x.device) for e in self.fixed_noise[layer.name])
+        else:
+            eps_in, eps_out = torch.randn(fan_in, device=x.device), torch.randn(fan_out, device=x.device)
+        f_in, f_out = eps_in.sign() * eps_in.abs().sqrt(), eps_out.sign() * eps_out.abs().sqrt()
+        return y + self.layers[f"{layer.name}_sigma"](x * f_in) * f_out
+
+    def _head(self, layers: tuple[LayerSpec, ...], out: LayerSpec, x: torch.Tensor, noise: bool = True) -> torch.Tensor:
+        if not self.spec.noisy:
+            for layer in layers:
+                x = self._run(layer, x)
+            return self._run(out, x)
         for layer in layers:
-            x = self._run(layer, x)
-        return self._run(out, x)
+            x = F.relu(self._noisy(layer, x, noise))
+        return self._noisy(out, x, noise)
 
     def policy_and_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(Q(s, .), max_a Q(s, a))``: the Q-values are the outputs, their maximum the value."""
-        q = self.q_values(obs)
+        """``(Q(s, .), max_a Q(s, a))``: the Q-values are the outputs, their maximum the
+        value (the ModelV2 call and exported models: noisy layers use their mean weights)."""
+        q = self.q_values(obs, noise=False)
         return q, q.max(dim=1).values
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
-        """``max_a Q(s, a)`` ``[B]``."""
-        return self.q_values(obs).max(dim=1).values
+        """``max_a Q(s, a)`` ``[B]`` (noisy layers at their mean weights)."""
+        return self.q_values(obs, noise=False).max(dim=1).values
 
-    def q_values(self, obs: torch.Tensor) -> torch.Tensor:
-        """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations."""
+    def q_logits(self, obs: torch.Tensor, noise: bool = True) -> torch.Tensor:
+        """The heads' outputs as ``[B, num_actions, num_atoms]``: Q-values (one atom) or
+        the logits of each action's value distribution."""
         spec = self.spec
         features = self._encode(spec.encoder, obs)
-        advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features)
+        advantages = self._head(spec.advantage_hiddens, spec.advantage_out, features, noise)
+        advantages = advantages.reshape(-1, spec.num_actions, spec.num_atoms)
         if spec.value_out is None:
             return advantages
-        # Dueling: Q = V + A - mean_a A, which keeps V and A identifiable.
-        value = self._head(spec.value_hiddens, spec.value_out, features)
+        # Dueling: Q = V + A - mean_a A (per atom when distributional), which keeps V and A identifiable.
+        value = self._head(spec.value_hiddens, spec.value_out, features, noise).unsqueeze(1)
         return value + advantages - advantages.mean(dim=1, keepdim=True)
+
+    def q_values(self, obs: torch.Tensor, noise: bool = True) -> torch.Tensor:
+        """Returns ``Q(s, .)`` as ``[B, num_actions]`` for flat observations; with atoms
+        ``Q(s, a) = sum_i z_i softmax(logits(s, a))_i``."""
+        logits = self.q_logits(obs, noise)
+        if self.spec.num_atoms == 1:
+            return logits.squeeze(2)
+        support = torch.as_tensor(self.spec.support, device=logits.device)
+        return (torch.softmax(logits, dim=2) * support).sum(dim=2)

@@ -1,5 +1,6 @@
 """DQNTrainer: deep Q-learning (Mnih et al. 2015) with the Rainbow pieces classic RLlib
-offered: double Q, dueling heads, n-step returns and prioritized replay.
+offered: double Q, dueling heads, n-step returns, prioritized replay, distributional
+Q-values (C51, ``num_atoms > 1``) and noisy heads (``noisy``).
 
 One ``training_step``: every worker samples one fragment (epsilon-greedy, n-step returns
 computed on the worker), the rows go into the replay buffer, and once
@@ -25,12 +26,19 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
     {
         **COMMON_CONFIG,
         # === Model ===
-        # Distributional DQN (num_atoms > 1) is not implemented; kept for old configs.
+        # Atoms of the value distribution per action; > 1 is distributional DQN (C51,
+        # Bellemare et al. 2017): cross-entropy to the projected n-step target.
         "num_atoms": 1,
+        # The support of the value distribution: num_atoms points from v_min to v_max
+        # (returns beyond it are clipped onto its ends).
         "v_min": -10.0,
         "v_max": 10.0,
-        # Noisy nets are not implemented; kept for old configs (must stay False).
+        # Factorised-Gaussian noisy layers in the Q heads (Fortunato et al. 2018), noise
+        # drawn at every forward pass when learning and exploring; greedy actions
+        # (explore=False) use the mean weights. Epsilon-greedy still applies per
+        # exploration_config, as in 1.13: set final_epsilon 0 to explore by noise only.
         "noisy": False,
+        # Initial noise scale: sigma weights start at sigma0 / sqrt(layer inputs).
         "sigma0": 0.5,
         # Dueling heads: Q = V + A - mean(A) (Wang et al. 2016).
         "dueling": True,
@@ -59,7 +67,24 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
     "DQN",
 ))
 
-_NOT_IMPLEMENTED = {"num_atoms": 1, "noisy": False}
+
+
+def _check_rainbow_keys(config: dict[str, Any], algorithm: str) -> None:
+    num_atoms = config["num_atoms"]
+    if not isinstance(num_atoms, numbers.Integral) or isinstance(num_atoms, bool) or num_atoms < 1:
+        raise ConfigError(f"num_atoms must be an integer >= 1 for {algorithm} (1: expected Q-values; e.g. 51: "
+                          f"distributional C51), got {num_atoms!r}.")
+    for key in ("v_min", "v_max", "sigma0"):
+        if not isinstance(config[key], numbers.Real) or isinstance(config[key], bool):
+            raise ConfigError(f"{key} must be a number for {algorithm}, got {config[key]!r}.")
+    if config["v_min"] >= config["v_max"]:
+        raise ConfigError(f"v_min must be below v_max for {algorithm} (the support of the value distribution), got "
+                          f"v_min={config['v_min']!r}, v_max={config['v_max']!r}.")
+    if not isinstance(config["noisy"], bool):
+        raise ConfigError(f"noisy must be True or False for {algorithm}, got {config['noisy']!r}.")
+    if config["sigma0"] < 0:
+        raise ConfigError(f"sigma0 must be >= 0 for {algorithm} (the noisy layers' initial noise scale), got "
+                          f"{config['sigma0']!r}.")
 
 
 def validate_dqn_config(config: dict[str, Any], algorithm: str = "DQN") -> None:
@@ -69,10 +94,7 @@ def validate_dqn_config(config: dict[str, Any], algorithm: str = "DQN") -> None:
         ConfigError: Naming the key, the value and the fix.
     """
     validate_replay_config(config, algorithm)
-    for key, allowed in _NOT_IMPLEMENTED.items():
-        if config[key] != allowed:
-            raise ConfigError(f"{key}={config[key]!r} is not implemented in rlstack's {algorithm}; "
-                              f"remove it (or set {key}={allowed!r}).")
+    _check_rainbow_keys(config, algorithm)
     validate_exploration_config(config["exploration_config"], algorithm)
     value = config["target_network_update_freq"]
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:

@@ -1,4 +1,5 @@
-"""DQN's loss in TensorFlow: double Q, dueling, n-step targets, importance weights, Huber.
+"""DQN's loss in TensorFlow: double Q, dueling, n-step targets, importance weights, Huber;
+with ``num_atoms > 1`` the distributional (C51) cross-entropy.
 
 The same loss as :mod:`dqn_torch_policy` (see there for the papers), learned through the
 base loop: all the gradient steps of one ``learn_on_batch`` run inside one ``tf.function``.
@@ -16,13 +17,37 @@ from rlstack.models.modelv2 import ModelV2
 from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.tf_policy import TFPolicy, get_model_weights, set_model_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, make_exploration, postprocess_q_learning,
-                                            q_model_spec)
+from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
+                                            postprocess_q_learning, q_model_spec)
 
 
 def q_values_of(model: ModelV2, obs: tf.Tensor) -> tf.Tensor:
     """``Q(s, .)`` ``[B, num_actions]`` of a model (every ModelV2 has ``q_values``)."""
     return model.q_values(obs)
+
+
+def project_distribution(rewards: tf.Tensor, bootstrap: tf.Tensor, probs: tf.Tensor, support: np.ndarray) -> tf.Tensor:
+    """The categorical projection of C51, as ``dqn_torch_policy.project_distribution``:
+    ``Tz_j = r + bootstrap * z_j`` clipped to ``[v_min, v_max]``, its mass ``probs[:, j]``
+    split between the support points around it (all to ``z_i`` when it lands on ``z_i``).
+
+    Returns:
+        The target distribution ``m [B, N]`` on ``support``.
+    """
+    num_atoms = len(support)
+    v_min, v_max = float(support[0]), float(support[-1])
+    delta_z = (v_max - v_min) / (num_atoms - 1)
+    tz = tf.clip_by_value(rewards[:, None] + bootstrap[:, None] * support[None, :], v_min, v_max)
+    b = (tz - v_min) / delta_z
+    lower, upper = tf.floor(b), tf.math.ceil(b)
+    mass_lower = probs * (upper - b + tf.cast(tf.equal(lower, upper), tf.float32))
+    mass_upper = probs * (b - lower)
+    # Rounding can put b a hair above N - 1 (ceil N): clip the index, the mass is right.
+    lower_index = tf.clip_by_value(tf.cast(lower, tf.int32), 0, num_atoms - 1)
+    upper_index = tf.clip_by_value(tf.cast(upper, tf.int32), 0, num_atoms - 1)
+    # m_i = sum_j mass_j [index_j == i]
+    return tf.reduce_sum(mass_lower[:, :, None] * tf.one_hot(lower_index, num_atoms)
+                         + mass_upper[:, :, None] * tf.one_hot(upper_index, num_atoms), axis=1)
 
 
 class DQNTFPolicy(TFPolicy):
@@ -43,6 +68,7 @@ class DQNTFPolicy(TFPolicy):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
+        check_rainbow_model(self)
         self.exploration = make_exploration(self)
         with tf.device(self.device):
             if self.builtin_model:
@@ -54,6 +80,9 @@ class DQNTFPolicy(TFPolicy):
         self.update_target()
         obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
         self._q_fn = self.graph_function(lambda obs: q_values_of(self.model, obs), [obs_spec])
+        # Noisy networks act greedily with their mean weights (no noise drawn).
+        self._greedy_q_fn = (self.graph_function(lambda obs: self.model.q_values(obs, noise=False), [obs_spec])
+                             if config["noisy"] else self._q_fn)
 
     def model_spec(self) -> QModelSpec:
         return q_model_spec(self)
@@ -67,19 +96,25 @@ class DQNTFPolicy(TFPolicy):
     def first_model_call(self, model: ModelV2, obs: tf.Tensor) -> None:
         q_values_of(model, obs)
 
-    def q_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        """``Q(s, .)`` as ``float32 [B, num_actions]``."""
+    def q_values(self, obs_batch: np.ndarray, noise: bool = True) -> np.ndarray:
+        """``Q(s, .)`` as ``float32 [B, num_actions]`` (``noise``: draw noisy layers' noise)."""
         with tf.device(self.device):
-            return self._q_fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32)).numpy()
+            q_fn = self._q_fn if noise else self._greedy_q_fn
+            return q_fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32)).numpy()
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return act_on_q_values(self, self.exploration, self.q_values(obs_batch), explore)
+        return act_on_q_values(self, self.exploration, lambda noise: self.q_values(obs_batch, noise), explore)
 
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         return self.q_values(obs_batch).max(axis=1)
 
+    def q_logits(self, obs_batch: np.ndarray) -> np.ndarray:
+        """The built-in heads' outputs ``[B, num_actions, num_atoms]`` (noise drawn)."""
+        with tf.device(self.device):
+            return self.model.q_logits(tf.convert_to_tensor(obs_batch, dtype=tf.float32)).numpy()
+
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
-        return postprocess_q_learning(batch, self.config, self.q_values)
+        return postprocess_q_learning(batch, self.config, self.q_values, self.q_logits)
 
     # ----- learning ---------------------------------------------------------------
 
@@ -91,7 +126,7 @@ class DQNTFPolicy(TFPolicy):
     def prepare_batch(self, tensors: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         # The target network stays fixed within learn_on_batch: without double Q (which
         # needs each step's online network) one forward pass gives every step's targets.
-        if not self.config["double_q"]:
+        if not self.config["double_q"] and self.config["num_atoms"] == 1:
             tensors = {**tensors, Q_TP1_BEST: self._q_tp1_best(tensors[SampleBatch.NEXT_OBS])}
         return tensors
 
@@ -105,7 +140,39 @@ class DQNTFPolicy(TFPolicy):
             best_actions = tf.argmax(q_tp1_target, axis=1)
         return tf.gather(q_tp1_target, best_actions, batch_dims=1)
 
+    def _probs_tp1_best(self, next_obs: tf.Tensor) -> tf.Tensor:
+        """``p'(s', a*)`` ``[B, N]``: the target network's distribution at the best next action."""
+        logits_tp1_target = tf.stop_gradient(self.target_model.q_logits(next_obs))
+        if self.config["double_q"]:
+            # Double Q: the online network picks a*, the target network's distribution rates it.
+            best_actions = tf.argmax(tf.stop_gradient(self.model.q_values(next_obs)), axis=1)
+        else:
+            q_tp1_target = tf.reduce_sum(tf.nn.softmax(logits_tp1_target, axis=2) * self.model.spec.support, axis=2)
+            best_actions = tf.argmax(q_tp1_target, axis=1)
+        return tf.nn.softmax(tf.gather(logits_tp1_target, best_actions, batch_dims=1), axis=1)
+
+    def distributional_loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """C51: the importance-weighted cross-entropy between the projected target
+        distribution and ``p(s, a)``; the per-row cross-entropy is the TD error (as 1.13)."""
+        support = self.model.spec.support
+        logits_t = self.model.q_logits(train_batch[SampleBatch.OBS])
+        actions = tf.cast(train_batch[SampleBatch.ACTIONS], tf.int64)
+        logits_t_selected = tf.gather(logits_t, actions, batch_dims=1)
+        not_done = 1.0 - tf.cast(train_batch[SampleBatch.TERMINATEDS], tf.float32)
+        # m = Phi(R^(n) + gamma^k (1 - terminated) z) under p'(s_{t+k}, a*)
+        target = tf.stop_gradient(project_distribution(
+            train_batch[SampleBatch.REWARDS], train_batch[SampleBatch.DISCOUNTS] * not_done,
+            self._probs_tp1_best(train_batch[SampleBatch.NEXT_OBS]), support))
+        cross_entropy = -tf.reduce_sum(target * tf.nn.log_softmax(logits_t_selected, axis=1), axis=1)
+        loss = tf.reduce_mean(train_batch[SampleBatch.WEIGHTS] * cross_entropy)
+        q_t_selected = tf.reduce_sum(tf.nn.softmax(logits_t_selected, axis=1) * support, axis=1)
+        return loss, {"loss": loss, "mean_q": tf.reduce_mean(q_t_selected), "min_q": tf.reduce_min(q_t_selected),
+                      "max_q": tf.reduce_max(q_t_selected), "mean_td_error": tf.reduce_mean(cross_entropy),
+                      "td_error": cross_entropy}
+
     def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        if self.config["num_atoms"] > 1:
+            return self.distributional_loss(train_batch)
         q_t = q_values_of(self.model, train_batch[SampleBatch.OBS])
         actions = tf.cast(train_batch[SampleBatch.ACTIONS], tf.int64)
         q_t_selected = tf.gather(q_t, actions, batch_dims=1)

@@ -1,7 +1,9 @@
-"""DQN's loss in torch: double Q, dueling, n-step targets, importance weights, Huber.
+"""DQN's loss in torch: double Q, dueling, n-step targets, importance weights, Huber;
+with ``num_atoms > 1`` the distributional (C51) cross-entropy.
 
 Mnih et al. 2015 (target network, Huber loss), van Hasselt et al. 2016 (double Q),
-Wang et al. 2016 (dueling heads, in the model), Schaul et al. 2016 (importance weights).
+Wang et al. 2016 (dueling heads, in the model), Schaul et al. 2016 (importance weights),
+Bellemare et al. 2017 (C51), Fortunato et al. 2018 (noisy heads, in the model).
 """
 
 from __future__ import annotations
@@ -19,8 +21,35 @@ from rlstack.models.torch.model import TorchQModel
 from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.torch_policy import GradFn, TorchPolicy, load_model_weights, model_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, make_exploration, postprocess_q_learning,
-                                            q_model_spec)
+from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
+                                            postprocess_q_learning, q_model_spec, uses_rainbow_heads)
+
+
+def project_distribution(rewards: torch.Tensor, bootstrap: torch.Tensor, probs: torch.Tensor,
+                         support: torch.Tensor) -> torch.Tensor:
+    """The categorical projection of C51 (Bellemare et al. 2017, algorithm 1).
+
+    Each atom ``z_j`` of the next state's distribution ``probs [B, N]`` moves to
+    ``Tz_j = r + bootstrap * z_j`` (``bootstrap = gamma^k (1 - terminated)``), clipped to
+    ``[v_min, v_max]``, and its mass is split between the two support points around it
+    in proportion to closeness (all of it to ``z_i`` when ``Tz_j`` lands on ``z_i``).
+
+    Returns:
+        The target distribution ``m [B, N]`` on ``support``.
+    """
+    num_atoms = support.numel()
+    v_min, v_max = support[0], support[-1]
+    delta_z = (v_max - v_min) / (num_atoms - 1)
+    tz = (rewards[:, None] + bootstrap[:, None] * support[None, :]).clamp(v_min, v_max)
+    b = (tz - v_min) / delta_z
+    lower, upper = b.floor(), b.ceil()
+    mass_lower = probs * (upper - b + (lower == upper).float())
+    mass_upper = probs * (b - lower)
+    # Rounding can put b a hair above N - 1 (ceil N): clamp the index, the mass is right.
+    m = torch.zeros_like(probs)
+    m.scatter_add_(1, lower.long().clamp(0, num_atoms - 1), mass_lower)
+    m.scatter_add_(1, upper.long().clamp(0, num_atoms - 1), mass_upper)
+    return m
 
 
 class DQNTorchPolicy(TorchPolicy):
@@ -47,6 +76,7 @@ class DQNTorchPolicy(TorchPolicy):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
+        check_rainbow_model(self)
         self.exploration = make_exploration(self)
         # The target network: a frozen copy, refreshed by update_target().
         self.target_model = copy.deepcopy(self.model)
@@ -63,20 +93,28 @@ class DQNTorchPolicy(TorchPolicy):
 
     # ----- acting -----------------------------------------------------------------
 
-    def q_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        """``Q(s, .)`` as ``float32 [B, num_actions]``."""
+    def q_values(self, obs_batch: np.ndarray, noise: bool = True) -> np.ndarray:
+        """``Q(s, .)`` as ``float32 [B, num_actions]`` (``noise``: draw noisy layers' noise)."""
         with torch.no_grad():
             obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
+            if uses_rainbow_heads(self.config):
+                return self.model.q_values(obs, noise).cpu().numpy()
             return self.model.q_values(obs).cpu().numpy()
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return act_on_q_values(self, self.exploration, self.q_values(obs_batch), explore)
+        return act_on_q_values(self, self.exploration, lambda noise: self.q_values(obs_batch, noise), explore)
 
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         return self.q_values(obs_batch).max(axis=1)
 
+    def q_logits(self, obs_batch: np.ndarray) -> np.ndarray:
+        """The built-in heads' outputs ``[B, num_actions, num_atoms]`` (noise drawn)."""
+        with torch.no_grad():
+            obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
+            return self.model.q_logits(obs).cpu().numpy()
+
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
-        return postprocess_q_learning(batch, self.config, self.q_values)
+        return postprocess_q_learning(batch, self.config, self.q_values, self.q_logits)
 
     # ----- learning ---------------------------------------------------------------
 
@@ -89,7 +127,7 @@ class DQNTorchPolicy(TorchPolicy):
         # The target network stays fixed within learn_on_batch, so without double Q
         # (which needs each step's online network) the targets of all k steps come from
         # one forward pass.
-        if not self.config["double_q"]:
+        if not self.config["double_q"] and self.config["num_atoms"] == 1:
             tensors = {**tensors, Q_TP1_BEST: self._q_tp1_best(tensors[SampleBatch.NEXT_OBS])}
         return tensors
 
@@ -104,7 +142,43 @@ class DQNTorchPolicy(TorchPolicy):
             best_actions = q_tp1_target.argmax(dim=1)
         return q_tp1_target.gather(1, best_actions[:, None]).squeeze(1)
 
+    @torch.no_grad()
+    def _probs_tp1_best(self, next_obs: torch.Tensor) -> torch.Tensor:
+        """``p'(s', a*)`` ``[B, N]``: the target network's distribution at the best next action."""
+        logits_tp1_target = self.target_model.q_logits(next_obs)
+        support = torch.as_tensor(self.model.spec.support, device=next_obs.device)
+        if self.config["double_q"]:
+            # Double Q: the online network picks a*, the target network's distribution rates it.
+            best_actions = self.model.q_values(next_obs).argmax(dim=1)
+        else:
+            best_actions = (torch.softmax(logits_tp1_target, dim=2) * support).sum(dim=2).argmax(dim=1)
+        return torch.softmax(logits_tp1_target[torch.arange(len(best_actions)), best_actions], dim=1)
+
+    def distributional_loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """C51: the cross-entropy between the projected target distribution and
+        ``p(s, a)``, weighted by the importance weights; the per-row cross-entropy is the
+        TD error for the replay priorities (as 1.13)."""
+        support = torch.as_tensor(self.model.spec.support, device=self.device)
+        logits_t = self.model.q_logits(train_batch[SampleBatch.OBS])
+        actions = train_batch[SampleBatch.ACTIONS].long()
+        logits_t_selected = logits_t[torch.arange(len(actions)), actions]
+        with torch.no_grad():
+            not_done = 1.0 - train_batch[SampleBatch.TERMINATEDS].float()
+            # m = Phi(R^(n) + gamma^k (1 - terminated) z) under p'(s_{t+k}, a*)
+            bootstrap = train_batch[SampleBatch.DISCOUNTS] * not_done
+            target = project_distribution(train_batch[SampleBatch.REWARDS], bootstrap,
+                                          self._probs_tp1_best(train_batch[SampleBatch.NEXT_OBS]), support)
+        cross_entropy = -(target * F.log_softmax(logits_t_selected, dim=1)).sum(dim=1)
+        loss = (train_batch[SampleBatch.WEIGHTS] * cross_entropy).mean()
+        cross_entropy = cross_entropy.detach()
+        q_t_selected = (torch.softmax(logits_t_selected.detach(), dim=1) * support).sum(dim=1)
+        min_q, max_q = torch.aminmax(q_t_selected)
+        return loss, {"loss": loss, "mean_q": q_t_selected.mean(), "min_q": min_q, "max_q": max_q,
+                      "mean_td_error": cross_entropy.mean(), "td_error": cross_entropy}
+
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        if self.config["num_atoms"] > 1:
+            return self.distributional_loss(train_batch)
         q_t = self.model.q_values(train_batch[SampleBatch.OBS])
         actions = train_batch[SampleBatch.ACTIONS].long()
         q_t_selected = q_t.gather(1, actions[:, None]).squeeze(1)

@@ -1,6 +1,6 @@
 """What the DQN family's numpy, torch and TF policies share: epsilon-greedy acting on
-Q-values, n-step postprocessing with worker-side priorities, and the numpy acting policy
-that rollout workers use (no framework import)."""
+Q-values, n-step postprocessing with worker-side priorities, the Rainbow model checks,
+and the numpy acting policy that rollout workers use (no framework import)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 import gymnasium as gym
 import numpy as np
 
+from rlstack.errors import ConfigError
 from rlstack.models.catalog import ModelCatalog, QModelSpec
 from rlstack.models.numpy.model import NumpyQModel
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn
@@ -18,6 +19,8 @@ from rlstack.sample_batch import SampleBatch
 from rlstack.utils.exploration import EpsilonGreedy
 
 QValuesFn = Callable[[np.ndarray], np.ndarray]
+# Observations -> the Q-network's heads [B, num_actions, num_atoms] (C51 logits).
+LogitsFn = Callable[[np.ndarray], np.ndarray]
 
 # The column prepare_batch adds for plain (not double) Q: Q'(s', a*) of the fixed target
 # network, computed once for all the gradient steps of one learn_on_batch.
@@ -25,10 +28,32 @@ Q_TP1_BEST = "q_tp1_best"
 
 
 def q_model_spec(policy: Policy) -> QModelSpec:
-    """The Q-network for a DQN-family policy (``hiddens`` and ``dueling`` from its config)."""
-    return ModelCatalog.get_q_model_spec(policy.observation_space, policy.action_space,
-                                         policy.config.get("model", {}), policy.config["hiddens"],
-                                         policy.config["dueling"])
+    """The Q-network for a DQN-family policy (``hiddens``, ``dueling``, ``num_atoms``,
+    ``v_min``, ``v_max``, ``noisy`` and ``sigma0`` from its config)."""
+    config = policy.config
+    return ModelCatalog.get_q_model_spec(policy.observation_space, policy.action_space, config.get("model", {}),
+                                         config["hiddens"], config["dueling"], num_atoms=config["num_atoms"],
+                                         v_min=config["v_min"], v_max=config["v_max"], noisy=config["noisy"],
+                                         sigma0=config["sigma0"])
+
+
+def uses_rainbow_heads(config: dict) -> bool:
+    """Whether the Q-network is distributional or noisy (built-in models only)."""
+    return config["num_atoms"] > 1 or bool(config["noisy"])
+
+
+def check_rainbow_model(policy: Policy) -> None:
+    """Distributional and noisy heads exist on the built-in Q-network only.
+
+    Raises:
+        ConfigError: If ``num_atoms > 1`` or ``noisy`` is asked of a custom model.
+    """
+    if uses_rainbow_heads(policy.config) and not policy.builtin_model:
+        raise ConfigError(
+            f"num_atoms={policy.config['num_atoms']} / noisy={policy.config['noisy']} build the heads of rlstack's "
+            "built-in Q-network; a custom_model has its own q_values(). Remove model.custom_model, or set "
+            "num_atoms=1 and noisy=False."
+        )
 
 
 def make_exploration(policy: Policy) -> EpsilonGreedy:
@@ -37,10 +62,15 @@ def make_exploration(policy: Policy) -> EpsilonGreedy:
                          seed=policy.sampling_seed)
 
 
-def act_on_q_values(policy: Policy, exploration: EpsilonGreedy, q_values: np.ndarray,
+def act_on_q_values(policy: Policy, exploration: EpsilonGreedy, q_fn: Callable[[bool], np.ndarray],
                     explore: bool | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Epsilon-greedy actions and the ``q_values`` extra column."""
+    """Epsilon-greedy actions and the ``q_values`` extra column.
+
+    ``q_fn(noise)`` gives the Q-values; noisy networks act with fresh noise when
+    exploring and with their mean weights when not (greedy evaluation is deterministic).
+    """
     explore = policy.config.get("explore", True) if explore is None else bool(explore)
+    q_values = q_fn(explore)
     actions = exploration.choose(q_values, policy.global_timestep, explore)
     return actions, {"q_values": q_values.astype(np.float32, copy=False)}
 
@@ -62,12 +92,58 @@ def td_errors(batch: SampleBatch, q_fn: QValuesFn, double_q: bool, target_q_fn: 
     return np.abs(q_selected - target)
 
 
-def postprocess_q_learning(batch: SampleBatch, config: dict, q_fn: QValuesFn) -> SampleBatch:
+def project_distribution(rewards: np.ndarray, bootstrap: np.ndarray, probs: np.ndarray,
+                         support: np.ndarray) -> np.ndarray:
+    """C51's categorical projection in numpy (as the torch and TF policies' own):
+    ``Tz_j = clip(r + bootstrap z_j, v_min, v_max)``, its mass ``probs[:, j]`` split
+    between the support points around it (all to ``z_i`` when it lands on ``z_i``)."""
+    num_atoms = len(support)
+    v_min, v_max = float(support[0]), float(support[-1])
+    tz = np.clip(rewards[:, None] + bootstrap[:, None] * support[None, :], v_min, v_max)
+    b = (tz - v_min) / ((v_max - v_min) / (num_atoms - 1))
+    lower, upper = np.floor(b), np.ceil(b)
+    mass_lower = probs * (upper - b + (lower == upper))
+    mass_upper = probs * (b - lower)
+    m = np.zeros_like(probs)
+    rows = np.repeat(np.arange(len(probs)), num_atoms)
+    np.add.at(m, (rows, np.clip(lower, 0, num_atoms - 1).astype(np.int64).ravel()), mass_lower.ravel())
+    np.add.at(m, (rows, np.clip(upper, 0, num_atoms - 1).astype(np.int64).ravel()), mass_upper.ravel())
+    return m
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def c51_td_errors(batch: SampleBatch, logits_fn: LogitsFn, support: np.ndarray) -> np.ndarray:
+    """The per-row cross-entropy of C51 (the learner's TD error, as 1.13) under one
+    network (rollout workers have no target network, so double Q and plain argmax
+    coincide)."""
+    rows = np.arange(batch.count)
+    logits_t = logits_fn(batch[SampleBatch.OBS])[rows, batch[SampleBatch.ACTIONS].astype(np.int64)]
+    probs_tp1 = np.exp(_log_softmax(logits_fn(batch[SampleBatch.NEXT_OBS])))
+    best = np.argmax((probs_tp1 * support).sum(axis=2), axis=1)
+    not_done = 1.0 - batch[SampleBatch.TERMINATEDS].astype(np.float32)
+    m = project_distribution(batch[SampleBatch.REWARDS], batch[SampleBatch.DISCOUNTS] * not_done,
+                             probs_tp1[rows, best], support)
+    return -(m * _log_softmax(logits_t)).sum(axis=1)
+
+
+def postprocess_q_learning(batch: SampleBatch, config: dict, q_fn: QValuesFn,
+                           logits_fn: LogitsFn | None = None) -> SampleBatch:
     """n-step returns, and with ``worker_side_prioritization`` the initial replay
-    priorities ``|TD error|`` under the worker's current weights (Horgan et al. 2018)."""
+    priorities under the worker's current weights (Horgan et al. 2018): ``|TD error|``,
+    or with ``num_atoms > 1`` the C51 cross-entropy from ``logits_fn`` (the same scale
+    as the learner's priorities)."""
     batch = postprocess_n_step(batch, config)
     if config.get("worker_side_prioritization") and batch.count:
-        batch[SampleBatch.PRIORITIES] = td_errors(batch, q_fn, config["double_q"]).astype(np.float32)
+        if config.get("num_atoms", 1) > 1 and logits_fn is not None:
+            support = np.linspace(config["v_min"], config["v_max"], config["num_atoms"], dtype=np.float32)
+            errors = c51_td_errors(batch, logits_fn, support)
+        else:
+            errors = td_errors(batch, q_fn, config["double_q"])
+        batch[SampleBatch.PRIORITIES] = errors.astype(np.float32)
     return batch
 
 
@@ -92,6 +168,7 @@ class DQNNumpyPolicy(NumpyPolicy):
                  sampling_seed: int | None = None, postprocess_fn: PostprocessFn | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed, postprocess_fn)
         self.exploration = make_exploration(self)
+        self.model.noise_rng = np.random.default_rng(sampling_seed)
 
     def model_spec(self) -> QModelSpec:
         return q_model_spec(self)
@@ -100,15 +177,19 @@ class DQNNumpyPolicy(NumpyPolicy):
         super().bind_worker(worker_index, num_workers)
         self.exploration = make_exploration(self)
 
-    def q_values(self, obs_batch: np.ndarray) -> np.ndarray:
-        """``Q(s, .)`` as ``float32 [B, num_actions]``."""
-        return self.model.q_values(np.asarray(obs_batch, dtype=np.float32)).astype(np.float32, copy=False)
+    def q_values(self, obs_batch: np.ndarray, noise: bool = True) -> np.ndarray:
+        """``Q(s, .)`` as ``float32 [B, num_actions]`` (``noise``: draw noisy layers' noise)."""
+        return self.model.q_values(np.asarray(obs_batch, dtype=np.float32), noise).astype(np.float32, copy=False)
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return act_on_q_values(self, self.exploration, self.q_values(obs_batch), explore)
+        return act_on_q_values(self, self.exploration, lambda noise: self.q_values(obs_batch, noise), explore)
 
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         return self.q_values(obs_batch).max(axis=1)
 
+    def q_logits(self, obs_batch: np.ndarray) -> np.ndarray:
+        """The heads' outputs ``[B, num_actions, num_atoms]`` (noise drawn)."""
+        return self.model.q_logits(np.asarray(obs_batch, dtype=np.float32))
+
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
-        return postprocess_q_learning(batch, self.config, self.q_values)
+        return postprocess_q_learning(batch, self.config, self.q_values, self.q_logits)
