@@ -345,7 +345,7 @@ def _submit(args: argparse.Namespace) -> int:
     if working_dir is None and "working_dir" not in runtime_env:
         working_dir = "."
     return jobs.submit(args.address, command, working_dir=working_dir, runtime_env=runtime_env,
-                       no_wait=args.no_wait, env_vars=env_vars)
+                       no_wait=args.no_wait, env_vars=env_vars, force=args.force)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -491,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "follow its logs and exit 0 if it succeeded, 1 if it failed or was stopped. "
                     "On a cluster with token authentication, set RAY_AUTH_MODE=token and the token "
                     "(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) in this shell.",
-        usage="rlstack submit [--address URL] [--working-dir DIR] [--no-wait] [--runtime-env-json JSON] "
+        usage="rlstack submit [--address URL] [--working-dir DIR] [--no-wait] [--force] [--runtime-env-json JSON] "
               "[--env KEY=VALUE] -- COMMAND ...",
     )
     submit.add_argument("--address", help="the Ray Jobs API (dashboard) address, e.g. http://HEAD:8265 "
@@ -503,6 +503,9 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--env", action="append", metavar="KEY=VALUE", help="an environment variable for the job "
                                                                              "(repeatable)")
     submit.add_argument("--no-wait", action="store_true", help="submit, print the job id and return")
+    submit.add_argument("--force", action="store_true", help="upload the working directory even when it is over "
+                                                             "100 MiB or holds files named like secrets (.env, "
+                                                             "*.pem, id_rsa*, credentials, ...)")
     submit.add_argument("command", nargs=argparse.REMAINDER,
                         help="after '--': the rlstack command the job runs, e.g. -- train -f x.yaml")
     submit.set_defaults(func=_submit)

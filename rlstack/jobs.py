@@ -63,6 +63,7 @@ __all__ = [
     "JobSubmissionError",
     "build_entrypoint",
     "build_runtime_env",
+    "check_upload",
     "submit",
 ]
 
@@ -151,6 +152,71 @@ def build_runtime_env(
     return env
 
 
+# rlstack submit refuses to upload more than this, or files that look like secrets,
+# unless --force: the upload goes to every node of the cluster and stays there.
+MAX_UPLOAD_BYTES = 100 * 2**20
+# File names (fnmatch patterns) that usually hold credentials; matched at any depth.
+SECRET_PATTERNS = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*",
+                   "id_ed25519*", "credentials", ".netrc", ".pypirc", "*.keystore")
+# Templates that only show which variables to set.
+_NOT_SECRETS = (".env.example", ".env.sample", ".env.template", ".env.dist")
+
+
+def _uploaded_files(root: str, excludes: list[str]) -> list[tuple[str, int]]:
+    """``(relative path, bytes)`` of every file Ray would upload from ``root``: its own
+    walk, which applies ``excludes`` and the .gitignore / .rayignore files in every
+    directory."""
+    from pathlib import Path
+
+    from ray._private.runtime_env import packaging
+
+    base = Path(root).resolve()
+    files: list[tuple[str, int]] = []
+
+    def visit(path: Path) -> None:
+        if path.is_file() and not path.is_symlink():
+            files.append((str(path.relative_to(base)), path.stat().st_size))
+
+    include_gitignore = os.environ.get("RAY_RUNTIME_ENV_IGNORE_GITIGNORE", "0") != "1"
+    quiet = logging.getLogger("rlstack.jobs.upload_walk")  # Ray's walk logs each ignore file at INFO
+    quiet.setLevel(logging.WARNING)
+    packaging._dir_travel(base, [packaging._get_excludes(base, list(excludes))], visit,
+                          include_gitignore=include_gitignore, logger=quiet)
+    return files
+
+
+def check_upload(runtime_env: dict[str, Any]) -> None:
+    """Refuses a local working directory Ray would upload with more than
+    :data:`MAX_UPLOAD_BYTES` or with files named like secrets (:data:`SECRET_PATTERNS`).
+
+    Raises:
+        ConfigError: Naming the largest files, or the secret-looking ones, and what to do.
+    """
+    import fnmatch
+
+    root = runtime_env.get("working_dir")
+    if root is None or "://" in str(root):
+        return
+    files = _uploaded_files(root, runtime_env.get("excludes") or [])
+    secrets = sorted(path for path, _ in files
+                     if os.path.basename(path) not in _NOT_SECRETS
+                     and any(fnmatch.fnmatch(os.path.basename(path), pattern) for pattern in SECRET_PATTERNS))
+    if secrets:
+        raise ConfigError(
+            f"The working directory {root} holds files that look like secrets, which would be uploaded to the "
+            f"cluster: {', '.join(secrets[:10])}{' ...' if len(secrets) > 10 else ''}. List them in .gitignore or "
+            "a .rayignore file (or --runtime-env-json '{\"excludes\": [...]}'), or pass --force to upload them.")
+    total = sum(size for _, size in files)
+    if total > MAX_UPLOAD_BYTES:
+        largest = sorted(files, key=lambda f: -f[1])[:5]
+        named = ", ".join(f"{path} ({size / 2**20:.1f} MiB)" for path, size in largest)
+        raise ConfigError(
+            f"The working directory {root} would upload {total / 2**20:.1f} MiB (more than "
+            f"{MAX_UPLOAD_BYTES // 2**20} MiB); the largest files: {named}. Leave data, checkpoints and results out "
+            "(.gitignore, .rayignore, or --runtime-env-json '{\"excludes\": [\"data/\"]}'), point --working-dir at "
+            "a smaller directory, or pass --force.")
+
+
 def submit(
     address: str | None,
     entrypoint_args: Sequence[str],
@@ -159,6 +225,7 @@ def submit(
     no_wait: bool = False,
     env_vars: dict[str, str] | None = None,
     out: TextIO | None = None,
+    force: bool = False,
 ) -> int:
     """Submits ``rlstack ENTRYPOINT_ARGS`` as a Ray job; by default follows it to the end.
 
@@ -173,6 +240,7 @@ def submit(
         no_wait: Submit, print the job id and return without waiting.
         env_vars: See :func:`build_runtime_env`.
         out: Where the job id, the job's logs and its final status go (default stdout).
+        force: Upload a working directory that :func:`check_upload` would refuse.
 
     Returns:
         0 if the job succeeded (or was submitted, with ``no_wait``), 1 if it failed or
@@ -182,11 +250,14 @@ def submit(
         ClusterConnectionError: If the address cannot be reached.
         ClusterAuthenticationError: If the cluster refuses this client's token.
         JobSubmissionError: If the Jobs API refuses the job or a request about it.
-        ConfigError: For a missing working directory or a malformed runtime env.
+        ConfigError: For a missing working directory or a malformed runtime env, or
+            (without ``force``) one over 100 MiB or holding secret-looking files.
     """
     out = out or sys.stdout
     entrypoint = build_entrypoint(entrypoint_args)
     env = build_runtime_env(working_dir, runtime_env, env_vars)
+    if not force:
+        check_upload(env)
     shown = address or "the default address"
     with _cluster_errors(shown), _quiet_default_exclude_warnings():
         client = _client(address)

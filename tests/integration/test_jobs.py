@@ -29,6 +29,8 @@ import requests
 from ray.job_submission import JobStatus, JobSubmissionClient  # ray[default], a dependency
 
 from rlstack import jobs
+from rlstack.cli import main
+from rlstack.errors import ConfigError
 from rlstack.trainers import checkpoint as ckpt
 
 pytestmark = pytest.mark.timeout(420)
@@ -310,3 +312,48 @@ def test_logs_are_written_once_and_completely(monkeypatch, breaks, polls):
     status = jobs._follow_logs(_FakeClient(["a\n"], breaks, polls), "raysubmit_x", out)
     assert out.getvalue() == "a\nb\nc\n"
     assert status == polls[-1][0]
+
+
+class RecordingClient:
+    """Stands for Ray's JobSubmissionClient: records what would be submitted."""
+
+    submitted: list = []
+
+    def submit_job(self, **kwargs):
+        self.submitted.append(kwargs)
+        return "raysubmit_test"
+
+
+def test_submit_refuses_secret_looking_files_and_oversized_uploads_unless_forced(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(jobs, "_client", lambda address: RecordingClient())
+    RecordingClient.submitted = []
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / ".env.example").write_text("TOKEN=\n")          # a template, not a secret
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (tmp_path / ".env").write_text("TOKEN=abc\n")
+    args = ("http://127.0.0.1:1", ["ls"])
+    with pytest.raises(ConfigError) as info:
+        jobs.submit(*args, working_dir=str(tmp_path), no_wait=True)
+    assert ".env," in str(info.value) and "keys/id_rsa" in str(info.value) and "--force" in str(info.value)
+    assert ".env.example" not in str(info.value) and not RecordingClient.submitted
+    # Left out by .gitignore (Ray would not upload them), they are no reason to refuse.
+    (tmp_path / ".gitignore").write_text(".env\nkeys/\n")
+    assert jobs.submit(*args, working_dir=str(tmp_path), no_wait=True) == 0
+    assert len(RecordingClient.submitted) == 1
+
+    big = tmp_path / "data" / "replay.bin"
+    big.parent.mkdir()
+    with open(big, "wb") as f:  # sparse: 101 MiB long, nothing written to disk
+        f.truncate(101 * 2**20)
+    with pytest.raises(ConfigError) as info:
+        jobs.submit(*args, working_dir=str(tmp_path), no_wait=True)
+    assert "data/replay.bin (101.0 MiB)" in str(info.value) and "100 MiB" in str(info.value)
+    assert jobs.submit(*args, working_dir=str(tmp_path), no_wait=True, force=True) == 0
+    assert len(RecordingClient.submitted) == 2
+    # The command line's --force reaches submit().
+    assert main(["submit", "--address", "http://127.0.0.1:1", "--working-dir", str(tmp_path), "--no-wait", "--",
+                 "ls"]) == 2
+    assert "replay.bin" in capsys.readouterr().err
+    assert main(["submit", "--address", "http://127.0.0.1:1", "--working-dir", str(tmp_path), "--no-wait",
+                 "--force", "--", "ls"]) == 0
