@@ -221,6 +221,9 @@ class EvolutionTrainer(Trainer):
         if not isinstance(config["report_length"], int) or config["report_length"] < 1:
             raise ConfigError(f"report_length={config['report_length']!r}: the number of iterations "
                               "episode_reward_mean averages over must be an int >= 1.")
+        if config["evaluation_interval"]:
+            raise ConfigError(f"evaluation_interval={config['evaluation_interval']!r}: {cls._name} reports episodes "
+                              "run without noise instead (eval_prob, report_length); set evaluation_interval to None.")
         model = config["model"]
         if model.get("custom_model") or model.get("conv_filters") or model.get("custom_action_dist"):
             raise ConfigError(f"{cls._name} evaluates its policy in numpy, which covers the built-in dense models: "

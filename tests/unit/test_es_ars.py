@@ -126,6 +126,7 @@ def test_flat_weights_leave_the_value_branch_out():
     (ARSTrainer, "num_rollouts", 2.5),
     (ARSTrainer, "sgd_stepsize", 0),
     (ARSTrainer, "report_length", 0),
+    (ARSTrainer, "evaluation_interval", 2),
 ])
 def test_bad_config_names_the_key(trainer, key, value):
     with pytest.raises(ConfigError, match=key):
