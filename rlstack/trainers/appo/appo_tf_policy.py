@@ -151,3 +151,7 @@ class APPOTFPolicy(ImpalaTFPolicy):
             set_model_weights(self.target_model, target)
         if "kl_coeff" in state:
             self.kl_coeff.assign(float(state["kl_coeff"]))
+
+
+# RLlib 1.13's name (`ray.rllib.agents.ppo.appo_tf_policy.AsyncPPOTFPolicy`).
+AsyncPPOTFPolicy = APPOTFPolicy

@@ -141,3 +141,7 @@ class APPOTorchPolicy(ImpalaTorchPolicy):
             self.target_model.load_state_dict(self.model.state_dict())
         if "kl_coeff" in state:
             self.kl_coeff = float(state["kl_coeff"])
+
+
+# RLlib 1.13's name (`ray.rllib.agents.ppo.appo_torch_policy.AsyncPPOTorchPolicy`).
+AsyncPPOTorchPolicy = APPOTorchPolicy
