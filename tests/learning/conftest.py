@@ -17,8 +17,9 @@ _pool: LearningRuns | None = None
 
 
 def case_id(path, name: str, framework: str) -> str:  # noqa: ANN001 - a Path
-    """The pytest id of a learning case (``cartpole-ppo-torch``)."""
-    return f"{path.stem}-{framework}"
+    """The pytest id of a learning case (``cartpole-ppo-torch``): the experiment's name,
+    which is its file's stem unless the file holds several (``cartpole-appo.yaml``)."""
+    return f"{name}-{framework}"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -156,8 +156,15 @@ class LearningRuns:
         run.started_at = time.monotonic() - self._t0
         log = open(run.storage / "run.log", "w")  # noqa: SIM115 - closed in _finish
         nice = ["nice", "-n", "19"] if run.slots < SLOTS and shutil.which("nice") else []
+        path = run.path
+        experiments = load_experiments(str(path))
+        if len(experiments) > 1:  # a file of several experiments: this case trains only its own
+            import yaml
+
+            path = run.storage / f"{run.name}.yaml"
+            path.write_text(yaml.safe_dump({run.name: dict(experiments[run.name])}, sort_keys=False))
         proc = subprocess.Popen(
-            [*nice, sys.executable, "-m", "rlstack", "train", "-f", str(run.path), "--framework", run.framework,
+            [*nice, sys.executable, "-m", "rlstack", "train", "-f", str(path), "--framework", run.framework,
              "--storage-path", str(run.storage)],
             stdout=log, stderr=subprocess.STDOUT, text=True, env=self._env(run),
         )
