@@ -12,12 +12,15 @@ subclass supplies ``_name``, ``_default_config``, ``validate_config``,
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import copy
 import importlib
 import logging
 import os
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -213,6 +216,7 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
     # ----- set-up ---------------------------------------------------------------------
 
     def setup(self, config: dict[str, Any]) -> None:
+        _LIVE_TRAINERS.add(self)  # stopped at interpreter exit unless stop() comes first
         if self._storage is not None and os.environ.get("TUNE_ORIG_WORKING_DIR"):
             # Tune moves each trial into its own directory; relative paths in configs
             # (env files, checkpoints to restore) are meant from where the user started.
@@ -434,6 +438,7 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
         return False
 
     def cleanup(self) -> None:
+        _LIVE_TRAINERS.discard(self)
         if getattr(self, "_result_logger", None) is not None:
             self._result_logger.close()
         for workers in (getattr(self, "workers", None), getattr(self, "evaluation_workers", None)):
@@ -449,3 +454,17 @@ def process_perf() -> dict[str, float]:
     trainer process's resident memory in MB (``rss_mb``, which `rlstack compare` reports)."""
     return {"cpu_util_percent": psutil.cpu_percent(), "ram_util_percent": psutil.virtual_memory().percent,
             "rss_mb": round(psutil.Process().memory_info().rss / 2**20, 1)}
+
+
+# Trainers whose stop() has not run. A script or notebook that ends without trainer.stop()
+# still stops them, before Ray's own exit hook (registered when ray was imported, so run
+# after this one) shuts Ray down under workers that are still sampling or holding objects.
+_LIVE_TRAINERS: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def stop_live_trainers() -> None:
+    """Stops every trainer still running (called at interpreter exit)."""
+    for trainer in list(_LIVE_TRAINERS):
+        with contextlib.suppress(Exception):
+            trainer.stop()
