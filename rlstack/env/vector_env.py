@@ -26,8 +26,9 @@ from rlstack.errors import EnvError, EnvFailureError
 
 logger = logging.getLogger(__name__)
 
-# A sub-env that fails this many times in a row (no episode ending in between) is broken
-# for good: restarting it again would only spin.
+# A sub-env that fails more than this many times in a row (no episode ending in between)
+# is broken for good: restarting it again would only spin. The default of the config key
+# num_consecutive_env_restarts_tolerance.
 MAX_RESTARTS_IN_ROW = 10
 
 
@@ -68,6 +69,7 @@ class VectorEnv(BaseEnv):
         restart_failed: bool = False,
         no_done_at_end: bool = False,
         worker_index: int = 0,
+        max_restarts_in_row: int = MAX_RESTARTS_IN_ROW,
     ) -> None:
         self.make_one = make_one
         self.envs = [make_one(i) for i in range(num_envs)]
@@ -79,6 +81,7 @@ class VectorEnv(BaseEnv):
         self.horizon = horizon
         self.no_done_at_end = no_done_at_end
         self.restart_failed = restart_failed
+        self.max_restarts_in_row = max_restarts_in_row
         self.worker_index = worker_index
         # Steps of each sub-env's current episode (for the horizon and for messages).
         self._steps = [0] * num_envs
@@ -198,11 +201,12 @@ class VectorEnv(BaseEnv):
             ) from exc
         while True:
             self._restarts_in_row[index] += 1
-            if self._restarts_in_row[index] > MAX_RESTARTS_IN_ROW:
+            if self._restarts_in_row[index] > self.max_restarts_in_row:
                 raise EnvFailureError(
-                    f"{where}: {exc}; it failed {MAX_RESTARTS_IN_ROW + 1} times in a row without finishing an "
-                    "episode, so restart_failed_sub_environments gives up on it. Fix the env (or, if its episodes "
-                    "never end, set horizon so that they do)."
+                    f"{where}: {exc}; it failed {self.max_restarts_in_row + 1} times in a row without finishing an "
+                    "episode, so restart_failed_sub_environments gives up on it "
+                    "(num_consecutive_env_restarts_tolerance). Fix the env (or, if its episodes never end, set "
+                    "horizon so that they do)."
                 ) from exc
             logger.warning("%s: %s; closing it and starting a new one.", where, exc)
             self.num_restarts += 1

@@ -54,6 +54,7 @@ _B = SampleBatch
 _MAX_PENDING_STEPS = 1_000_000
 # sample() gives up after this many fragments in a row that yield no row because sub-envs
 # failed in them (restart_failed_sub_environments): the envs fail faster than they run.
+# The default of the config key num_consecutive_failed_fragments_tolerance.
 _MAX_FAILED_EMPTY_FRAGMENTS = 10
 
 
@@ -139,6 +140,7 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
                 seeds=[env_seed(seed, worker_index, i) for i in range(n)],
                 horizon=config.get("horizon"),
                 restart_failed=bool(config.get("restart_failed_sub_environments", False)),
+                max_restarts_in_row=int(config.get("num_consecutive_env_restarts_tolerance", 10)),
                 no_done_at_end=bool(config.get("no_done_at_end", False)),
                 worker_index=worker_index,
             )
@@ -212,6 +214,8 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
         self.config = config
         if self.env is not None:
             self.env.restart_failed = bool(config.get("restart_failed_sub_environments", False))
+            if hasattr(self.env, "max_restarts_in_row"):
+                self.env.max_restarts_in_row = int(config.get("num_consecutive_env_restarts_tolerance", 10))
         if self.policies is not None:
             self.policies.reset(config, policy_specs)
             self._use_first_policy()
@@ -401,11 +405,13 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
                 self._tracker.prune()
             if collected == collected_before and env.num_restarts > failures_before:
                 failed_empty += 1
-                if failed_empty >= _MAX_FAILED_EMPTY_FRAGMENTS:
+                if failed_empty >= int(self.config.get("num_consecutive_failed_fragments_tolerance",
+                                                       _MAX_FAILED_EMPTY_FRAGMENTS)):
                     raise EnvFailureError(
                         f"Sub-envs of rollout worker {self.worker_index} failed in each of the last {failed_empty} "
                         "fragments and restart_failed_sub_environments dropped every row of them: the envs fail "
-                        "faster than they run. Fix the env (see the warnings logged for each restart)."
+                        "faster than they run (num_consecutive_failed_fragments_tolerance). Fix the env (see the "
+                        "warnings logged for each restart)."
                     )
             else:
                 failed_empty = 0

@@ -66,6 +66,12 @@ COMMON_CONFIG: dict[str, Any] = {
     # others go on; its broken episode is dropped from the batch and the episode metrics
     # and counted in num_env_restarts. False: the error stops training, naming the sub-env.
     "restart_failed_sub_environments": False,
+    # ...and gives up (EnvFailureError) on a sub-env that failed this many times in a row
+    # without finishing an episode in between: restarting it again would only spin...
+    "num_consecutive_env_restarts_tolerance": 10,
+    # ...or on a worker whose sub-envs failed in this many sample fragments in a row that
+    # yielded no row at all (the envs fail faster than they run).
+    "num_consecutive_failed_fragments_tolerance": 10,
     # === Learning ===
     # Discount factor.
     "gamma": 0.99,
@@ -384,6 +390,9 @@ def validate_common_config(config: dict[str, Any]) -> None:
         _require(_is_int(config[key]) and config[key] >= 1, f"{key} must be an integer >= 1, got {config[key]!r}.")
     _require(config["batch_mode"] in BATCH_MODES,
              f"batch_mode={config['batch_mode']!r} is not allowed; use one of {', '.join(BATCH_MODES)}.")
+    for key in ("num_consecutive_env_restarts_tolerance", "num_consecutive_failed_fragments_tolerance"):
+        _require(_is_int(config[key]) and config[key] >= 1,
+                 f"{key} must be an integer >= 1 (failures in a row tolerated before giving up), got {config[key]!r}.")
     _require(isinstance(config["restart_failed_sub_environments"], bool),
              "restart_failed_sub_environments must be True or False, got "
              f"{config['restart_failed_sub_environments']!r}.")

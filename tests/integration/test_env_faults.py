@@ -454,3 +454,35 @@ def test_optimizer_rejects_non_finite_gradients(framework):
         policy.apply_gradients(grads)
     _assert_weights_equal(before, policy.get_weights())
     trainer.stop()
+
+
+def test_give_up_limits_are_config_keys():
+    from rlstack.errors import ConfigError
+    from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
+    from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy
+
+    class AlwaysFails(MarkedEnv):
+        def step(self, action):
+            raise RuntimeError("always")
+
+    class FailsEveryOtherEpisode(MarkedEnv):
+        def step(self, action):
+            self.t += 1
+            if self.episode % 2 == 1 and self.t == 2:
+                raise RuntimeError("odd episode")
+            return self._obs(), 1.0, self.t >= 3, False, {}
+
+    base = {**PPO_SMALL, "num_envs_per_worker": 1, "rollout_inference": "framework",
+            "restart_failed_sub_environments": True}
+    config = merge_config(DEFAULT_CONFIG, {**base, "num_consecutive_env_restarts_tolerance": 2}, "PPO")
+    worker = RolloutWorker(AlwaysFails, PPOTorchPolicy, config)
+    with pytest.raises(EnvFailureError, match="failed 3 times in a row.*num_consecutive_env_restarts_tolerance"):
+        worker.sample()
+    assert worker.num_env_restarts == 2
+    config = merge_config(DEFAULT_CONFIG, {**base, "num_consecutive_failed_fragments_tolerance": 3}, "PPO")
+    worker = RolloutWorker(FailsEveryOtherEpisode, PPOTorchPolicy, config)
+    with pytest.raises(EnvFailureError, match="failed in each of the last 3 fragments"):
+        worker.sample()
+    for key in ("num_consecutive_env_restarts_tolerance", "num_consecutive_failed_fragments_tolerance"):
+        with pytest.raises(ConfigError, match=f"{key} must be an integer >= 1"):
+            PPOTrainer({**PPO_SMALL, key: 0}, MarkedEnv)
