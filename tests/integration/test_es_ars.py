@@ -2,7 +2,7 @@
 iterations with two actors (1.13's result keys, the minimums per iteration met, the
 policy's weights moved, the filter statistics merged into the driver's), the noise table
 read by the actors as a read-only view of the object store's one copy, and a checkpoint
-restored with the same greedy actions and optimizer state."""
+restored with the same greedy actions and optimizer state; the model exports."""
 
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ def test_two_iterations_checkpoint_and_actions(ray_local, framework, algo, tmp_p
 
     action = trainer.compute_single_action(OBSERVATIONS[0], explore=False)
     assert action in (0, 1)
+    exported = trainer.export_policy_model(str(tmp_path / "model"))  # the acting policy serves without rlstack
+    assert any((tmp_path / "model").iterdir()), exported
     path = trainer.save(str(tmp_path / "checkpoint"))
     expected = [trainer.compute_single_action(obs, explore=False) for obs in OBSERVATIONS]
     optimizer_state = trainer.extra_checkpoint_arrays()
