@@ -273,3 +273,14 @@ def test_config_errors_name_the_key(overrides, message):
 def test_recurrent_models_are_refused():
     with pytest.raises(ConfigError, match="APPO"):
         APPOTrainer.merge_and_validate({"model": {"use_lstm": True}})
+
+
+def test_1_13_import_paths():
+    import rlstack
+    from rlstack.trainers.appo import DEFAULT_CONFIG as folder_config
+    from rlstack.trainers.ppo import APPOTrainer as from_ppo_package
+    from rlstack.trainers.ppo.appo import APPOTrainer as from_ppo_module
+
+    assert from_ppo_package is from_ppo_module is APPOTrainer is rlstack.APPOTrainer
+    assert folder_config is DEFAULT_CONFIG
+    assert rlstack.get_trainer_class("APPO") is APPOTrainer
