@@ -115,7 +115,42 @@ def _tf_rnn_model():
     return TFRNNModel
 
 
+def _nan_grad_torch_model():
+    import torch
+
+    Tiny = _torch_model()
+
+    class NanGradTorchModel(Tiny):
+        """Finite outputs, NaN gradients: adds sqrt(logits - logits) = 0, whose gradient
+        is inf - inf (a custom loss or model with sqrt or log at 0 does the same)."""
+
+        def forward(self, obs: torch.Tensor):
+            logits, values = super().forward(obs)
+            return logits + torch.sqrt(logits - logits), values
+
+    return NanGradTorchModel
+
+
+def _nan_grad_tf_model():
+    import tensorflow as tf
+
+    Tiny = _tf_model()
+
+    class NanGradTFModel(Tiny):
+        """The TF twin of NanGradTorchModel."""
+
+        def __call__(self, obs):
+            logits, values = super().__call__(obs)
+            return logits + tf.sqrt(logits - logits), values
+
+    return NanGradTFModel
+
+
 def __getattr__(name):
+    if name == "NanGradTorchModel":
+        return _nan_grad_torch_model()
+    if name == "NanGradTFModel":
+        return _nan_grad_tf_model()
     if name == "TinyTorchModel":
         return _torch_model()
     if name == "TinyTFModel":

@@ -283,6 +283,13 @@ class TFLearner(Policy):
                 else:
                     stats[grad_norm_key(i)] = tf.where(tf.convert_to_tensor(on), norm, float("nan"))
                     finite = tf.logical_and(finite, tf.logical_or(tf.logical_not(on), tf.math.is_finite(norm)))
+        else:
+            # Unclipped gradients are checked too (their norm only, for the check): a
+            # finite loss can still have a NaN gradient (sqrt or log at 0 in a custom loss).
+            for i, on in enumerate(mask):
+                norm = tf.linalg.global_norm([g for g in grads[i] if g is not None])
+                ok = tf.math.is_finite(norm)
+                finite = tf.logical_and(finite, ok if on is True else tf.logical_or(tf.logical_not(on), ok))
         tf.cond(tf.logical_and(finite, enabled), lambda: self._apply_step(grads, mask), lambda: tf.constant(False))
         return stats, per_row, finite
 

@@ -321,8 +321,12 @@ class TorchLearner(Policy):
         loss, stats = grads(index, with_stats=with_stats)
         losses = as_losses(loss, len(stepping), type(self).__name__)
         norms = self._clip(stepping)
-        # Every loss (and norm) before any optimizer steps: one read of the device.
+        # Every loss (and norm) before any optimizer steps: one read of the device. Without
+        # grad_clip the gradients' norm is taken for the check alone: a finite loss can
+        # still have a NaN gradient (sqrt or log at 0 in a custom loss).
         checked = [value.detach() for value in losses] + [norm for norm in norms if norm is not None]
+        checked += [unclipped_norm(optimizer) for optimizer, on, norm in zip(self.optimizers, stepping, norms)
+                    if on and norm is None]
         total = checked[0]
         for value in checked[1:]:
             total = total + value
@@ -501,3 +505,11 @@ class TorchLearner(Policy):
         self.optimizers[0].lr = float(self.lr_schedule.value(global_timestep))
         if self.schedules_entropy_coeff:
             self.entropy_coeff = self.entropy_coeff_schedule.value(global_timestep)
+
+
+def unclipped_norm(optimizer: Adam | RMSProp) -> torch.Tensor:
+    """The global norm of an optimizer's gradients (0 without any), for the NaN/inf check."""
+    grads = [p.grad for p in optimizer.params if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))

@@ -486,3 +486,23 @@ def test_give_up_limits_are_config_keys():
     for key in ("num_consecutive_env_restarts_tolerance", "num_consecutive_failed_fragments_tolerance"):
         with pytest.raises(ConfigError, match=f"{key} must be an integer >= 1"):
             PPOTrainer({**PPO_SMALL, key: 0}, MarkedEnv)
+
+
+def test_nan_gradient_of_a_finite_loss_without_grad_clip_stops_before_the_update(framework):
+    # A model whose outputs are finite but whose gradients are NaN (sqrt(x - x)): the loss
+    # alone looks fine, so without grad_clip (no norm taken for clipping) the gradients'
+    # own norm is what catches it.
+    import tests.custom_models as models
+    from rlstack.models import ModelCatalog
+
+    name = f"nan_grad_{framework}"
+    ModelCatalog.register_custom_model(name, models.NanGradTorchModel if framework == "torch"
+                                       else models.NanGradTFModel)
+    trainer = _ppo(framework, grad_clip=None, model={"custom_model": name})
+    policy = trainer.learner_policy
+    batch = trainer.workers.local_worker().sample()
+    before = policy.get_weights()
+    with pytest.raises(NonFiniteError, match=r"gradients \(the loss terms are finite\)"):
+        policy.learn_on_batch(batch)
+    _assert_weights_equal(before, policy.get_weights())
+    trainer.stop()
