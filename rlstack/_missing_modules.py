@@ -72,13 +72,8 @@ MISSING: dict[str, str] = {
                                        "config = DEFAULT_CONFIG.copy(); config['lr'] = ...",
     # --- algorithms --------------------------------------------------------------------
     # Once a folder of this name exists its entry is never used (see the module docstring).
-    "rlstack.trainers.ppo.appo": _not_yet("APPO", 21) + " (IMPALA is the asynchronous actor-critic)",
-    "rlstack.trainers.appo": _not_yet("APPO", 21) + " (IMPALA is the asynchronous actor-critic)",
-    "rlstack.trainers.ppo.ddppo": _not_yet("DD-PPO"),
-    "rlstack.trainers.ddppo": _not_yet("DD-PPO"),
-    "rlstack.trainers.pg": _not_yet("PG", 21) + " (A2C is the closest)",
-    "rlstack.trainers.es": _not_yet("ES", 21),
-    "rlstack.trainers.ars": _not_yet("ARS", 21),
+    "rlstack.trainers.ppo.ddppo": _not_yet("DD-PPO") + " (APPO and IMPALA are the distributed ones)",
+    "rlstack.trainers.ddppo": _not_yet("DD-PPO") + " (APPO and IMPALA are the distributed ones)",
     "rlstack.trainers.marwil": _not_yet("MARWIL/BC (offline learning)", 20),
     "rlstack.trainers.bc": "BCTrainer and BC_DEFAULT_CONFIG live in rlstack.trainers.marwil, as in 1.13's "
                            "ray.rllib.agents.marwil: from rlstack.trainers.marwil import BCTrainer",

@@ -74,10 +74,10 @@ def test_the_algorithm_list_comes_from_the_registry():
 
 
 def test_a_missing_module_inside_an_algorithm_package_is_not_called_an_algorithm_to_come():
-    # The ppo folder exists: its entries for 1.13 modules it lacks (appo) still apply, but
+    # The ppo folder exists: its entries for 1.13 modules it lacks (ddppo) still apply, but
     # any other module missing from it gets the generic pointer.
-    with pytest.raises(MissingModuleError, match="APPO is issue 21"):
-        importlib.import_module("rlstack.trainers.ppo.appo")
+    with pytest.raises(MissingModuleError, match="DD-PPO is not planned yet"):
+        importlib.import_module("rlstack.trainers.ppo.ddppo")
     with pytest.raises(MissingModuleError) as info:
         importlib.import_module("rlstack.trainers.ppo.not_there")
     assert "rlstack has no such module" in str(info.value)
