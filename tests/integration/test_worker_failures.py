@@ -1,6 +1,7 @@
 """Worker failures in the style of RLlib's tests: an env that raises only on chosen worker
 indices at a chosen step (who failed is kept in a named actor, so a recreated worker does
-not fail again), and a worker killed with ``ray.kill``; for PPO, IMPALA and ApeX.
+not fail again), and a worker killed with ``ray.kill``; for PPO, IMPALA, ApeX, A2C
+(synchronous sampling) and A3C (a worker dies while its gradients are in flight).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import ray
 
 from rlstack.env.registry import register_env
 from rlstack.errors import ConfigError, WorkerFailureError
+from rlstack.trainers.a3c import A2CTrainer, A3CTrainer
 from rlstack.trainers.dqn import ApeXTrainer
 from rlstack.trainers.impala import IMPALATrainer
 from rlstack.trainers.ppo import PPOTrainer
@@ -32,6 +34,13 @@ CONFIGS = {
                            "rollout_fragment_length": 10, "learning_starts": 100, "buffer_size": 2000,
                            "train_batch_size": 16, "max_weight_sync_delay": 40, "target_network_update_freq": 200,
                            "hiddens": [16], "model": SMALL_MODEL}),
+    "A2C": (A2CTrainer, {"num_workers": 2, "num_cpus_per_worker": 0.5, "rollout_fragment_length": 20,
+                         "train_batch_size": 40, "min_time_s_per_reporting": 0, "seed": 0, "model": SMALL_MODEL}),
+    # Each worker always has one gradient computation in flight: a kill or an env failure
+    # lands on it.
+    "A3C": (A3CTrainer, {"num_workers": 2, "num_cpus_per_worker": 0.5, "rollout_fragment_length": 10,
+                         "min_time_s_per_reporting": 0, "min_sample_timesteps_per_reporting": 100, "seed": 0,
+                         "model": SMALL_MODEL}),
 }
 ALGORITHMS = list(CONFIGS)
 
@@ -128,6 +137,25 @@ def test_a_killed_worker_is_recreated(ray_local, algorithm):
         before = result["timesteps_total"]
         result = trainer.train()
         assert result["timesteps_total"] > before
+    finally:
+        trainer.stop()
+
+
+@pytest.mark.parametrize("algorithm", ["A2C", "A3C"])
+def test_a_killed_worker_is_dropped_with_ignore_worker_failures(ray_local, algorithm):
+    trainer_class, config = CONFIGS[algorithm]
+    trainer = trainer_class({**config, "ignore_worker_failures": True}, "CartPole-v1")
+    try:
+        trainer.train()
+        ray.kill(trainer.workers.remote_workers()[1])
+        result = _train_until(trainer, lambda r: r["num_healthy_workers"] < 2)
+        assert result["num_healthy_workers"] == 1
+        assert result["num_remote_worker_restarts"] == 0
+        before = result["timesteps_total"]
+        for _ in range(2):
+            result = trainer.train()
+        assert result["timesteps_total"] > before  # worker 1 samples on
+        assert result["num_healthy_workers"] == 1
     finally:
         trainer.stop()
 
