@@ -374,9 +374,15 @@ class DistributedReplayTrainer(Trainer):
         return {f"replay_shard_{i}": self._shard_ask(i, "get_state") for i in range(len(self.replay_shards))}
 
     def restore_extra_arrays(self, arrays: dict[str, dict[str, np.ndarray]]) -> None:
-        refs = [shard.set_state.remote(arrays[f"replay_shard_{i}"])
-                for i, shard in enumerate(self.replay_shards) if f"replay_shard_{i}" in arrays]
-        ray.get(refs)
+        refs = {i: shard.set_state.remote(arrays[f"replay_shard_{i}"])
+                for i, shard in enumerate(self.replay_shards) if f"replay_shard_{i}" in arrays}
+        for i, ref in refs.items():
+            if not self._shard_get(ref, i)[0]:  # it died: its successor takes the rows
+                self._shard_ask(i, "set_state", arrays[f"replay_shard_{i}"])
+        # What a later failure of each shard would lose counts the restored rows too.
+        for i, stats in enumerate(self._shard_stats()):
+            entries = [stats] if "num_entries" in stats else list(stats.values())
+            self._shard_rows[i] = sum(int(s["num_entries"]) for s in entries)
 
     def evaluate(self) -> dict[str, Any]:
         with self.learner.lock:
