@@ -42,6 +42,7 @@ def _init_ray(args: argparse.Namespace, experiments: dict[str, dict[str, Any]]) 
     import ray
 
     from rlstack.experiments import needed_cpus
+    from rlstack.trainers.ray_start import init_local_ray
     from rlstack.trainers.registry import get_trainer_class
 
     if ray.is_initialized():
@@ -56,7 +57,7 @@ def _init_ray(args: argparse.Namespace, experiments: dict[str, dict[str, Any]]) 
     needed = max(needed_cpus(get_trainer_class(spec["run"]), {**(spec.get("config") or {})})
                  for spec in experiments.values())
     num_cpus = args.ray_num_cpus or max(os.cpu_count() or 1, math.ceil(needed))
-    ray.init(address="local", num_cpus=num_cpus, num_gpus=args.ray_num_gpus, include_dashboard=False)
+    init_local_ray(num_cpus=num_cpus, num_gpus=args.ray_num_gpus, include_dashboard=False)
 
 
 def _train(args: argparse.Namespace) -> int:

@@ -218,7 +218,9 @@ def _start_ray(address: str | None, direct_ingress: bool, port: int, num_replica
     if address:
         ray.init(address=address, log_to_driver=False)
         return
-    ray.init(address="local", include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(include_dashboard=False, log_to_driver=False)
     _running.started_ray = True
 
 

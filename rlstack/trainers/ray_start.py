@@ -1,4 +1,6 @@
-"""Starting Ray for a trainer built before ``ray.init()``."""
+"""Starting a local Ray: for a trainer built before ``ray.init()``, and the one helper,
+``init_local_ray``, every rlstack entry point (trainer, ``rlstack train/compare/serve``)
+uses to start its own Ray bound to the loopback interface."""
 
 from __future__ import annotations
 
@@ -35,12 +37,41 @@ def ensure_ray(config: dict[str, Any], preload: str | None = None) -> None:
         ray.init(address=address)
         return
     needed = (config["num_workers"] + config["evaluation_num_workers"]) * config["num_cpus_per_worker"]
-    ray.init(
-        address="local",
-        num_cpus=max(os.cpu_count() or 1, math.ceil(needed)),
-        include_dashboard=False,
-        log_to_driver=True,
-    )
+    init_local_ray(num_cpus=max(os.cpu_count() or 1, math.ceil(needed)), include_dashboard=False, log_to_driver=True)
+
+
+LOOPBACK_IP = "127.0.0.1"
+
+
+def init_local_ray(**init_kwargs: Any) -> None:
+    """Starts a new single-node Ray (``address="local"``) that listens on 127.0.0.1 only.
+
+    By default every daemon of a Ray it starts (GCS, raylet and its object manager, the
+    dashboard and runtime-env agents, core workers, metrics exporters) listens on all
+    interfaces, so anyone who can reach the machine can run code on it. Ray binds each
+    of them to loopback exactly when the node's IP is a loopback address; but ``ray.init``
+    (like ``ray start --node-ip-address``) replaces ``_node_ip_address="127.0.0.1"`` by
+    the machine's routable IP unless ``ray_constants.ENABLE_RAY_CLUSTER`` is false (the
+    default on Windows and macOS, whose Rays are single-node; on Linux Ray 2.60 offers
+    only the ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` variable, read when Ray is imported).
+    So the flag is false for the length of this call, which is all that reads it: the
+    daemons get 127.0.0.1 as their node IP on their command lines.
+    ``tests/integration/test_loopback.py`` checks every listening socket.
+
+    Only for a Ray rlstack starts itself: to join a cluster, call
+    ``ray.init(address=...)`` (a local Ray on 127.0.0.1 cannot take other nodes).
+
+    Args:
+        init_kwargs: Further ``ray.init`` arguments (``num_cpus``, ``include_dashboard``, ...).
+    """
+    from ray._private import ray_constants
+
+    enable_cluster = getattr(ray_constants, "ENABLE_RAY_CLUSTER", True)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(address="local", _node_ip_address=LOOPBACK_IP, **init_kwargs)
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = enable_cluster
 
 
 def _import_quietly(module_name: str) -> None:

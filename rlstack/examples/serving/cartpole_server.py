@@ -19,6 +19,7 @@ import ray
 from rlstack.env.policy_server_input import PolicyServerInput
 from rlstack.trainers.dqn import DQNTrainer
 from rlstack.trainers.ppo import PPOTrainer
+from rlstack.trainers.ray_start import init_local_ray
 
 SERVER_ADDRESS = "127.0.0.1"
 
@@ -51,7 +52,10 @@ def make_input(port: int):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    ray.init(num_cpus=max(2, args.num_workers + 1), include_dashboard=False)
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(address=os.environ["RAY_ADDRESS"])
+    else:  # our own Ray, its ports on 127.0.0.1 only
+        init_local_ray(num_cpus=max(2, args.num_workers + 1), include_dashboard=False)
     config = {
         "env": None,
         "observation_space": gym.spaces.Box(-np.inf, np.inf, (4,), np.float32),
