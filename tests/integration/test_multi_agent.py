@@ -199,7 +199,7 @@ class OnePolicyA2C(A2CTrainer):
 
 
 def test_a_trainer_without_multi_agent_refuses_a_multi_agent_env(ray_local):
-    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, A3C, APEX, APEX_DDPG, DDPG, DQN, "
+    with pytest.raises(ConfigError, match="multi-agent training is supported by A2C, A3C, APEX, APEX_DDPG, APPO, DDPG, DQN, "
                                           "IMPALA, PG, PPO, SAC, TD3 so far, not by A2C"):
         OnePolicyA2C({"num_workers": 0}, "MultiAgentCartPole")
 

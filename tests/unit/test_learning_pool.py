@@ -54,8 +54,11 @@ def test_only_one_slot_cases_are_niced(monkeypatch, tmp_path):
     monkeypatch.setattr("tests.learning.pool.subprocess.Popen", FakePopen)
     pool = _pool(capacity=SLOTS)
     pool.root, pool._t0 = tmp_path, 0.0
-    pool._start(_run("single", 1))
-    pool._start(_run("heavy", SLOTS))
+    runs = [_run("single", 1), _run("heavy", SLOTS)]
+    for run in runs:  # _start reads the file (one that holds several experiments is split)
+        run.path = tmp_path / f"{run.name}.yaml"
+        run.path.write_text(f"{run.name}:\n    run: PPO\n    env: CartPole-v1\n")
+        pool._start(run)
     (single_args, single_env), (heavy_args, heavy_env) = started
     assert single_args[:3] == ["nice", "-n", "19"] and single_env["OMP_NUM_THREADS"] == "1"
     assert heavy_args[0] != "nice" and heavy_env.get("OMP_NUM_THREADS") == os.environ.get("OMP_NUM_THREADS")

@@ -98,7 +98,7 @@ def test_recurrent_policies_only_where_the_trainer_trains_them_and_multi_agent_o
     class OnePolicyDQN(DQNTrainer):
         supports_multi_agent = False
 
-    with pytest.raises(ConfigError, match="supported by A2C, A3C, APEX, APEX_DDPG, DDPG, DQN, IMPALA, PG, PPO, SAC, "
+    with pytest.raises(ConfigError, match="supported by A2C, A3C, APEX, APEX_DDPG, APPO, DDPG, DQN, IMPALA, PG, PPO, SAC, "
                                           "TD3 so far, not by DQN"):
         OnePolicyDQN.merge_and_validate({"multiagent": {"policies": ["p"]}})
     assert A2CTrainer.merge_and_validate({"multiagent": {"policies": ["p"]}})["multiagent"]["policies"] == ["p"]
