@@ -29,7 +29,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(COMPILE)
-	$(PY) -m pytest tests -q -p no:cacheprovider
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=30
 
 test-unit: $(VENV)/.installed
 	$(COMPILE)
