@@ -43,3 +43,24 @@ def pytest_collection_modifyitems(config, items):
     learning = [item for item in items if "learning" in item.path.parts[-2:-1]]
     if learning:
         items[:] = [item for item in items if item not in learning] + learning
+
+
+_seconds_by_file: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Adds each phase's duration to its test file's total (printed at the end)."""
+    path = report.nodeid.split("::", 1)[0]
+    _seconds_by_file[path] = _seconds_by_file.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Wall seconds per test file, largest first: where the suite's time budget goes
+    (DEVELOPERS.md). The learning files' figures are the waits for their pool's runs."""
+    if not _seconds_by_file:
+        return
+    total = sum(_seconds_by_file.values())
+    terminalreporter.section("seconds per test file")
+    for path, seconds in sorted(_seconds_by_file.items(), key=lambda item: -item[1])[:40]:
+        terminalreporter.write_line(f"{seconds:8.1f} s  {100 * seconds / total:5.1f}%  {path}")
+    terminalreporter.write_line(f"{total:8.1f} s  in {len(_seconds_by_file)} files")
