@@ -1,14 +1,17 @@
-"""IMPALA on CartPole-v1 as the number of rollout workers grows: wall seconds from
-process start to a mean return of 150, sampler and learner throughput, peak RSS —
+"""IMPALA (or APPO) on CartPole-v1 as the number of rollout workers grows: wall seconds
+from process start to a mean return of 150, sampler and learner throughput, peak RSS —
 rlstack (torch and tf) and RLlib 2.60 side by side.
 
     python bench/impala_cartpole.py --runs 3 --workers 1,2,4
+    python bench/impala_cartpole.py --algo APPO --runs 3 --workers 1,2
 
 Each round runs every (system, workers) case once, in a fresh process (start-up counts),
 interleaved so that machine noise hits every system alike; round *i* uses seed *i − 1*.
 rlstack runs its tuned example (tune_configs/cartpole-impala.yaml: IMPALA's classic
 defaults) with ``min_time_s_per_reporting`` 2 instead of 10, so the time to 150 is read
 at a finer grain; RLlib runs ``IMPALAConfig`` defaults (new API stack, a local learner).
+With ``--algo APPO`` rlstack runs the first experiment of tune_configs/cartpole-appo.yaml
+(V-trace on) and RLlib ``APPOConfig`` defaults, each with the given number of workers.
 A run stops at a mean return of 150, at ``--max-steps`` env steps or after ``--max-wall``
 seconds of training. One JSON line with medians and min-max per case.
 """
@@ -33,13 +36,14 @@ def rlstack_child(args: argparse.Namespace) -> None:
     import ray
     import yaml
 
-    from rlstack.trainers.impala import IMPALATrainer
+    from rlstack.trainers.registry import get_trainer_class
 
-    spec = next(iter(yaml.safe_load((ROOT / "tune_configs" / "cartpole-impala.yaml").read_text()).values()))
+    tuned = ROOT / "tune_configs" / f"cartpole-{args.algo.lower()}.yaml"
+    spec = next(iter(yaml.safe_load(tuned.read_text()).values()))
     config = {**spec["config"], "framework": args.framework, "seed": args.seed, "num_workers": args.workers,
               "min_time_s_per_reporting": 2}
     ray.init(address="local", num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)
-    trainer = IMPALATrainer(config, "CartPole-v1")
+    trainer = get_trainer_class(args.algo)(config, "CartPole-v1")
     ready = seconds_since_process_start()
     train_start = time.time()
     wall_to_target = None
@@ -62,10 +66,11 @@ def rlstack_child(args: argparse.Namespace) -> None:
 
 def rllib_child(args: argparse.Namespace) -> None:
     import ray
+    from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.algorithms.impala import IMPALAConfig
 
     ray.init(address="local", num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)
-    algo = (IMPALAConfig().environment("CartPole-v1").env_runners(num_env_runners=args.workers)
+    algo = ({"IMPALA": IMPALAConfig, "APPO": APPOConfig}[args.algo]().environment("CartPole-v1").env_runners(num_env_runners=args.workers)
             .framework("torch").debugging(seed=args.seed).build_algo())
     ready = seconds_since_process_start()
     train_start = time.time()
@@ -92,6 +97,7 @@ def rllib_child(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algo", default="IMPALA", choices=("IMPALA", "APPO"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", default="1,2,4", help="comma-separated worker counts")
     parser.add_argument("--systems", default="rlstack-torch,rlstack-tf,rllib")
@@ -113,7 +119,8 @@ def main() -> None:
     for run in range(args.runs):
         for system, workers in cases:
             framework = system.split("-")[1] if system.startswith("rlstack") else "torch"
-            record = run_child([os.path.abspath(__file__), "--child", "--system", system.split("-")[0],
+            record = run_child([os.path.abspath(__file__), "--child", "--algo", args.algo,
+                                "--system", system.split("-")[0],
                                 "--framework", framework, "--num-workers", str(workers), "--seed", str(args.seed + run),
                                 "--target", str(args.target), "--max-steps", str(args.max_steps),
                                 "--max-wall", str(args.max_wall)], timeout=args.max_wall + 300)
@@ -127,7 +134,7 @@ def main() -> None:
             values = [r[key] for r in runs if r.get(key) is not None]
             if values:
                 summary[label][key] = summarise(values)
-    print(json.dumps({"benchmark": "impala_cartpole", "target": args.target, "summary": summary, "runs": records}))
+    print(json.dumps({"benchmark": f"{args.algo.lower()}_cartpole", "target": args.target, "summary": summary, "runs": records}))
 
 
 if __name__ == "__main__":
