@@ -48,7 +48,11 @@ def plot_curves(frame: pd.DataFrame, path: str | os.PathLike, x: str = "steps",
         colour = colours(algorithms.index(algorithm) % colours.N)
         trials = int(curve["trials"].iloc[0])
         label = f"{algorithm} ({framework or 'framework?'}), {trials} run{'s' if trials != 1 else ''}"
-        axes.plot(curve["x"], curve["mean"], LINE_STYLES.get(framework, ":"), color=colour, label=label, linewidth=1.8)
+        # Markers where points are few: a run that reached its stop at its first report is
+        # one point, which a line alone would not show.
+        marker = "o" if len(curve) <= 12 else None
+        axes.plot(curve["x"], curve["mean"], LINE_STYLES.get(framework, ":"), color=colour, label=label, linewidth=1.8,
+                  marker=marker, markersize=4)
         if trials > 1:
             axes.fill_between(curve["x"], curve["mean"] - curve["std"], curve["mean"] + curve["std"], color=colour,
                               alpha=0.18, linewidth=0)

@@ -42,10 +42,15 @@ def test_experiments_grid_frameworks_and_seeds_and_take_the_tuned_hyper_paramete
     assert ppo["config"]["framework"] == {"grid_search": ["torch", "tf"]}
     assert ppo["config"]["seed"] == {"grid_search": [0, 1, 2]}
     assert ppo["stop"]["episode_reward_mean"] == 150 and sources["ppo-CartPole-v1"] == "cartpole-ppo.yaml"
+    # Every run reports at least every 2 s, so an IMPALA run that reaches the bar in 10 s
+    # still draws a curve; a config that sets the key keeps its own.
+    assert ppo["config"]["min_time_s_per_reporting"] == 2
     experiments, sources = build_experiments(["PPO"], None, ("torch",), 1, "Pendulum-v1",
-                                             stop={"timesteps_total": 1000}, config={"lr": 0.01})
+                                             stop={"timesteps_total": 1000},
+                                             config={"lr": 0.01, "min_time_s_per_reporting": 10})
     (spec,) = experiments.values()
     assert spec["stop"] == {"timesteps_total": 1000} and spec["config"]["lr"] == 0.01
+    assert spec["config"]["min_time_s_per_reporting"] == 10
     assert list(sources.values()) == ["PPO defaults"]
     with pytest.raises(ConfigError, match="--stop"):
         build_experiments(["PPO"], None, ("torch",), 1, "Pendulum-v1")

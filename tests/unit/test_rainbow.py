@@ -31,6 +31,8 @@ from rlstack.trainers.config import merge_config
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG, validate_dqn_config
 from rlstack.trainers.dqn.q_learning import DQNNumpyPolicy, c51_td_errors, postprocess_q_learning
 from rlstack.trainers.dqn.q_learning import project_distribution as q_learning_project
+from tests.unit.test_dqn_loss import _numpy, _policy_class, _tensors
+from tests.unit.test_dqn_loss import _perturb as dqn_perturb
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -117,20 +119,6 @@ def numpy_c51_loss(online, target, batch, double_q, dueling, support):
 # ----- helpers ------------------------------------------------------------------------------
 
 
-def _policy_class(framework):
-    if framework == "torch":
-        pytest.importorskip("torch")
-        from rlstack.trainers.dqn.dqn_torch_policy import DQNTorchPolicy
-
-        return DQNTorchPolicy
-    if framework == "tf":
-        pytest.importorskip("tensorflow")
-        from rlstack.trainers.dqn.dqn_tf_policy import DQNTFPolicy
-
-        return DQNTFPolicy
-    return DQNNumpyPolicy
-
-
 def _config(**overrides):
     return merge_config(DEFAULT_CONFIG, {**BASE_CONFIG, **overrides}, "DQN")
 
@@ -139,25 +127,8 @@ def _build(framework, **overrides):
     return _policy_class(framework)(OBS_SPACE, ACTION_SPACE, _config(**overrides))
 
 
-def _tensors(framework, batch):
-    if framework == "torch":
-        import torch
-
-        return {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in batch.items()}
-    import tensorflow as tf
-
-    return {key: tf.convert_to_tensor(value) for key, value in batch.items()}
-
-
-def _numpy(value):
-    if hasattr(value, "detach"):
-        value = value.detach()
-    return np.asarray(value)
-
-
 def _perturb(weights, seed, scale=0.5):
-    rng = np.random.default_rng(seed)
-    return {name: (value + rng.normal(0.0, scale, value.shape)).astype(np.float32) for name, value in weights.items()}
+    return dqn_perturb(weights, seed, scale)
 
 
 def _load(policy, online, target):
