@@ -136,7 +136,8 @@ class DistributedReplayTrainer(Trainer):
 
     def _make_shard(self, index: int) -> Any:
         cfg, seed = self.config, self.config["seed"]
-        shard = ray.remote(num_cpus=0)(ReplayActor).remote(
+        # No task events, like the rollout workers (see WorkerSet): the GCS would keep every call's.
+        shard = ray.remote(num_cpus=0, enable_task_events=False)(ReplayActor).remote(
             cfg, cfg["buffer_size"] // cfg["num_replay_buffer_shards"],
             seed=None if seed is None else seed + 7919 * (index + 1))
         # Every shard actor made, to tell a shard's death from a worker's carried in its
