@@ -1,7 +1,7 @@
 """Soak test: does any process of a long run grow? RELIABILITY.md's memory table.
 
     python bench/soak.py [--steps 1000000] [--algos PPO,IMPALA,APEX] [--framework torch]
-                         [--interval 10] [--out /tmp/soak] [--tracemalloc]
+                         [--interval 10] [--out /tmp/soak] [--max-wall SECONDS] [--tracemalloc]
 
 (``make soak`` runs it with the defaults; it is not part of ``make test``.) One after
 another, each in a fresh Python process with its own local Ray, it trains on CartPole-v1
@@ -12,7 +12,8 @@ for ``--steps`` env steps (``timesteps_total``):
 * APEX (Ape-X DQN): tune_configs/cartpole-apex.yaml's config with 2 rollout workers and 2
   replay shards (the learner thread lives in the driver).
 
-The tuned examples' ``stop`` bars are ignored: every run goes the full ``--steps``.
+The tuned examples' ``stop`` bars are ignored: every run goes the full ``--steps``, or
+stops after ``--max-wall`` seconds of training (the JSON line and the table then say so).
 Every ``--interval`` seconds a thread of the run's driver samples the RSS (and USS) of
 every process of the run's tree (the driver and its descendants: gcs_server, raylet,
 the dashboard and its agents, Ray's monitors, each actor) and the object store's use
@@ -172,7 +173,7 @@ def child(args: argparse.Namespace) -> None:
         start = time.time()
         iterations = 0
         result: dict[str, Any] = {}
-        while sampler.env_steps < args.steps:
+        while sampler.env_steps < args.steps and (args.max_wall is None or time.time() - start < args.max_wall):
             result = trainer.train()
             iterations += 1
             sampler.env_steps = int(result["timesteps_total"])
@@ -187,6 +188,7 @@ def child(args: argparse.Namespace) -> None:
         f.flush()
         line = {"algo": algo, "framework": args.framework, "env_steps": sampler.env_steps,
                 "iterations": iterations, "train_s": round(time.time() - start, 1),
+                "stopped_by": "steps" if sampler.env_steps >= args.steps else "max_wall",
                 "episode_reward_mean": result.get("episode_reward_mean"), "csv": str(csv_path)}
         if traced is not None:
             import tracemalloc
@@ -240,7 +242,8 @@ def markdown(run: dict[str, Any]) -> str:
     warm, end = summary["warm_end"], summary["end"]
     lines = [f"**{run['algo']}** ({run['framework']}): warm-up end at {warm['env_steps']:,} env steps "
              f"({warm['t_s']:.0f} s), end at {end['env_steps']:,} ({end['t_s']:.0f} s); "
-             f"{summary['samples']} samples",
+             f"{summary['samples']} samples"
+             + ("" if run["stopped_by"] == "steps" else f"; stopped by --max-wall before {run['steps']:,} steps"),
              "",
              "| process kind | processes | RSS at warm-up end (MiB) | RSS at end (MiB) | growth (MiB) | growth (%) |",
              "|---|---|---|---|---|---|"]
@@ -265,6 +268,7 @@ def main() -> None:
     parser.add_argument("--framework", default="torch", choices=["torch", "tf"])
     parser.add_argument("--interval", type=float, default=10.0)
     parser.add_argument("--out", default="/tmp/soak")
+    parser.add_argument("--max-wall", type=float, default=None, help="seconds of training per algorithm")
     parser.add_argument("--tracemalloc", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -279,13 +283,15 @@ def main() -> None:
     tables = []
     for algo in algos:
         cmd = [sys.executable, __file__, "--child", algo, "--steps", str(args.steps), "--framework", args.framework,
-               "--interval", str(args.interval), "--out", args.out, *(["--tracemalloc"] if args.tracemalloc else [])]
+               "--interval", str(args.interval), "--out", args.out, *(["--tracemalloc"] if args.tracemalloc else []),
+               *(["--max-wall", str(args.max_wall)] if args.max_wall is not None else [])]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         run_lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("SOAK-RUN ")]
         if proc.returncode != 0 or not run_lines:
             sys.stderr.write(proc.stderr[-4000:])
             raise SystemExit(f"soak run of {algo} failed (exit {proc.returncode})")
         run = json.loads(run_lines[-1][len("SOAK-RUN "):])
+        run["steps"] = args.steps
         run["summary"] = summarise(Path(run["csv"]), args.steps)
         run["max_growth_pct"] = max((e["growth_pct"] or 0.0) for k, e in run["summary"]["kinds"].items()
                                     if k != OBJECT_STORE)
