@@ -318,16 +318,18 @@ def test_single_sub_env_that_failed_gives_the_next_fragment_not_an_empty_batch()
     assert batch.count == 40 and not (batch[B.OBS][:, 0] == MARK).any()
 
 
-def test_envs_failing_in_every_fragment_stop_sampling():
-    class FailsEveryOtherEpisode(MarkedEnv):
-        # Episodes of 3 steps; every second one raises at its step 2. Each finished
-        # episode shows the env can run, so only sample()'s own guard can stop it.
-        def step(self, action):
-            self.t += 1
-            if self.episode % 2 == 1 and self.t == 2:
-                raise RuntimeError("odd episode")
-            return self._obs(), 1.0, self.t >= 3, False, {}
+class FailsEveryOtherEpisode(MarkedEnv):
+    """Episodes of 3 steps; every second one raises at its step 2. Each finished episode
+    shows the env can run, so only sample()'s own guard can stop it."""
 
+    def step(self, action):
+        self.t += 1
+        if self.episode % 2 == 1 and self.t == 2:
+            raise RuntimeError("odd episode")
+        return self._obs(), 1.0, self.t >= 3, False, {}
+
+
+def test_envs_failing_in_every_fragment_stop_sampling():
     from rlstack.trainers.ppo import DEFAULT_CONFIG
     from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy
 
@@ -464,13 +466,6 @@ def test_give_up_limits_are_config_keys():
     class AlwaysFails(MarkedEnv):
         def step(self, action):
             raise RuntimeError("always")
-
-    class FailsEveryOtherEpisode(MarkedEnv):
-        def step(self, action):
-            self.t += 1
-            if self.episode % 2 == 1 and self.t == 2:
-                raise RuntimeError("odd episode")
-            return self._obs(), 1.0, self.t >= 3, False, {}
 
     base = {**PPO_SMALL, "num_envs_per_worker": 1, "rollout_inference": "framework",
             "restart_failed_sub_environments": True}
