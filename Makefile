@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # constraints.txt pins every package CI installs (torch==2.13.0 CPU build among them).
 PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
 
-.PHONY: demo test test-unit test-learning bench clean
+.PHONY: demo test test-unit test-learning bench soak chaos clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,18 @@ bench: $(VENV)/.installed-bench
 	$(PY) bench/dqn_cartpole.py --runs 3 --with-rllib --max-wall 240
 	$(PY) bench/impala_cartpole.py --runs 3 --workers 1,2,4 --max-wall 90
 	$(PY) bench/faults.py --iterations 8
+
+# Hours-long reliability runs (RELIABILITY.md), not part of make test or make bench:
+# soak: PPO, IMPALA and ApeX for 1M env steps each, the RSS of every process kind and the
+# object store sampled every 10 s; chaos: PPO and IMPALA for 10 minutes each under killed
+# workers and failing envs, against a clean run.
+soak: $(VENV)/.installed
+	$(COMPILE)
+	$(PY) bench/soak.py
+
+chaos: $(VENV)/.installed
+	$(COMPILE)
+	$(PY) bench/chaos.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
