@@ -198,7 +198,9 @@ class WorkerSet:
         Returns:
             ``(True, value)``; or ``(False, None)`` after a failure that
             ``recreate_failed_workers`` / ``ignore_worker_failures`` let training survive
-            (the worker is then new or out of use: calls still in flight to it are void).
+            (the worker is then new or out of use: calls still in flight to it are void),
+            or for a call to a worker that an earlier failure already replaced (the new
+            worker is left alone).
 
         Raises:
             WorkerFailureError: Without those keys, after too many failures in a row, or
@@ -207,10 +209,20 @@ class WorkerSet:
         try:
             value = ray.get(ref)
         except (RayActorError, RayTaskError) as exc:
-            self.on_worker_failure(position, exc)
+            if not self._replaced(position, exc):
+                self.on_worker_failure(position, exc)
             return False, None
         self._consecutive_failures[position] = 0
         return True, value
+
+    def _replaced(self, position: int, exc: BaseException) -> bool:
+        # The call went to a worker that has already been replaced: its failure was seen
+        # elsewhere first (a node lost, then noticed by a synchronous call such as
+        # get_metrics while an async trainer still held the old worker's sample requests).
+        # Handling it again would kill the healthy new worker at that position.
+        dead = getattr(exc, "actor_id", None) if isinstance(exc, RayActorError) else None
+        current = getattr(self._remote_workers[position], "_actor_id", None)
+        return dead is not None and current is not None and dead != current.hex()
 
     def call_healthy(self, call: Callable[[Any], Any]) -> dict[int, Any]:
         """Runs ``call(handle)`` (which returns an ObjectRef) on every worker in use and
