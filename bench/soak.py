@@ -157,7 +157,16 @@ def child(args: argparse.Namespace) -> None:
     algo = args.child
     spec = next(iter(yaml.safe_load((ROOT / "tune_configs" / TUNED[algo]).read_text()).values()))
     config = {**spec["config"], **OVERRIDES[algo], "framework": args.framework}
-    init_local_ray(num_cpus=max(2, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
+    for attempt in range(3):  # on a loaded machine the raylet can miss ray.init's start-up deadline
+        try:
+            init_local_ray(num_cpus=max(2, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
+            break
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for a start-up timeout
+            ray.shutdown()
+            if attempt == 2:
+                raise
+            print(f"ray.init failed ({exc}); retrying", file=sys.stderr, flush=True)
+            time.sleep(10)
     gcs_address = ray.get_runtime_context().gcs_address
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
