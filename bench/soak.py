@@ -2,6 +2,7 @@
 
     python bench/soak.py [--steps 1000000] [--algos PPO,IMPALA,APEX] [--framework torch]
                          [--interval 10] [--out /tmp/soak] [--max-wall SECONDS] [--tracemalloc]
+    python bench/soak.py --report --out /tmp/soak   # the tables again, from the CSVs
 
 (``make soak`` runs it with the defaults; it is not part of ``make test``.) One after
 another, each in a fresh Python process with its own local Ray, it trains on CartPole-v1
@@ -29,6 +30,11 @@ Growth is measured from the end of warm-up (the first sample at or past 10% of
 ``--steps``: buffers filled, workers' Python heaps and Ray's caches settled) to the last
 sample, per kind (RSS summed over that kind's processes), in MiB and %. The issue's goal
 is at most 5% for every kind.
+
+The table adds the growth of the summed USS (private pages): RSS growth without USS growth
+is shared pages touched for the first time (library code, the object store's mapping).
+USS can also swing with no change in RSS when pages turn shared or private again (a
+fork of the process shares its pages until the child exits); RSS is the criterion.
 
 Output: a JSON line per algorithm, then a Markdown table per algorithm; the raw samples
 go to ``--out``/``<algo>-<framework>.csv`` (one row per process per sample, plus a row of
@@ -211,14 +217,17 @@ def child(args: argparse.Namespace) -> None:
 
 
 def summarise(csv_path: Path, steps: int) -> dict[str, Any]:
-    """Per kind: summed RSS at the end of warm-up and at the end, growth in MiB and %."""
+    """Per kind: summed RSS at the end of warm-up and at the end, growth in MiB and %, and
+    the growth of the summed USS (private pages: RSS growth that USS lacks is shared pages
+    touched for the first time, such as library code or the object store's mapping)."""
     samples: dict[float, dict[str, Any]] = {}
     with csv_path.open() as f:
         for row in csv.DictReader(f):
             t_s = float(row["t_s"])
             sample = samples.setdefault(t_s, {"env_steps": int(row["env_steps"]), "kinds": {}})
-            kind = sample["kinds"].setdefault(row["kind"], {"mib": 0.0, "procs": 0, "objects": None})
+            kind = sample["kinds"].setdefault(row["kind"], {"mib": 0.0, "uss": 0.0, "procs": 0, "objects": None})
             kind["mib"] += float(row["rss_mib"])
+            kind["uss"] += float(row["uss_mib"] or 0.0)
             kind["procs"] += 1
             if row["kind"] == OBJECT_STORE:
                 kind["objects"] = int(row["title"].split()[0])
@@ -229,12 +238,13 @@ def summarise(csv_path: Path, steps: int) -> dict[str, Any]:
     for kind in [*KINDS, OBJECT_STORE]:
         if kind not in warm["kinds"] and kind not in end["kinds"]:
             continue
-        before = warm["kinds"].get(kind, {"mib": 0.0, "procs": 0, "objects": 0})
-        after = end["kinds"].get(kind, {"mib": 0.0, "procs": 0, "objects": 0})
+        before = warm["kinds"].get(kind, {"mib": 0.0, "uss": 0.0, "procs": 0, "objects": 0})
+        after = end["kinds"].get(kind, {"mib": 0.0, "uss": 0.0, "procs": 0, "objects": 0})
         grow = after["mib"] - before["mib"]
         entry = {"procs": [before["procs"], after["procs"]], "warm_mib": round(before["mib"], 1),
                  "end_mib": round(after["mib"], 1), "growth_mib": round(grow, 1),
-                 "growth_pct": round(100 * grow / before["mib"], 1) if before["mib"] > 0 else None}
+                 "growth_pct": round(100 * grow / before["mib"], 1) if before["mib"] > 0 else None,
+                 "uss_growth_mib": round(after["uss"] - before["uss"], 1)}
         if kind == OBJECT_STORE:
             entry["objects"] = [before["objects"], after["objects"]]
             entry["warm_mib"], entry["end_mib"], entry["growth_mib"] = (round(before["mib"], 3),
@@ -254,8 +264,9 @@ def markdown(run: dict[str, Any]) -> str:
              f"{summary['samples']} samples"
              + ("" if run["stopped_by"] == "steps" else f"; stopped by --max-wall before {run['steps']:,} steps"),
              "",
-             "| process kind | processes | RSS at warm-up end (MiB) | RSS at end (MiB) | growth (MiB) | growth (%) |",
-             "|---|---|---|---|---|---|"]
+             "| process kind | processes | RSS at warm-up end (MiB) | RSS at end (MiB) | growth (MiB) | growth (%) "
+             "| USS growth (MiB) |",
+             "|---|---|---|---|---|---|---|"]
     for kind, entry in summary["kinds"].items():
         procs = entry["procs"]
         procs_text = str(procs[0]) if procs[0] == procs[1] else f"{procs[0]} → {procs[1]}"
@@ -263,11 +274,25 @@ def markdown(run: dict[str, Any]) -> str:
         if kind == OBJECT_STORE:
             objects = entry["objects"]
             lines.append(f"| object store (used) | {objects[0]} → {objects[1]} objects | {entry['warm_mib']:.2f} | "
-                         f"{entry['end_mib']:.2f} | {entry['growth_mib']:+.2f} | {pct} |")
+                         f"{entry['end_mib']:.2f} | {entry['growth_mib']:+.2f} | {pct} | — |")
         else:
             lines.append(f"| {kind} | {procs_text} | {entry['warm_mib']:.1f} | {entry['end_mib']:.1f} | "
-                         f"{entry['growth_mib']:+.1f} | {pct} |")
+                         f"{entry['growth_mib']:+.1f} | {pct} | {entry['uss_growth_mib']:+.1f} |")
     return "\n".join(lines)
+
+
+def report(args: argparse.Namespace) -> None:
+    """The tables of runs already made (their CSVs under ``--out``)."""
+    tables = []
+    for algo in [a.strip().upper() for a in args.algos.split(",") if a.strip()]:
+        csv_path = Path(args.out) / f"{algo.lower()}-{args.framework}.csv"
+        if not csv_path.exists():
+            continue
+        summary = summarise(csv_path, args.steps)
+        run = {"algo": algo, "framework": args.framework, "steps": args.steps, "summary": summary,
+               "stopped_by": "steps" if summary["end"]["env_steps"] >= args.steps else "max_wall"}
+        tables.append(markdown(run))
+    print("\n\n".join(tables))
 
 
 def main() -> None:
@@ -279,10 +304,15 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/soak")
     parser.add_argument("--max-wall", type=float, default=None, help="seconds of training per algorithm")
     parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--report", action="store_true",
+                        help="only print the tables of the CSVs already in --out (of --algos, --framework, --steps)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
+        return
+    if args.report:
+        report(args)
         return
     algos = [a.strip().upper() for a in args.algos.split(",") if a.strip()]
     unknown = [a for a in algos if a not in TUNED]
