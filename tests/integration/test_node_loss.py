@@ -62,8 +62,9 @@ def cluster():
     # keep it false while the nodes start and the driver connects.
     enable_cluster = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
-    cluster = Cluster(initialize_head=True, head_node_args=HEAD)
+    cluster = None
     try:
+        cluster = Cluster(initialize_head=True, head_node_args=HEAD)
         for _ in range(2):
             cluster.add_node(**NODE)
         cluster.wait_for_nodes()
@@ -73,7 +74,8 @@ def cluster():
     finally:
         _STATE.clear()
         ray.shutdown()
-        cluster.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
         ray_constants.ENABLE_RAY_CLUSTER = enable_cluster
         if was_running:  # the session's shared Ray, as tests/conftest.py starts it
             ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
