@@ -284,7 +284,8 @@ class ActingMixin:
             ``{"evaluation": metrics}`` as in RLlib 1.13, the metrics being
             ``episode_reward_mean/min/max``, ``episode_len_mean``, ``custom_metrics``,
             ``hist_stats``, ``episodes_this_iter`` and ``timesteps_this_iter`` of the
-            evaluation episodes; ``train()`` reports the same inner dict as
+            evaluation episodes, and ``num_env_restarts``, the sub-envs rebuilt during
+            this evaluation; ``train()`` reports the same inner dict as
             ``result["evaluation"]``.
         """
         cfg = self.config
@@ -322,6 +323,9 @@ class ActingMixin:
             **episode_results(episodes),
             "episodes_this_iter": len(episodes),
             "timesteps_this_iter": sum(e.length for e in episodes),
+            # Sub-envs rebuilt during this evaluation (restart_failed_sub_environments);
+            # their broken episodes are not among the episodes above.
+            "num_env_restarts": workers.collect_env_restarts(),
         }}
 
 

@@ -193,6 +193,22 @@ def test_restart_drops_the_broken_episode_ppo_local():
     trainer.stop()
 
 
+def test_evaluation_sub_env_restarts_are_reported_and_their_episode_dropped():
+    from rlstack.trainers.ppo import PPOTrainer
+
+    # Only the evaluation env fails (sub-env 1's second episode, at its step 5).
+    trainer = PPOTrainer({**PPO_SMALL, "restart_failed_sub_environments": True, "env_config": env_config(fault=None),
+                          "evaluation_interval": 1, "evaluation_duration": 4,
+                          "evaluation_config": {"env_config": env_config()}}, MarkedEnv)
+    result = trainer.train()
+    evaluation = result["evaluation"]
+    assert evaluation["num_env_restarts"] == 1 and result["num_env_restarts"] == 0
+    assert evaluation["episodes_this_iter"] == 4
+    assert evaluation["episode_len_mean"] == LENGTH  # the broken episode is not among them
+    assert trainer.evaluate()["evaluation"]["num_env_restarts"] == 0  # per evaluation, not cumulative
+    trainer.stop()
+
+
 def test_restart_on_remote_worker_ppo(ray_local):
     from rlstack.trainers.ppo import PPOTrainer
 
