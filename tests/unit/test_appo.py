@@ -261,7 +261,8 @@ def test_defaults_are_1_13s():
     ({"lambda": 1.5}, "lambda must be in [0, 1]"),
     ({"vtrace": "yes"}, "vtrace must be True or False"),
     ({"opt_type": "sgd"}, "opt_type='sgd' is not allowed"),
-    ({"batch_mode": "complete_episodes"}, "batch_mode='complete_episodes'"),
+    ({"batch_mode": "complete_episodes"}, "batch_mode='complete_episodes': APPO learns on fixed-length fragments"),
+    ({"rollout_fragment_length": 1}, "rollout_fragment_length must be >= 2 for APPO"),
     ({"target_update_freq": 2}, "did you mean 'target_update_frequency'"),
 ])
 def test_config_errors_name_the_key(overrides, message):

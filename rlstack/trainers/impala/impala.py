@@ -98,7 +98,7 @@ class IMPALATrainer(Trainer):
         require_stochastic_sampling(config)
         for key, allowed in _NOT_IMPLEMENTED.items():
             if config[key] != allowed:
-                raise ConfigError(f"{key}={config[key]!r} is not implemented in rlstack's IMPALA; remove it "
+                raise ConfigError(f"{key}={config[key]!r} is not implemented in rlstack's {cls._name}; remove it "
                                   f"(or set {key}={allowed!r}).")
         for key in ("num_sgd_iter", "learner_queue_size", "max_sample_requests_in_flight_per_worker",
                     "broadcast_interval"):
@@ -108,10 +108,10 @@ class IMPALATrainer(Trainer):
         if config["opt_type"] not in ("adam", "rmsprop"):
             raise ConfigError(f"opt_type={config['opt_type']!r} is not allowed; use 'adam' or 'rmsprop'.")
         if config["rollout_fragment_length"] < 2:
-            raise ConfigError(f"rollout_fragment_length must be >= 2 for IMPALA (V-trace bootstraps each fragment "
+            raise ConfigError(f"rollout_fragment_length must be >= 2 for {cls._name} (V-trace bootstraps each fragment "
                               f"from its last step), got {config['rollout_fragment_length']}.")
         if config["batch_mode"] != "truncate_episodes":
-            raise ConfigError(f"batch_mode={config['batch_mode']!r}: IMPALA learns on fixed-length fragments and "
+            raise ConfigError(f"batch_mode={config['batch_mode']!r}: {cls._name} learns on fixed-length fragments and "
                               "needs batch_mode='truncate_episodes'.")
         for key in ("vtrace_clip_rho_threshold", "vtrace_clip_pg_rho_threshold", "vf_loss_coeff", "entropy_coeff",
                     "decay", "momentum", "epsilon", "learner_queue_timeout"):
