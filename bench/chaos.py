@@ -48,10 +48,12 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from harness import tuned_example  # noqa: E402
 
 ENV_NAME = "chaos_cartpole"
 TUNED = {"PPO": "cartpole-ppo.yaml", "IMPALA": "cartpole-impala.yaml"}
@@ -191,7 +193,7 @@ class Killer(threading.Thread):
 
 
 def base_config(algorithm: str, framework: str, seed: int) -> dict:
-    experiment = next(iter(yaml.safe_load((ROOT / "tune_configs" / TUNED[algorithm]).read_text()).values()))
+    experiment = tuned_example(TUNED[algorithm])
     config = dict(experiment.get("config") or {})
     config.update(framework=framework, seed=seed, num_workers=2, recreate_failed_workers=True,
                   restart_failed_sub_environments=True, **REPORTING.get(algorithm, {}))

@@ -20,13 +20,11 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import run_child, seconds_since_process_start, summarise  # noqa: E402
+from harness import run_child, seconds_since_process_start, summarise, tuned_example  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 THRESHOLDS = (150.0, 450.0)
 
 # RL-Zoo's CartPole-v1 DQN hyper-parameters (what SB3 is measured with): lr 2.3e-3, batch
@@ -56,9 +54,7 @@ RL_ZOO = {
 
 
 def _tuned(name: str) -> tuple[str, dict]:
-    import yaml
-
-    spec = next(iter(yaml.safe_load((ROOT / "tune_configs" / name).read_text()).values()))
+    spec = tuned_example(name)
     return spec["run"], dict(spec["config"])
 
 

@@ -26,13 +26,11 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import run_child, summarise  # noqa: E402
+from harness import run_child, summarise, tuned_example  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 MIB = 2**20
 
 
@@ -51,12 +49,10 @@ def actor_processes() -> list:
 def child(args: argparse.Namespace) -> None:
     import psutil
     import ray
-    import yaml
 
     from rlstack.trainers.registry import get_trainer_class
 
-    spec = next(iter(yaml.safe_load((ROOT / "tune_configs" / f"cartpole-{args.algo.lower()}.yaml").read_text())
-                     .values()))
+    spec = tuned_example(f"cartpole-{args.algo.lower()}.yaml")
     config = {**spec["config"], "num_workers": args.workers, "seed": args.seed}
     if args.noise_size:
         config["noise_size"] = args.noise_size

@@ -56,6 +56,16 @@ def byte_compile_rlstack() -> None:
             compileall.compile_dir(folder, quiet=1)
 
 
+def tuned_example(file_name: str) -> dict[str, Any]:
+    """The first experiment of ``tune_configs/<file_name>`` (its ``run``, ``env``, ``stop``
+    and ``config``), as the benchmarks start from the tuned examples."""
+    import yaml
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tune_configs", file_name)
+    with open(path) as file:
+        return next(iter(yaml.safe_load(file).values()))
+
+
 def run_child(args: list[str], timeout: float = 900, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Runs ``python args...`` and returns the last JSON object it printed, plus
     ``peak_rss_mib`` of its process tree.

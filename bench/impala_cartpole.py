@@ -23,23 +23,19 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import run_child, seconds_since_process_start, summarise  # noqa: E402
+from harness import run_child, seconds_since_process_start, summarise, tuned_example  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def rlstack_child(args: argparse.Namespace) -> None:
     import ray
-    import yaml
 
     from rlstack.trainers.registry import get_trainer_class
 
-    tuned = ROOT / "tune_configs" / f"cartpole-{args.algo.lower()}.yaml"
-    spec = next(iter(yaml.safe_load(tuned.read_text()).values()))
+    spec = tuned_example(f"cartpole-{args.algo.lower()}.yaml")
     config = {**spec["config"], "framework": args.framework, "seed": args.seed, "num_workers": args.workers,
               "min_time_s_per_reporting": 2}
     ray.init(address="local", num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)

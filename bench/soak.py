@@ -62,6 +62,9 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from harness import tuned_example  # noqa: E402
 
 TUNED = {"PPO": "cartpole-ppo.yaml", "IMPALA": "cartpole-impala.yaml", "APEX": "cartpole-apex.yaml"}
 OVERRIDES: dict[str, dict[str, Any]] = {
@@ -155,13 +158,12 @@ class Sampler(threading.Thread):
 def child(args: argparse.Namespace) -> None:
     """One algorithm's run, in this process (the driver)."""
     import ray
-    import yaml
 
     from rlstack.trainers.ray_start import init_local_ray
     from rlstack.trainers.registry import get_trainer_class
 
     algo = args.child
-    spec = next(iter(yaml.safe_load((ROOT / "tune_configs" / TUNED[algo]).read_text()).values()))
+    spec = tuned_example(TUNED[algo])
     config = {**spec["config"], **OVERRIDES[algo], "framework": args.framework}
     for attempt in range(3):  # on a loaded machine the raylet can miss ray.init's start-up deadline
         try:
