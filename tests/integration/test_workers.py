@@ -8,6 +8,7 @@ import pytest
 import ray
 
 from rlstack.trainers.ppo import PPOTrainer
+from tests.actors import still_alive_after
 
 SMALL = {"num_workers": 2, "train_batch_size": 400, "sgd_minibatch_size": 100, "num_sgd_iter": 2,
          "rollout_fragment_length": 100, "seed": 1, "model": {"fcnet_hiddens": [16]}}
@@ -61,23 +62,7 @@ def test_stop_releases_worker_actors(ray_local):
     trainer = PPOTrainer({**SMALL, "framework": "torch"}, "CartPole-v1")
     workers = trainer.workers.remote_workers()
     trainer.stop()
-    # ray.kill is asynchronous: a call sent right after it may still be served, so wait
-    # (bounded) until every actor refuses calls.
-    import time
-
-    deadline = time.time() + 30
-    alive = list(workers)
-    while alive and time.time() < deadline:
-        still = []
-        for worker in alive:
-            try:
-                ray.get(worker.ping.remote(), timeout=5)
-                still.append(worker)
-            except ray.exceptions.RayActorError:
-                pass
-        alive = still
-        if alive:
-            time.sleep(0.2)
+    alive = still_alive_after(workers, "ping")
     assert not alive, f"{len(alive)} worker actors still answer 30 s after stop()"
 
 
