@@ -444,3 +444,26 @@ def _apply_clipped(policy, grads, clip):
     norm = np.sqrt(sum(float((g.astype(np.float64) ** 2).sum()) for g in grads))
     scale = min(1.0, clip / (norm + 1e-6))
     policy.apply_gradients([(g * scale).astype(np.float32) for g in grads])
+
+
+def test_torch_learners_flush_subnormals_in_every_intra_op_thread():
+    """Adam's moments of a weight whose gradient is zero decay through the subnormal
+    range, where CPU arithmetic is many times slower; the torch learner flushes them to
+    zero (as TF does) in the driver thread and in torch's intra-op threads. Checked in a
+    fresh interpreter: the mode is per thread and is inherited by threads created later."""
+    import subprocess
+    import sys
+
+    script = (
+        "import torch\n"
+        "torch.set_num_threads(2)\n"
+        "import rlstack.policies.torch_learner\n"
+        # (bit patterns compared, not values: comparisons treat subnormals as zero too)
+        # 1e-40 from its bit pattern (a cast would flush it already); split between threads
+        "x = torch.full((1_000_000,), 71362, dtype=torch.int32).view(torch.float32)\n"
+        "y = x * 1.0\n"
+        "print(int((y.view(torch.int32) != 0).sum()))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "0", f"{proc.stdout.strip()} subnormal products survived"
