@@ -88,6 +88,27 @@ def test_rollout_workers_pin_framework_threads(ray_local, framework):
     trainer.stop()
 
 
+@pytest.mark.parametrize(("algorithm", "num_workers", "threads"), [("PPO", 2, 1), ("PPO", 0, 2), ("DDPG", 1, 1)])
+def test_torch_learner_beside_workers_uses_one_thread(ray_local, monkeypatch, algorithm, num_workers, threads):
+    # The driver's torch learner leaves the other cores to its rollout workers (2-thread
+    # parallel regions waiting on busy cores cost A3C 5x the CPU); without workers torch
+    # keeps its threads.
+    import torch
+
+    from rlstack.trainers.registry import get_trainer_class
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        config = {"num_workers": num_workers, "framework": "torch", "seed": 0}
+        trainer = get_trainer_class(algorithm)(config, "CartPole-v1" if algorithm == "PPO" else "Pendulum-v1")
+        assert torch.get_num_threads() == threads
+        trainer.stop()
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_numpy_acting_workers_import_no_framework(ray_local, framework):
     def loaded(worker):
         import sys

@@ -49,13 +49,6 @@ class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed)
-        if self.device.type == "cpu" and not self.model.spec.actor.encoder.images and config["num_workers"] > 0:
-            # One intra-op thread where rollout workers share the machine's cores (Ape-X
-            # DDPG, DDPG with workers): a second learner thread fighting them made each
-            # gradient step several times slower on a 2-core machine. Sampling in the
-            # driver (num_workers 0), torch's default threads split the larger layers
-            # (RL-Zoo's 400x300) as SB3's learner does.
-            torch.set_num_threads(1)
         # The base's lr / lr_schedule move optimizer 0: the actor's, at actor_lr.
         self.lr_schedule = make_schedule(config["actor_lr"], None, "actor_lr")
         self.exploration = make_exploration(self)
