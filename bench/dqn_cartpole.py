@@ -89,7 +89,9 @@ def rlstack_child(args: argparse.Namespace) -> None:
     if config["num_workers"] > 0:
         import ray
 
-        ray.init(address="local", num_cpus=max(2, config["num_workers"] + 1), include_dashboard=False,
+        from rlstack.trainers.ray_start import init_local_ray
+
+        init_local_ray(num_cpus=max(2, config["num_workers"] + 1), include_dashboard=False,
                  log_to_driver=False)
     trainer = get_trainer_class(algorithm)(config, "CartPole-v1")
     ready = seconds_since_process_start()
@@ -146,10 +148,11 @@ def sb3_child(args: argparse.Namespace) -> None:
 
 
 def rllib_child(args: argparse.Namespace) -> None:
-    import ray
     from ray.rllib.algorithms.dqn import DQNConfig
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     algo = DQNConfig().environment("CartPole-v1").framework("torch").debugging(seed=args.seed).build_algo()
     ready = seconds_since_process_start()
     train_start = time.time()

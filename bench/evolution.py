@@ -57,7 +57,9 @@ def child(args: argparse.Namespace) -> None:
     if args.noise_size:
         config["noise_size"] = args.noise_size
     used_before = psutil.virtual_memory().used
-    ray.init(address="local", num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)
     trainer = get_trainer_class(args.algo)(config, "CartPole-v1")
     trainer.train()  # warm-up: actors started, first episodes run
     record: dict = {}

@@ -149,10 +149,11 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=8)
     parser.add_argument("--algorithms", default="PPO,IMPALA,APEX")
     args = parser.parse_args()
-    import ray
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     rows = []
     for algorithm in args.algorithms.split(","):
         for fault, setting in [(None, None)] + [(f, s) for f in ("env-error", "kill") for s in

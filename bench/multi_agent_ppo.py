@@ -136,13 +136,13 @@ def _num_params(weights: dict[str, Any]) -> int:
 
 
 def rlstack_learning_child(args: argparse.Namespace) -> None:
-    import ray
-
     from rlstack.trainers.ppo import PPOTrainer
 
     env, config = rlstack_training_config(args.framework, args.seed, args.last_n, args.smoke)
     if config.get("num_workers", 0) > 0:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        from rlstack.trainers.ray_start import init_local_ray
+
+        init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     trainer = PPOTrainer(config, env)
     ready = seconds_since_process_start()
     train_start = time.time()
@@ -361,11 +361,12 @@ def _rllib_params(module: Any) -> int:
 
 def rllib_learning_child(args: argparse.Namespace) -> None:
     """Until every policy's mean over the last N episodes is >= target (rlstack's rule)."""
-    import ray
 
     settings = json.loads(args.rllib_settings)
     RecordPolicyReturns, last_n_means = rllib_policy_returns_recorder(args.last_n)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     algo = rllib_config(settings, args.seed).callbacks(RecordPolicyReturns).build_algo()
     ready = seconds_since_process_start()
     train_start = time.time()
@@ -408,10 +409,11 @@ def rllib_learning_child(args: argparse.Namespace) -> None:
 def rllib_sampling_child(args: argparse.Namespace) -> None:
     """``MultiAgentEnvRunner.sample`` of an algorithm with no remote env runners (its
     local env runner, in this process, has the env)."""
-    import ray
 
     settings = json.loads(args.rllib_settings)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     algo = rllib_config(settings, args.seed, num_env_runners=0).build_algo()
     runner = algo.env_runner
     runner.sample(num_timesteps=args.sample_steps)  # warm-up

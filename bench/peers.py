@@ -63,12 +63,13 @@ def rllib_child(workers: int, target: float, max_steps: int, seed: int, max_wall
     reached the target is reported too (``own_metric_*``). ``max_wall`` bounds the
     training seconds (the run then reports ``reached: false``).
     """
-    import ray
     from ray.rllib.algorithms.ppo import PPOConfig
 
     RecordReturns, last_100_mean = rllib_returns_recorder(100)
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     config = (
         PPOConfig()
         .environment("CartPole-v1")

@@ -160,7 +160,6 @@ def sb3_child(args: argparse.Namespace) -> None:
 def rllib_child(args: argparse.Namespace) -> None:
     """RLlib 2.60's SAC (new API stack) with the same hyper-parameters; returns are
     recorded by a callback so the window is the last 10 episodes, as for the others."""
-    import ray
     from ray.rllib.algorithms.sac import SACConfig
     from ray.rllib.callbacks.callbacks import RLlibCallback
 
@@ -179,7 +178,9 @@ def rllib_child(args: argparse.Namespace) -> None:
         ended.sort()
         return sum(r for _, r in ended[-WINDOW:]) / WINDOW if len(ended) >= WINDOW else float("-inf")
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     config = (
         SACConfig()
         .environment("Pendulum-v1")

@@ -59,7 +59,9 @@ def child(args: argparse.Namespace) -> None:
     if args.workers > 0:
         import ray
 
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        from rlstack.trainers.ray_start import init_local_ray
+
+        init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     config = {**PRESETS[args.preset], "num_workers": args.workers, "framework": args.framework, "seed": args.seed}
     trainer = PPOTrainer(config, "CartPole-v1")
     ready = seconds_since_process_start()

@@ -150,7 +150,9 @@ def rlstack_learning_child(args: argparse.Namespace) -> None:
     if args.workers > 0:
         import ray
 
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        from rlstack.trainers.ray_start import init_local_ray
+
+        init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     config, source = rlstack_training_config(args)
     try:
         trainer = PPOTrainer(config, "StatelessCartPole")
@@ -331,11 +333,12 @@ def _rllib_params(module: Any) -> int:
 
 def rllib_learning_child(args: argparse.Namespace) -> None:
     """Until the mean return of the last N finished episodes >= target (bench/peers.py's rule)."""
-    import ray
 
     RecordReturns, last_n_mean = rllib_returns_recorder(args.last_n)
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     training = None
     if args.smoke:
         training = {"train_batch_size": SMOKE_TRAINING["train_batch_size"],
@@ -369,9 +372,10 @@ def rllib_learning_child(args: argparse.Namespace) -> None:
 def _rllib_local_algo(args: argparse.Namespace, training: dict[str, Any] | None = None):
     """An algorithm with no remote env runners: its local env runner (in this process,
     with an env) samples, its local learner learns."""
-    import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     return rllib_config(0, args.seed, training).build_algo()
 
 

@@ -23,11 +23,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
-    import ray
 
     from rlstack.trainers.ppo import PPOTrainer
 
-    ray.init(address="local", num_cpus=max(2, max(args.workers)), include_dashboard=False, log_to_driver=False)
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(num_cpus=max(2, max(args.workers)), include_dashboard=False, log_to_driver=False)
     out = {}
     for n in args.workers:
         trainer = PPOTrainer({"num_workers": n, "num_envs_per_worker": 8, "rollout_fragment_length": 64}, "CartPole-v1")

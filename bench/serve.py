@@ -209,7 +209,9 @@ def start_noop(port: int, direct_ingress: bool, args: argparse.Namespace) -> dic
     changed = rlstack_server._direct_ingress_env(port, 1) if direct_ingress else {}
     saved = {key: os.environ.get(key) for key in changed}
     os.environ.update(changed)
-    ray.init(address="local", include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    from rlstack.trainers.ray_start import init_local_ray
+
+    init_local_ray(include_dashboard=False, log_to_driver=False)
     quiet = {"enable_access_log": False, "log_level": "WARNING"}
     serve.start(http_options={"host": "127.0.0.1", "port": free_port() if direct_ingress else port},
                 logging_config=quiet)

@@ -31,10 +31,11 @@ def child(system: str) -> None:
         print(json.dumps({"import_rlstack_s": round(time.perf_counter() - start, 3),
                           "wall_s": round(seconds_since_process_start(), 3)}))
         return
-    import ray
 
     if not system.endswith("-own-ray"):
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        from rlstack.trainers.ray_start import init_local_ray
+
+        init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     if system.startswith("rlstack"):
         from rlstack.trainers.ppo import PPOTrainer
 

@@ -18,7 +18,9 @@ def ray_local():
     import ray
 
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        from rlstack.trainers.ray_start import init_local_ray
+
+        init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

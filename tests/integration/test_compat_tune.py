@@ -3,6 +3,8 @@ really returns: tune.run()'s ExperimentAnalysis and tune.Tuner.fit()'s ResultGri
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from ray import tune
 
@@ -93,6 +95,8 @@ def test_a_renamed_113_style_script_runs(tmp_path):
     pytest.importorskip("torch")
     script = tmp_path / "corridor.py"
     script.write_text(RENAMED_113_SCRIPT)
+    # The script's own ray.init() starts a single-node Ray on 127.0.0.1 only.
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     proc = subprocess.run([sys.executable, str(script), str(tmp_path / "results")], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env=env)
     assert proc.returncode == 0 and "SCRIPT OK" in proc.stdout, proc.stderr[-3000:]

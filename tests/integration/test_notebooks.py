@@ -28,8 +28,12 @@ def run(name: str, workdir: Path):
     cells = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1, f"{name} needs exactly one cell tagged 'parameters'"
     cells[0].source = PARAMETERS[name]
-    nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(workdir)}}).execute()
+    # The kernel inherits this environment: a notebook's own ray.init() then starts a
+    # single-node Ray that listens on 127.0.0.1 only.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
+                                resources={"metadata": {"path": str(workdir)}}).execute()
     return notebook
 
 

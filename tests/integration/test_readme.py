@@ -44,7 +44,10 @@ def test_the_readme_has_python_blocks():
 def test_readme_block_runs_as_written(line, code, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled",
            "RAY_OVERRIDE_RESOURCES": json.dumps({"CPU": 2}), "RLSTACK_RESULTS_DIR": str(tmp_path / "ray_results"),
-           "HOME": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "2"}
+           "HOME": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "2",
+           # A block's own ray.init() starts a single-node Ray that listens on 127.0.0.1 only
+           # (what rlstack's init_local_ray does for the Rays it starts).
+           "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     script = tmp_path / f"readme_{line}.py"
     script.write_text(code)
     start = time.monotonic()
