@@ -110,8 +110,10 @@ def refresh_acting(policy: Policy, acting: Policy, shares: bool, weights: dict[s
     """Copies the policy's weights (or ``weights``) into its separate acting copy, if it
     has one that does not read them in place, and moves the copy's schedules along."""
     if acting is not policy:
-        if not shares:
-            acting.set_weights(policy.get_weights() if weights is None else weights)
+        if not shares and weights is None:
+            acting.set_acting_weights(policy.acting_weights())
+        elif not shares:
+            acting.set_weights(weights)
         acting.on_global_var_update(policy.global_timestep)
 
 

@@ -356,6 +356,17 @@ class Policy(RecurrentPolicyMixin, ABC):
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads weights from :meth:`get_weights` (of either framework, for built-in models)."""
 
+    def acting_weights(self) -> dict[str, np.ndarray]:
+        """What this policy's separate acting copy needs after an update (the copy loads
+        it with :meth:`set_acting_weights`): every weight by default. A learner whose copy
+        acts with part of the model (SAC's actor, not its critics) returns that part."""
+        return self.get_weights()
+
+    def set_acting_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads the :meth:`acting_weights` of the learner this policy acts for (by
+        default all of its weights: :meth:`set_weights`)."""
+        self.set_weights(weights)
+
     def shared_weights(self) -> dict[str, np.ndarray] | None:
         """The weights as numpy arrays that share memory with the policy's own parameters,
         or None (the default) where that is not possible. An acting copy in the same

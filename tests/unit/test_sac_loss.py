@@ -628,6 +628,27 @@ def test_numpy_acting_equals_framework_acting(action_space):
         assert set(np.unique(sampled)) <= set(range(4))
 
 
+def test_the_tf_learner_refreshes_its_numpy_actor_with_the_actor_weights_alone():
+    # After each update the TF learner hands its numpy acting copy the actor's weights only
+    # (acting_weights); the copy acts like the learner, and its critics stay as loaded.
+    pytest.importorskip("tensorflow")
+    obs = np.random.default_rng(4).uniform(-1, 1, (20, 3)).astype(np.float32)
+    learner, acting = _policy("tf", BOX), _policy("numpy", BOX)
+    acting.set_weights(learner.get_weights())
+    fixed_actions = np.zeros((len(obs), 2), np.float32)
+    q_values = acting.model.critic_values(obs, fixed_actions)
+    learner.set_weights(_random_weights(learner, 6))
+    actor_weights = learner.acting_weights()
+    assert sorted(actor_weights) == sorted(f"{layer.name}/{part}" for layer in learner.model.spec.actor.layers
+                                           for part in ("kernel", "bias"))
+    acting.set_acting_weights(actor_weights)
+    np.testing.assert_allclose(acting.compute_actions(obs, explore=False)[0],
+                               learner.compute_actions(obs, explore=False)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(acting.model.critic_values(obs, fixed_actions), q_values)
+    with pytest.raises(ValueError, match="set_canonical_weights"):
+        NumpyActorCritic(learner.model.spec).set_actor_weights(actor_weights)  # no critics loaded before
+
+
 @pytest.mark.parametrize("normalize_actions", [True, False])
 def test_box_actions_are_mapped_onto_the_bounds(normalize_actions):
     policy = _policy("numpy", BOX, normalize_actions=normalize_actions)

@@ -47,6 +47,19 @@ class NumpyActorCritic(NumpyLayers):
         """
         self._bind_layers(self._load_layers(weights, copy=False))
 
+    def set_actor_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads the actor's canonical-layout weights (kept as given, as
+        :meth:`set_canonical_weights`); the critics keep theirs.
+
+        Raises:
+            ValueError: If no weights were loaded before (the critics would have none), or
+                an actor weight is missing or has the wrong shape.
+        """
+        if not self.weights:
+            raise ValueError("set_actor_weights() updates the actor of a loaded model; call "
+                             "set_canonical_weights() with every weight first.")
+        self._bind_layers({**self.weights, **self._load_layers(weights, copy=False, layers=self.spec.actor.layers)})
+
     def actor_outputs(self, obs: np.ndarray) -> np.ndarray:
         """The actor's outputs ``[B, num_outputs]`` for flat observations."""
         actor = self.spec.actor

@@ -47,12 +47,13 @@ class NumpyLayers:
         # Per layer name: (kernel, bias, activation), bound when weights are loaded.
         self._layers: dict[str, tuple[np.ndarray, np.ndarray, Any]] = {}
 
-    def _load_layers(self, weights: dict[str, np.ndarray], copy: bool) -> dict[str, np.ndarray]:
-        # Every layer's kernel and bias from canonical-layout ``weights`` as float32:
-        # copies, or the arrays themselves where already float32 (copy False).
+    def _load_layers(self, weights: dict[str, np.ndarray], copy: bool,
+                     layers: list[Any] | None = None) -> dict[str, np.ndarray]:
+        # Every layer's (or ``layers``') kernel and bias from canonical-layout ``weights``
+        # as float32: copies, or the arrays themselves where already float32 (copy False).
         to_array = np.array if copy else np.asarray
         loaded = {}
-        for layer in self.spec.layers:
+        for layer in self.spec.layers if layers is None else layers:
             for part, shape in (("kernel", layer.kernel_shape), ("bias", (layer.kernel_shape[-1],))):
                 name = f"{layer.name}/{part}"
                 if name not in weights:

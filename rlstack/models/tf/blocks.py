@@ -233,6 +233,12 @@ class TFActorCritic(TFModelV2):
         return {**{k: v.numpy().copy() for k, v in actor.items()},
                 **self.critics.canonical_from_raw({k: v.numpy() for k, v in critics.items()})}
 
+    def get_actor_weights(self) -> dict[str, np.ndarray]:
+        """The actor's weights (canonical layout) as numpy copies, read in one graph call."""
+        if getattr(self, "_read_actor", None) is None:
+            self._read_actor = GraphFunction(lambda: {k: tf.identity(v) for k, v in self.actor_vars.items()}, [])
+        return {k: v.numpy().copy() for k, v in self._read_actor().items()}
+
     def set_canonical_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Loads canonical-layout weights of the actor and the critics.
 

@@ -135,6 +135,10 @@ class SACNumpyPolicy(SACPolicyMixin, NumpyPolicy):
     def model_spec(self) -> ActorCriticSpec:
         return sac_model_spec(self)
 
+    def set_acting_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads the learner's actor (SAC's ``acting_weights``); the critics stay."""
+        self.model.set_actor_weights(weights)
+
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         explore = self.config.get("explore", True) if explore is None else bool(explore)
         outputs = self.model.actor_outputs(np.asarray(obs_batch, dtype=np.float32))
