@@ -429,11 +429,16 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
         batch = self.sample()
         return batch, (batch.env_steps(), batch.agent_steps())
 
-    def sample_and_compute_gradients(self) -> tuple[Any, dict[str, Any], int, int]:
+    def sample_and_compute_gradients(self, weights: dict[str, Any] | None = None,
+                                     global_timestep: int | None = None) -> tuple[Any, dict[str, Any], int, int]:
         """Samples a batch and returns the policy's gradients on it, its learner
         statistics, and the batch's env and agent steps (A3C: workers learn, the driver
         applies). Multi-agent: gradients and statistics by policy id, for each policy of
-        ``policies_to_train`` with rows."""
+        ``policies_to_train`` with rows. ``weights`` (and ``global_timestep``), if given,
+        are loaded first (:meth:`set_weights`): the driver's new weights and the next
+        request travel in one call."""
+        if weights is not None:
+            self.set_weights(weights, global_timestep)
         batch = self.sample()
         if isinstance(batch, SampleBatch):
             grads, stats = self.policy.compute_gradients(batch)  # type: ignore[attr-defined]

@@ -112,8 +112,9 @@ class A3CTrainer(Trainer):
         for index in range(self.workers.num_remote_workers):
             self._request(index)
 
-    def _request(self, index: int) -> None:
-        self._in_flight[self.workers.remote_workers()[index].sample_and_compute_gradients.remote()] = index
+    def _request(self, index: int, weights: dict[str, Any] | None = None, global_timestep: int | None = None) -> None:
+        worker = self.workers.remote_workers()[index]
+        self._in_flight[worker.sample_and_compute_gradients.remote(weights, global_timestep)] = index
 
     def training_step(self) -> dict[str, Any]:
         local = self.workers.local_worker()
@@ -143,11 +144,10 @@ class A3CTrainer(Trainer):
             if stats:
                 self._last_learner_stats = {pid: {"learner_stats": s} for pid, s in stats.items()}
             with self._timers["synch_weights"]:
-                worker = self.workers.remote_workers()[index]
-                # This worker only: the others keep sampling with what they have.
+                # This worker only (the others keep sampling with what they have), with its
+                # next request: one actor call per round trip, not two.
                 weights = local.get_weights(list(grads)) if self.is_multi_agent else self.learner_policy.get_weights()
-                worker.set_weights.remote(weights, self.global_timestep())
-            self._request(index)
+                self._request(index, weights, self.global_timestep())
         return self.last_learner_info()
 
     def extra_results(self) -> dict[str, Any]:
