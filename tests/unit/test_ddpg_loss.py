@@ -343,6 +343,25 @@ def test_numpy_acting_equals_framework_acting(framework_name):
     np.testing.assert_array_equal(policy.compute_actions(obs)[0], greedy)
 
 
+@pytest.mark.parametrize("worker_side_prioritization", [False, True])
+def test_the_tf_learner_refreshes_its_numpy_actor_with_what_it_reads(worker_side_prioritization):
+    # The actor's weights alone after each update, every weight where the acting copy
+    # also computes replay priorities from the critics.
+    learner = make_policy("tf", twin_q=True, worker_side_prioritization=worker_side_prioritization)
+    acting = make_policy("numpy", twin_q=True, worker_side_prioritization=worker_side_prioritization)
+    acting.set_weights(learner.get_weights())
+    learner.set_weights(perturbed(learner.get_weights(), 8))
+    sent = learner.acting_weights()
+    everything = learner.get_weights()
+    assert (sorted(sent) == sorted(everything)) == worker_side_prioritization
+    acting.set_acting_weights(sent)
+    obs = make_batch()[B.OBS]
+    np.testing.assert_allclose(acting.compute_actions(obs, explore=False)[0],
+                               learner.compute_actions(obs, explore=False)[0], rtol=1e-5, atol=1e-6)
+    same_critics = np.allclose(acting.compute_values(obs), learner.compute_values(obs), rtol=1e-5, atol=1e-6)
+    assert same_critics == worker_side_prioritization
+
+
 def test_random_phase_then_noise_follow_the_global_timestep():
     policy = make_policy("numpy", exploration_config={"type": "GaussianNoise", "random_timesteps": 100,
                                                       "stddev": 0.1, "initial_scale": 1.0, "final_scale": 1.0})

@@ -203,6 +203,14 @@ class DDPGNumpyPolicy(DDPGPolicyMixin, NumpyPolicy):
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed, postprocess_fn)
         self.exploration = make_exploration(self)
 
+    def set_acting_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads the learner's ``acting_weights``: the actor's alone (the critics stay),
+        unless ``worker_side_prioritization`` needs the critics too."""
+        if self.config.get("worker_side_prioritization"):
+            self.set_weights(weights)
+        else:
+            self.model.set_actor_weights(weights)
+
     def actor_actions(self, obs_batch: np.ndarray) -> np.ndarray:
         """The actor's actions ``mu(s) = tanh(actor(s))``, ``float32 [B, A]`` in [-1, 1]."""
         return np.tanh(self.model.actor_outputs(np.asarray(obs_batch, dtype=np.float32))).astype(np.float32)

@@ -157,6 +157,13 @@ class DDPGTFPolicy(DDPGLearningPolicyMixin, TFPolicy):
 
     # ----- state ------------------------------------------------------------------
 
+    def acting_weights(self) -> dict[str, np.ndarray]:
+        """The actor's weights, all the numpy acting copy reads, or every weight where the
+        copy also computes replay priorities from the critics (``worker_side_prioritization``)."""
+        if self.config.get("worker_side_prioritization"):
+            return self.get_weights()
+        return self.model.get_actor_weights()
+
     def get_state(self) -> PolicyState:
         state = super().get_state()
         state.update(target_state(self.target_model.get_canonical_weights()))
