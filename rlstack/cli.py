@@ -42,14 +42,14 @@ def _init_ray(args: argparse.Namespace, experiments: dict[str, dict[str, Any]]) 
     import ray
 
     from rlstack.experiments import needed_cpus
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.ray_start import connect_ray, init_local_ray
     from rlstack.trainers.registry import get_trainer_class
 
     if ray.is_initialized():
         return
     address = args.ray_address or os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address)
+        connect_ray(address)
         return
     # A trial asks for the driver's CPU plus one per worker; on a small machine that can
     # exceed its cores, and the trial would wait forever. Rollout workers of small envs

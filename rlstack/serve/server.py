@@ -215,10 +215,11 @@ def _start_ray(address: str | None, direct_ingress: bool, port: int, num_replica
         for key, value in _direct_ingress_env(port, num_replicas).items():
             _running.saved_env.setdefault(key, os.environ.get(key))
             os.environ[key] = value
+    from rlstack.trainers.ray_start import connect_ray, init_local_ray
+
     if address:
-        ray.init(address=address, log_to_driver=False)
+        connect_ray(address, log_to_driver=False)
         return
-    from rlstack.trainers.ray_start import init_local_ray
 
     init_local_ray(include_dashboard=False, log_to_driver=False)
     _running.started_ray = True

@@ -34,7 +34,7 @@ def ensure_ray(config: dict[str, Any], preload: str | None = None) -> None:
                          daemon=True).start()
     address = os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address)
+        connect_ray(address)
         return
     needed = (config["num_workers"] + config["evaluation_num_workers"]) * config["num_cpus_per_worker"]
     init_local_ray(num_cpus=max(os.cpu_count() or 1, math.ceil(needed)), include_dashboard=False, log_to_driver=True)
@@ -70,6 +70,28 @@ def init_local_ray(**init_kwargs: Any) -> None:
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
         ray.init(address="local", _node_ip_address=LOOPBACK_IP, **init_kwargs)
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = enable_cluster
+
+
+def connect_ray(address: str, **init_kwargs: Any) -> None:
+    """``ray.init(address=address)``, also for a Ray that listens on 127.0.0.1 only (one
+    that :func:`init_local_ray` started, or ``ray start --node-ip-address=127.0.0.1``).
+
+    With cluster mode on (Linux), Ray replaces a loopback address by the machine's
+    routable IP before it connects, where nothing listens; so for a loopback address the
+    flag is off for the length of the call, as in :func:`init_local_ray`.
+    """
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    if host.removeprefix("ray://") not in (LOOPBACK_IP, "localhost"):
+        ray.init(address=address, **init_kwargs)
+        return
+    from ray._private import ray_constants
+
+    enable_cluster = getattr(ray_constants, "ENABLE_RAY_CLUSTER", True)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(address=address, **init_kwargs)
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = enable_cluster
 
