@@ -4,11 +4,13 @@ uses to start its own Ray bound to the loopback interface."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import ray
@@ -64,14 +66,8 @@ def init_local_ray(**init_kwargs: Any) -> None:
     Args:
         init_kwargs: Further ``ray.init`` arguments (``num_cpus``, ``include_dashboard``, ...).
     """
-    from ray._private import ray_constants
-
-    enable_cluster = getattr(ray_constants, "ENABLE_RAY_CLUSTER", True)
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
+    with _single_node_mode():
         ray.init(address="local", _node_ip_address=LOOPBACK_IP, **init_kwargs)
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = enable_cluster
 
 
 def connect_ray(address: str, **init_kwargs: Any) -> None:
@@ -86,12 +82,19 @@ def connect_ray(address: str, **init_kwargs: Any) -> None:
     if host.removeprefix("ray://") not in (LOOPBACK_IP, "localhost"):
         ray.init(address=address, **init_kwargs)
         return
+    with _single_node_mode():
+        ray.init(address=address, **init_kwargs)
+
+
+@contextlib.contextmanager
+def _single_node_mode() -> Iterator[None]:
+    # Ray's ENABLE_RAY_CLUSTER off for the length of the block (see init_local_ray).
     from ray._private import ray_constants
 
     enable_cluster = getattr(ray_constants, "ENABLE_RAY_CLUSTER", True)
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
-        ray.init(address=address, **init_kwargs)
+        yield
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = enable_cluster
 
