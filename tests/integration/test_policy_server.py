@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -144,7 +145,11 @@ def test_rows_record_what_the_external_env_did():
 
     thread, result = in_thread(episode)
     batch = sampler.collect(3)
-    thread.join(timeout=30)
+    # collect(3) may return before the untrained episode's action is asked for: answered here.
+    deadline = time.monotonic() + 30
+    while thread.is_alive() and time.monotonic() < deadline:
+        sampler.poll(timeout=0.1)
+    thread.join(timeout=1)
     first, second = result["value"]
     assert batch.count == 3
     np.testing.assert_allclose(batch[SampleBatch.OBS], observations[:3])
