@@ -27,9 +27,14 @@ demo: $(VENV)/.installed
 	$(COMPILE)
 	$(VENV)/bin/rlstack train -f tune_configs/cartpole-ppo.yaml
 
+# Two xdist workers, a test file each at a time: most unit and integration tests wait on Ray,
+# subprocesses and actors more than they compute (tests/learning/session.py runs the
+# learning pool beside them, once, in the controller).
+XDIST := -n 2 --dist loadfile
+
 test: $(VENV)/.installed
 	$(COMPILE)
-	$(PY) -m pytest tests -q -p no:cacheprovider --durations=30
+	$(PY) -m pytest tests -q -p no:cacheprovider $(XDIST) --durations=30
 
 test-unit: $(VENV)/.installed
 	$(COMPILE)

@@ -38,13 +38,28 @@ def framework(request):
     return request.param
 
 
+def pytest_configure(config):
+    """The learning pool's plugin (tests/learning/session.py), in every process: it runs the
+    pool where it belongs and lets the learning tests wait for their runs."""
+    from tests.learning.session import PLUGIN_NAME, LearningSession
+
+    config.pluginmanager.register(LearningSession(config), PLUGIN_NAME)
+
+
 def pytest_collection_modifyitems(config, items):
-    """The learning tests (tests/learning) run last: their pool trains beside the other
-    tests from the start of the session (tests/learning/conftest.py), and once the session
-    reaches them the machine is theirs."""
-    learning = [item for item in items if "learning" in item.path.parts[-2:-1]]
-    if learning:
-        items[:] = [item for item in items if item not in learning] + learning
+    """The tests that wait for the learning pool (tests/learning/test_tune_configs.py) run
+    last: the pool trains beside the other tests from the start of the session, and its
+    asynchronous cases start once those have ended. The other learning files (offline
+    learning, the policy server) train in the test process for minutes: they run first,
+    so that on xdist they overlap the many short files rather than end the session."""
+    from tests.learning.session import is_pool_test
+
+    def order(item) -> int:
+        if is_pool_test(item.nodeid):
+            return 2
+        return 0 if "learning" in item.path.parts[-2:-1] else 1
+
+    items.sort(key=order)  # stable: each group keeps its collection order
 
 
 _seconds_by_file: dict[str, float] = {}

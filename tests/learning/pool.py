@@ -17,11 +17,11 @@ not what it learns.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -82,14 +82,15 @@ class LearningRuns:
 
     Args:
         runs: The cases.
+        root: A folder for the runs' results and outcome files (:meth:`_finish`).
         capacity: ``SLOTS`` lets the multi-slot cases start; less holds them back until
             :meth:`use_all_slots` (while other tests run).
     """
 
-    def __init__(self, runs: list[Run], capacity: int = SLOTS) -> None:
+    def __init__(self, runs: list[Run], root: Path, capacity: int = SLOTS) -> None:
         self.runs = runs
         self.capacity = capacity
-        self.root = Path(tempfile.mkdtemp(prefix="rlstack-learning-"))
+        self.root = root
         self._running: list[tuple[Run, subprocess.Popen, float]] = []
         self._stopping = False
         self._t0 = time.monotonic()
@@ -121,7 +122,11 @@ class LearningRuns:
             run = self._next(pending, [run for run, _, _ in running]) if pending else None
             if run is not None:
                 pending.remove(run)
-                running.append((run, self._start(run), time.monotonic()))
+                try:
+                    running.append((run, self._start(run), time.monotonic()))
+                except Exception as exc:  # noqa: BLE001 - its test reports it; the other runs go on
+                    run.log, run.returncode = f"the pool could not start it: {exc!r}\n", -1
+                    self._record(run)
                 continue
             time.sleep(0.5)
             for entry in list(running):
@@ -185,13 +190,17 @@ class LearningRuns:
         run.returncode = proc.returncode
         run.seconds = seconds
         run.log += (run.storage / "run.log").read_text(errors="replace")
-        run.done.set()
+        self._record(run)
 
-    def wait(self, case_id: str) -> Run:
-        """Blocks until the case has ended; returns it (KeyError: not in this pool)."""
-        run = next(r for r in self.runs if r.case_id == case_id)
-        run.done.wait()
-        return run
+    def _record(self, run: Run) -> None:
+        # How it ended, for the learning test that waits on it (in this process or an
+        # xdist worker: tests/learning/session.py); written whole, then renamed.
+        outcome = self.root / f"{run.case_id}.outcome.json"
+        partial = outcome.with_suffix(".partial")
+        partial.write_text(json.dumps({"returncode": run.returncode, "seconds": run.seconds,
+                                       "log": run.log[-20000:], "storage": str(run.storage)}))
+        partial.rename(outcome)
+        run.done.set()
 
     def stop(self) -> None:
         """Kills what is still running (an interrupted session leaves no training behind)."""

@@ -5,7 +5,7 @@ Thresholds come from the YAML files (classic RLlib's bars; a multi-agent example
 ``policy_reward_mean`` bar holds for each of its policies); seeds are fixed; no retries.
 
 The runs are separate processes started by the pool in tests/learning/pool.py while the
-rest of the session runs (conftest.py in this folder); each test waits for its own case.
+rest of the session runs (session.py in this folder); each test waits for its own case.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 import rlstack.analysis
 from rlstack.experiments import PER_POLICY_KEYS, load_experiments
-from tests.learning.conftest import FRAMEWORK_MODULES, case_id
+from tests.learning.session import FRAMEWORK_MODULES, case_id
 from tests.tuned_examples import learning_cases
 
 # Every example that fits this machine, in each framework it names (tests/tuned_examples.py).
