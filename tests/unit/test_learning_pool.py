@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 from tests.learning.pool import SLOTS, LearningRuns, Run
+from tests.learning.session import POOL_TEST, LearningSession, is_pool_test
 
 
 def _pool(capacity: int) -> LearningRuns:
@@ -62,3 +64,37 @@ def test_only_one_slot_cases_are_niced(monkeypatch, tmp_path):
     (single_args, single_env), (heavy_args, heavy_env) = started
     assert single_args[:3] == ["nice", "-n", "19"] and single_env["OMP_NUM_THREADS"] == "1"
     assert heavy_args[0] != "nice" and heavy_env.get("OMP_NUM_THREADS") == os.environ.get("OMP_NUM_THREADS")
+
+
+def _session(tmp_path) -> LearningSession:
+    # The plugin of the process that owns the pool, without pytest's config behind it.
+    session = LearningSession.__new__(LearningSession)
+    session.is_worker, session.root, session.failed = False, tmp_path, 0
+    return session
+
+
+def test_the_asynchronous_cases_wait_for_every_other_test_wherever_it_ran(tmp_path):
+    calls = []
+    session = _session(tmp_path)
+    session.pool = SimpleNamespace(use_all_slots=lambda: calls.append("all"))
+    session.others_left = {"tests/unit/test_a.py::test_x", "tests/integration/test_b.py::test_y"}
+    report = lambda nodeid, when: SimpleNamespace(nodeid=nodeid, when=when)  # noqa: E731
+    session.pytest_runtest_logreport(report("tests/unit/test_a.py::test_x", "call"))
+    session.pytest_runtest_logreport(report("tests/unit/test_a.py::test_x", "teardown"))
+    session.pytest_runtest_logreport(report(f"{POOL_TEST}cartpole-ppo-torch]", "teardown"))  # a pool test
+    assert calls == []
+    session.pytest_runtest_logreport(report("tests/integration/test_b.py::test_y", "teardown"))
+    assert calls == ["all"]
+
+
+def test_a_learning_test_reads_the_outcome_its_run_left(tmp_path):
+    pool = _pool(capacity=SLOTS)
+    pool.root = tmp_path
+    run = _run("cartpole-ppo-torch", 1)
+    run.returncode, run.seconds, run.log, run.storage = 0, 12.5, "x" * 30000, tmp_path / "cartpole-ppo-torch"
+    pool._record(run)
+    assert run.done.is_set()
+    outcome = _session(tmp_path).wait("cartpole-ppo-torch")
+    assert (outcome.returncode, outcome.seconds, outcome.storage) == (0, 12.5, run.storage)
+    assert outcome.log == "x" * 20000  # the log's end
+    assert is_pool_test(f"{POOL_TEST}cartpole-ppo-torch]") and not is_pool_test("tests/unit/test_a.py::test_x")
