@@ -29,8 +29,10 @@ demo: $(VENV)/.installed
 
 # Two xdist workers, a test file each at a time: most unit and integration tests wait on Ray,
 # subprocesses and actors more than they compute (tests/learning/session.py runs the
-# learning pool beside them, once, in the controller).
-XDIST := -n 2 --dist loadfile
+# learning pool beside them, once, in the controller). Files go out in the order
+# tests/conftest.py sets (xdist would otherwise send the biggest first: the learning
+# tests, which only wait for the pool, would hold a worker from the start).
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 
 test: $(VENV)/.installed
 	$(COMPILE)
