@@ -10,6 +10,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Ray's token authentication prints a warning and writes to ~/.ray on every start; the
 # tests start a private local instance only.
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+# Ray starts its worker processes (every actor: rollout workers, trainables) at nice 15,
+# where they nearly tie with the learning pool's runs at nice 19 (CFS weights 36 and 15):
+# the tests' own actors would wait behind the pool's background training. At 0 they run
+# as their test does; the pool's runs keep Ray's default (tests/learning/pool.py).
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 @pytest.fixture(scope="session")

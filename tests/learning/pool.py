@@ -179,6 +179,8 @@ class LearningRuns:
     @staticmethod
     def _env(run: Run) -> dict[str, str]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # Ray's own worker priority (nice +15 on the run's), not the tests' 0 (tests/conftest.py).
+        env.pop("RAY_worker_niceness", None)
         if run.slots < SLOTS:
             # A run sharing the machine gets one core's worth of threads: two thread pools
             # that each span both cores spin against each other.
