@@ -27,16 +27,9 @@ demo: $(VENV)/.installed
 	$(COMPILE)
 	$(VENV)/bin/rlstack train -f tune_configs/cartpole-ppo.yaml
 
-# Two xdist workers, a test file each at a time: most unit and integration tests wait on Ray,
-# subprocesses and actors more than they compute (tests/learning/session.py runs the
-# learning pool beside them, once, in the controller). Files go out in the order
-# tests/conftest.py sets (xdist would otherwise send the biggest first: the learning
-# tests, which only wait for the pool, would hold a worker from the start).
-XDIST := -n 2 --dist loadfile --no-loadscope-reorder
-
 test: $(VENV)/.installed
 	$(COMPILE)
-	$(PY) -m pytest tests -q -p no:cacheprovider $(XDIST) --durations=30
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=30
 
 test-unit: $(VENV)/.installed
 	$(COMPILE)
