@@ -5,8 +5,9 @@ the first learning test. A one-slot case (synchronous: its result per env step d
 depend on its speed) runs at the lowest CPU priority (``nice 19``), two at a time from the
 start: while the unit and integration tests run they take only the CPU those tests leave
 idle, so the tests run as fast as alone and no core idles while they wait on a
-subprocess or a Ray start. When the session reaches the learning tests (they are ordered
-last, see tests/conftest.py) the asynchronous cases with several processes (Ape-X,
+subprocess or a Ray start. Once every other test of the session has ended (the learning
+tests, which only wait for their runs, are ordered last: tests/conftest.py and
+tests/learning/session.py) the asynchronous cases with several processes (Ape-X,
 IMPALA: see ``Trainer.learns_asynchronously``) run one at a time at normal priority, as
 their tuned examples were tuned on the two cores, and the one-slot cases left soak up
 what those leave idle (an asynchronous run keeps ~1.5 of 2 cores busy). Every bar is
@@ -82,7 +83,7 @@ class LearningRuns:
 
     Args:
         runs: The cases.
-        root: A folder for the runs' results and outcome files (:meth:`_finish`).
+        root: A folder for the runs' results and outcome files (:meth:`_record`).
         capacity: ``SLOTS`` lets the multi-slot cases start; less holds them back until
             :meth:`use_all_slots` (while other tests run).
     """
@@ -98,7 +99,7 @@ class LearningRuns:
         self._thread.start()
 
     def use_all_slots(self) -> None:
-        """The session has reached the learning tests: both cores are the pool's."""
+        """Every other test of the session has ended: both cores are the pool's."""
         self.capacity = SLOTS
 
     def _next(self, pending: list[Run], running: list[Run]) -> Run | None:

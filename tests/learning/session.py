@@ -1,10 +1,9 @@
 """Who runs the learning pool (tests/learning/pool.py) and how the learning tests learn how
 their runs ended, with or without pytest-xdist.
 
-``make test`` runs the suite on two xdist workers (``-n 2 --dist loadfile``): most unit and
-integration tests wait on Ray starts, subprocesses and actors more than they compute, so
-two of them at a time keep the cores busier. The pool must run once per session, so it
-runs in the process that sees every test: the xdist controller (which collects nothing:
+``make test`` runs in one process; a developer may run a subset on xdist workers
+(``-n 2 --dist loadfile --no-loadscope-reorder``, DEVELOPERS.md). The pool must run once
+per session, so it runs in the process that sees every test: the xdist controller (which collects nothing:
 it learns the selected tests from the workers), or the only process without xdist. It
 writes how each run ended to a file in a folder the workers are told about; a learning
 test, in whatever process it runs, waits for its case's file.
