@@ -18,6 +18,23 @@ from rlstack.trainers.ppo import PPOTrainer
 PPO_SMALL = {"train_batch_size": 400, "sgd_minibatch_size": 100, "num_sgd_iter": 2, "rollout_fragment_length": 200,
              "seed": 0, "framework": "torch"}
 ESTIMATORS = {"is": {"type": "is"}, "wis": {"type": "wis"}}
+# The detached actors Ray Data starts on first use (its stats and its autoscaling
+# coordinator): left in the session's Ray they keep ~2% of a core each busy to its end.
+RAY_DATA_ACTORS = (("datasets_stats_actor", "_dataset_stats_actor"), ("AutoscalingCoordinator", "AutoscalingCoordinator"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ray_data_actors_stopped():
+    yield
+    import ray
+
+    if not ray.is_initialized():
+        return
+    for name, namespace in RAY_DATA_ACTORS:
+        try:
+            ray.kill(ray.get_actor(name, namespace=namespace))
+        except ValueError:
+            pass  # not started (no Ray Data test ran), or another Ray Data version's name
 
 
 @pytest.fixture(scope="module")

@@ -127,6 +127,11 @@ class LearningSession:
                     f"learning run {run.case_id}: started at {run.started_at:.0f} s, {run.seconds:.0f} s "
                     f"({run.slots} slot{'s' if run.slots > 1 else ''}), {run.cpu_seconds:.0f} CPU s, "
                     f"exit {run.returncode}")
+        for slots, shared_ray in sorted(self.pool.shared_rays.items()):  # the lines above count drivers only
+            kind = "one-slot" if slots == 1 else "multi-slot"
+            terminalreporter.write_line(
+                f"the {kind} runs' shared Ray (their trials, rollout workers and Ray's daemons): "
+                + (f"{shared_ray.cpu_seconds:.0f} CPU s" if shared_ray is not None else "did not start"))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.is_worker:

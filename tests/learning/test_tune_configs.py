@@ -1,5 +1,7 @@
 """Learning tests: every tuned example in tune_configs/ reaches its stop reward within its
-step budget, run exactly as a user runs it: `rlstack train -f FILE` (on Ray Tune).
+step budget, run as a user runs it: `rlstack train -f FILE` (on Ray Tune), FILE holding
+the example's experiment under the case's name (the one-slot runs join one Ray with
+``--ray-address``: tests/learning/pool.py).
 
 Thresholds come from the YAML files (classic RLlib's bars; a multi-agent example's
 ``policy_reward_mean`` bar holds for each of its policies); seeds are fixed; no retries.
@@ -41,9 +43,10 @@ def test_reaches_stop_reward(path, name, framework, learning_runs):
     pytest.importorskip(FRAMEWORK_MODULES[framework])
     spec = load_experiments(str(path))[name]
     step_budget = spec["stop"]["timesteps_total"]
-    run = learning_runs.wait(case_id(path, name, framework))
+    case = case_id(path, name, framework)
+    run = learning_runs.wait(case)
     assert run.returncode == 0, f"exit {run.returncode} after {run.seconds:.0f} s\n" + run.log[-5000:]
-    results = rlstack.analysis.load(run.storage / name)
+    results = rlstack.analysis.load(run.storage / case)  # the pool names each run's experiment after its case
     last = results.iloc[-1]
     for column, bar in reward_bars(spec["stop"], last).items():
         assert last[column] >= bar, (

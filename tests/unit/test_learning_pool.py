@@ -8,6 +8,8 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+import yaml
+
 from tests.learning.pool import SLOTS, LearningRuns, Run
 from tests.learning.session import POOL_TEST, LearningSession, is_pool_test
 
@@ -45,25 +47,62 @@ def test_multi_slot_cases_run_one_at_a_time_beside_the_singles():
     assert pool._next([heavies[1]], [heavies[0], *singles[:2]]) is None
 
 
-def test_only_one_slot_cases_are_niced(monkeypatch, tmp_path):
-    started = []
+class _FakePopen:
+    started: list = []
 
-    class FakePopen:
-        def __init__(self, args, **kwargs):
-            started.append((args, kwargs["env"]))
-            kwargs["stdout"].close()
+    def __init__(self, args, **kwargs):
+        self.started.append((args, kwargs["env"]))
+        kwargs["stdout"].close()
 
-    monkeypatch.setattr("tests.learning.pool.subprocess.Popen", FakePopen)
+
+def _start_runs(monkeypatch, tmp_path, shared_rays) -> list:
+    # Starts a one-slot and a multi-slot PPO case; returns each one's (command, environment).
+    started = _FakePopen.started = []
+    monkeypatch.setattr("tests.learning.pool.subprocess.Popen", _FakePopen)
     pool = _pool(capacity=SLOTS)
-    pool.root, pool._t0 = tmp_path, 0.0
-    runs = [_run("single", 1), _run("heavy", SLOTS)]
-    for run in runs:  # _start reads the file (one that holds several experiments is split)
+    pool.root, pool._t0, pool.shared_rays = tmp_path, 0.0, shared_rays
+    pool.runs = [_run("single", 1), _run("heavy", SLOTS)]
+    for run in pool.runs:
         run.path = tmp_path / f"{run.name}.yaml"
-        run.path.write_text(f"{run.name}:\n    run: PPO\n    env: CartPole-v1\n")
+        run.path.write_text(f"{run.name}:\n    run: PPO\n    env: CartPole-v1\n    config: {{num_workers: 2}}\n")
         pool._start(run)
-    (single_args, single_env), (heavy_args, heavy_env) = started
+    return started
+
+
+def _shared(address: str) -> SimpleNamespace:
+    return SimpleNamespace(address=address, proc=SimpleNamespace(poll=lambda: None))
+
+
+def test_each_kind_of_run_joins_its_own_shared_ray_and_only_one_slot_runs_are_niced(monkeypatch, tmp_path):
+    (single_args, single_env), (heavy_args, heavy_env) = _start_runs(
+        monkeypatch, tmp_path, {1: _shared("127.0.0.1:1111"), SLOTS: _shared("127.0.0.1:2222")})
     assert single_args[:3] == ["nice", "-n", "19"] and single_env["OMP_NUM_THREADS"] == "1"
     assert heavy_args[0] != "nice" and heavy_env.get("OMP_NUM_THREADS") == os.environ.get("OMP_NUM_THREADS")
+    assert single_args[-2:] == ["--ray-address", "127.0.0.1:1111"]
+    assert heavy_args[-2:] == ["--ray-address", "127.0.0.1:2222"]
+    assert single_env["RAY_AUTH_MODE"] == heavy_env["RAY_AUTH_MODE"] == "disabled"
+    # Each trains its example's experiment under the case's name (runs on one Ray need distinct names).
+    experiments = yaml.safe_load(Path(single_args[single_args.index("-f") + 1]).read_text())
+    assert list(experiments) == ["single"] and experiments["single"]["run"] == "PPO"
+
+
+def test_without_shared_rays_each_run_starts_its_own(monkeypatch, tmp_path):
+    monkeypatch.setenv("RLSTACK_POOL_SHARED_RAY", "0")
+    for args, _ in _start_runs(monkeypatch, tmp_path, {}):
+        assert "--ray-address" not in args
+
+
+def test_shared_rays_are_sized_for_the_trials_they_hold_at_once(monkeypatch, tmp_path):
+    made = []
+
+    def fake_shared_ray(num_cpus, log, niced):
+        made.append((num_cpus, niced))
+        return _shared(f"127.0.0.1:{len(made)}")
+
+    monkeypatch.setattr("tests.learning.pool.SharedRay", fake_shared_ray)
+    _start_runs(monkeypatch, tmp_path, {})
+    # PPO with 2 workers asks for 3 CPUs: two one-slot trials at once, one multi-slot trial.
+    assert made == [(6, True), (3, False)]
 
 
 def _session(tmp_path) -> LearningSession:
