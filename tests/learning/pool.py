@@ -64,8 +64,9 @@ class Run:
     returncode: int | None = None
     log: str = ""
     seconds: float = 0.0
-    # User + system CPU seconds of each process of the run's tree (the driver, Ray's
-    # processes, the trial's actors), as last sampled (every 0.5 s) while it ran.
+    # User + system CPU seconds of each process of the run's tree, as last sampled (every
+    # 0.5 s) while it ran: the driver alone on a shared Ray (whose own CPU SharedRay
+    # counts), else also its Ray's processes and the trial's actors.
     cpu_by_pid: dict[int, float] = field(default_factory=dict)
 
     @property
