@@ -1,10 +1,11 @@
-"""The Ray that the learning pool's one-slot runs share (tests/learning/pool.py).
+"""A Ray that the learning pool's runs of one kind share (tests/learning/pool.py: one for
+the one-slot runs, one for the multi-slot runs).
 
 ``python -m tests.learning.ray_host NUM_CPUS`` starts a single-node Ray on 127.0.0.1 (as
 every rlstack entry point does: ``init_local_ray``) with ``NUM_CPUS`` logical CPUs,
 prints its address on one line, and keeps it up until its standard input closes: the
-pool closes it when its one-slot runs are done, and the pipe also closes when the pool's
-process dies, so no Ray outlives the session.
+pool closes it when the runs of its kind are done, and the pipe also closes when the
+pool's process dies, so no Ray outlives the session.
 
 Each run then joins it with ``rlstack train --ray-address ADDRESS``, a user's command for
 an existing cluster, and is spared a Ray start of its own: the daemons of a fresh Ray cost

@@ -1,7 +1,7 @@
 """Learning tests: every tuned example in tune_configs/ reaches its stop reward within its
 step budget, run as a user runs it: `rlstack train -f FILE` (on Ray Tune), FILE holding
-the example's experiment under the case's name (the one-slot runs join one Ray with
-``--ray-address``: tests/learning/pool.py).
+the example's experiment under the case's name (the one-slot runs join one shared Ray
+with ``--ray-address``, the multi-slot runs another: tests/learning/pool.py).
 
 Thresholds come from the YAML files (classic RLlib's bars; a multi-agent example's
 ``policy_reward_mean`` bar holds for each of its policies); seeds are fixed; no retries.
