@@ -16,6 +16,8 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 # as their test does; the pool's runs keep Ray's default (tests/learning/pool.py).
 os.environ.setdefault("RAY_worker_niceness", "0")
 
+CENSUS = pytest.StashKey()  # the session's tests.cpu_census.CpuCensus, in the process that sees every test
+
 
 @pytest.fixture(scope="session")
 def ray_local():
@@ -49,6 +51,11 @@ def pytest_configure(config):
     from tests.learning.session import PLUGIN_NAME, LearningSession
 
     config.pluginmanager.register(LearningSession(config), PLUGIN_NAME)
+    if not hasattr(config, "workerinput"):  # the process that sees the whole session
+        from tests.cpu_census import CpuCensus
+
+        config.stash[CENSUS] = CpuCensus()  # reported in pytest_terminal_summary
+        config.stash[CENSUS].start()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -76,9 +83,18 @@ def pytest_runtest_logreport(report):
     _seconds_by_file[path] = _seconds_by_file.get(path, 0.0) + report.duration
 
 
-def pytest_terminal_summary(terminalreporter):
+def pytest_terminal_summary(terminalreporter, config):
     """Wall seconds per test file, largest first: where the suite's time budget goes
-    (DEVELOPERS.md). The learning files' figures are the waits for their pool's runs."""
+    (DEVELOPERS.md). The learning files' figures are the waits for their pool's runs.
+    Then, for a session of a minute or more, where the machine's CPU went (tests/cpu_census.py)."""
+    census = config.stash.get(CENSUS, None)
+    if census is not None:
+        census.stop()
+        lines = census.report()
+        if lines and sum(_seconds_by_file.values()) >= 60:
+            terminalreporter.section("CPU of the session, by process kind")
+            for line in lines:
+                terminalreporter.write_line(line)
     if not _seconds_by_file:
         return
     total = sum(_seconds_by_file.values())
