@@ -16,7 +16,6 @@ machine's total (from /proc/stat) misses nothing; the difference is printed.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import threading
@@ -66,7 +65,7 @@ def kind_of(cmdline: list[str], name: str, own_pid: int, pid: int) -> str:
     for word, kind in _RAY_DAEMONS:
         if word in joined:
             return f"ray daemon: {kind}"
-    if "-m rlstack train" in joined or "rlstack train" in joined:
+    if "rlstack train" in joined:
         return "rlstack train drivers"
     if "tests.learning.ray_host" in joined:
         return "learning pool's Ray hosts"
@@ -82,6 +81,11 @@ def kind_of(cmdline: list[str], name: str, own_pid: int, pid: int) -> str:
                 return f"python {os.path.basename(arg)}"
         return "python"
     return os.path.basename(head) or name or "?"
+
+
+def _provisional(kind: str) -> bool:
+    """Whether a Ray worker's kind may still change (it hosts no actor yet)."""
+    return kind.endswith(("IDLE", "(starting)"))
 
 
 @dataclass
@@ -101,12 +105,10 @@ class CpuCensus:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cpu-census", daemon=True)
         self._t0 = 0.0
-        self._first_sample = True
 
     def start(self) -> None:
         self._t0 = time.monotonic()
         self._sample()
-        self._first_sample = False
         self._thread.start()
 
     def stop(self) -> None:
@@ -121,28 +123,30 @@ class CpuCensus:
             self._sample()
 
     def _sample(self) -> None:
+        first = not self._windows  # a process older than the census counts from now
         busy, total = _busy_jiffies()
         self._windows.append((time.monotonic() - self._t0, busy, total))
-        for process in psutil.process_iter(["pid", "name", "cmdline", "cpu_times", "create_time"]):
-            info = process.info
-            times = info.get("cpu_times")
+        for process in psutil.process_iter(["cpu_times", "create_time"]):
+            times = process.info.get("cpu_times")
             if times is None:
                 continue
             cpu = times.user + times.system  # its own, not its children's
-            key = (info["pid"], info.get("create_time") or 0.0)
+            key = (process.pid, process.info.get("create_time") or 0.0)
             seen = self._seen.get(key)
-            if seen is None:
-                kind = kind_of(info.get("cmdline") or [], info.get("name") or "", self._own_pid, info["pid"])
-                # A process older than the census counts from now; a newer one from its start.
-                self._seen[key] = _Seen(kind, cpu if self._first_sample else 0.0, cpu)
-            else:
+            if seen is not None:
                 seen.last = cpu
-                if seen.kind.endswith("IDLE") or seen.kind.endswith("(starting)"):
-                    # A Ray worker that was idle when first seen may host an actor since.
-                    with contextlib.suppress(psutil.Error):
-                        kind = kind_of(process.cmdline(), info.get("name") or "", self._own_pid, info["pid"])
-                        if not (kind.endswith("IDLE") or kind.endswith("(starting)")):
-                            seen.kind = kind
+                if not _provisional(seen.kind):
+                    continue
+            # A new process, or a Ray worker that was idle or starting when last seen and may
+            # host an actor since: its command line says what it is (read only then).
+            try:
+                kind = kind_of(process.cmdline(), process.name(), self._own_pid, process.pid)
+            except psutil.Error:
+                continue  # it ended just now
+            if seen is None:
+                self._seen[key] = _Seen(kind, cpu if first else 0.0, cpu)
+            elif not _provisional(kind):
+                seen.kind = kind
 
     def report(self, cores: int | None = None) -> list[str]:
         """The lines the session prints: totals, the minute-by-minute use, CPU by kind."""
