@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   creates .venv, installs rlstack, trains PPO on CartPole, prints the table
-#   make test   creates .venv if needed, installs, runs the whole test suite
+#   make test   creates .venv if needed, installs, runs the test suite (all but the learning matrix)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -27,17 +27,25 @@ demo: $(VENV)/.installed
 	$(COMPILE)
 	$(VENV)/bin/rlstack train -f tune_configs/cartpole-ppo.yaml
 
+# Unit and integration tests, README blocks, notebooks and the learning canaries, two test
+# files at a time (a file's module-scoped trainers stay in one worker).
 test: $(VENV)/.installed
 	$(COMPILE)
-	$(PY) -m pytest tests -q -p no:cacheprovider --durations=30
+	$(PY) -m pytest tests -q -p no:cacheprovider -m "not learning or canary" -n 2 --dist loadfile --durations=30
 
 test-unit: $(VENV)/.installed
 	$(COMPILE)
 	$(PY) -m pytest tests/unit -q -p no:cacheprovider
 
+# Every tuned example to its bar in both frameworks, and the offline and serving learning
+# tests: the synchronous runs two at a time, then the asynchronous ones alone (their result
+# per env step depends on their speed). Each part prints its table of runs.
+LEARNING := $(PY) -m pytest tests/learning -q -p no:cacheprovider
 test-learning: $(VENV)/.installed
 	$(COMPILE)
-	$(PY) -m pytest tests/learning -q -p no:cacheprovider
+	$(LEARNING) -m "not two_slots" -n 2 --dist loadgroup; first=$$?; \
+	$(LEARNING) -m two_slots; second=$$?; \
+	test $$first -eq 0 && test $$second -eq 0
 
 # Each script prints one JSON line; BENCHMARKS.md records them with their commands.
 bench: $(VENV)/.installed-bench

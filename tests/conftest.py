@@ -1,8 +1,11 @@
-"""Shared fixtures: one local Ray for the whole session, started only when a test needs it."""
+"""Shared fixtures: one local Ray for the whole session, started only when a test needs it;
+the markers that split the suite (``make test`` against ``make test-learning``); the
+summaries printed at a session's end."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -10,13 +13,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Ray's token authentication prints a warning and writes to ~/.ray on every start; the
 # tests start a private local instance only.
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-# Ray starts its worker processes (every actor: rollout workers, trainables) at nice 15,
-# where they nearly tie with the learning pool's runs at nice 19 (CFS weights 36 and 15):
-# the tests' own actors would wait behind the pool's background training. At 0 they run
-# as their test does; the pool's runs keep Ray's default (tests/learning/pool.py).
-os.environ.setdefault("RAY_worker_niceness", "0")
 
-CENSUS = pytest.StashKey()  # the session's tests.cpu_census.CpuCensus, in the process that sees every test
+LEARNING_DIR = Path(__file__).resolve().parent / "learning"
+CENSUS = pytest.StashKey()  # the session's tests.cpu_census.CpuCensus, with --cpu-census
 
 
 @pytest.fixture(scope="session")
@@ -45,13 +44,18 @@ def framework(request):
     return request.param
 
 
-def pytest_configure(config):
-    """The learning pool's plugin (tests/learning/session.py), in every process: it runs the
-    pool where it belongs and lets the learning tests wait for their runs."""
-    from tests.learning.session import PLUGIN_NAME, LearningSession
+def pytest_addoption(parser):
+    parser.addoption("--cpu-census", action="store_true",
+                     help="print where the machine's CPU went during the session, by process kind "
+                          "(tests/cpu_census.py)")
 
-    config.pluginmanager.register(LearningSession(config), PLUGIN_NAME)
-    if not hasattr(config, "workerinput"):  # the process that sees the whole session
+
+def pytest_configure(config):
+    for line in ("learning: trains to a bar (tests/learning); make test-learning runs them all",
+                 "canary: a learning test that make test runs too",
+                 "two_slots: an asynchronous learning run that needs both cores to itself"):
+        config.addinivalue_line("markers", line)
+    if config.getoption("--cpu-census") and not hasattr(config, "workerinput"):
         from tests.cpu_census import CpuCensus
 
         config.stash[CENSUS] = CpuCensus()  # reported in pytest_terminal_summary
@@ -59,42 +63,46 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests that wait for the learning pool (tests/learning/test_tune_configs.py) run
-    last: the pool trains beside the other tests from the start of the session, and its
-    asynchronous cases start once those have ended. The other learning files (offline
-    learning, the policy server) train in the test process for minutes: they run first,
-    so that on xdist they overlap the many short files rather than end the session."""
-    from tests.learning.session import is_pool_test
-
-    def order(item) -> int:
-        if is_pool_test(item.nodeid):
-            return 2
-        return 0 if "learning" in item.path.parts[-2:-1] else 1
-
-    items.sort(key=order)  # stable: each group keeps its collection order
+    """Every test under tests/learning is a learning test (``-m "not learning or canary"``
+    is make test's selection)."""
+    for item in items:
+        if LEARNING_DIR in Path(item.path).parents:
+            item.add_marker(pytest.mark.learning)
 
 
 _seconds_by_file: dict[str, float] = {}
+_learning_rows: list[tuple[str, object, object, str]] = []
 
 
 def pytest_runtest_logreport(report):
-    """Adds each phase's duration to its test file's total (printed at the end)."""
+    """Adds each phase's duration to its test file's total, and keeps each learning run's
+    row (the properties its test recorded), for the summaries (also under xdist: reports
+    reach the controller with their properties)."""
     path = report.nodeid.split("::", 1)[0]
     _seconds_by_file[path] = _seconds_by_file.get(path, 0.0) + report.duration
+    properties = dict(report.user_properties)
+    if report.when == "call" and "wall_s" in properties:
+        case = report.nodeid.rsplit("[", 1)[-1].rstrip("]")
+        _learning_rows.append((case, properties.get("env_steps", "-"), properties["wall_s"],
+                               "passed" if report.passed else "FAILED"))
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """Wall seconds per test file, largest first: where the suite's time budget goes
-    (DEVELOPERS.md). The learning files' figures are the waits for their pool's runs.
-    Then, for a session of a minute or more, where the machine's CPU went (tests/cpu_census.py)."""
+    """The learning runs' table (case, env steps to the bar, wall seconds, passed); wall
+    seconds per test file, largest first; with --cpu-census, where the machine's CPU went."""
+    if _learning_rows:
+        from tabulate import tabulate
+
+        terminalreporter.section("learning runs")
+        rows = sorted(_learning_rows)
+        for line in tabulate(rows, headers=["case", "env steps", "wall s", "result"]).splitlines():
+            terminalreporter.write_line(line)
     census = config.stash.get(CENSUS, None)
     if census is not None:
         census.stop()
-        lines = census.report()
-        if lines and sum(_seconds_by_file.values()) >= 60:
-            terminalreporter.section("CPU of the session, by process kind")
-            for line in lines:
-                terminalreporter.write_line(line)
+        terminalreporter.section("CPU of the session, by process kind")
+        for line in census.report():
+            terminalreporter.write_line(line)
     if not _seconds_by_file:
         return
     total = sum(_seconds_by_file.values())

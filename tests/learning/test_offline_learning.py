@@ -1,4 +1,4 @@
-"""Learning from recorded experience (issue 20's bar): a trained PPO expert records
+"""Learning from recorded experience: a trained PPO expert records
 50,000 steps of CartPole to JSON files (``output``); BC and MARWIL, reading those files
 alone (``input``, no sampler), reach a mean evaluation return >= 150 in both frameworks,
 each run exactly as a user runs it: ``rlstack train -f tune_configs/cartpole-{bc,marwil}.yaml
@@ -29,6 +29,9 @@ from rlstack.offline.json_reader import JsonReader
 from rlstack.trainers.ppo import PPOTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
+# The experts train once per module: under make test-learning's xdist workers, this file's
+# tests share one worker.
+pytestmark = pytest.mark.xdist_group("offline-learning")
 EXAMPLES = {"BC": ROOT / "tune_configs" / "cartpole-bc.yaml", "MARWIL": ROOT / "tune_configs" / "cartpole-marwil.yaml",
             "CQL": ROOT / "tune_configs" / "pendulum-cql.yaml"}
 SAC_EXPERT_RETURN = -400  # SAC trains until its last episodes average this much

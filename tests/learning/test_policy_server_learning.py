@@ -1,4 +1,4 @@
-"""Learning from a simulator in another process (issue 20's serving bar): a PPO trainer
+"""Learning from a simulator in another process: a PPO trainer
 without an env, its input a PolicyServerInput on loopback, learns CartPole to a mean
 return >= 150 from a client process that steps the env itself — 1.13's serving example
 pair run as a user runs the client (``python -m rlstack.examples.serving.cartpole_client``),

@@ -180,7 +180,8 @@ class SACTorchPolicy(SACLearningPolicyMixin, TorchPolicy):
             "critic_loss": critic_loss,
             "alpha_loss": alpha_loss,
             "alpha_value": alpha.detach(),
-            "log_alpha_value": self.log_alpha.detach(),
+            # A copy: the entropy optimizer updates log_alpha in place after this step.
+            "log_alpha_value": self.log_alpha.detach().clone(),
             "target_entropy": self._target_entropy_tensor,
             "entropy": -log_pis_t.detach().mean(),
             "policy_t": policy_t.detach().mean(),
