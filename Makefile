@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # constraints.txt pins every package CI installs (torch==2.13.0 CPU build among them).
 PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
 
-.PHONY: demo test test-unit test-learning bench soak chaos clean
+.PHONY: demo test test-unit test-learning bench bench-check soak chaos clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,18 @@ bench: $(VENV)/.installed-bench
 	$(PY) bench/impala_cartpole.py --runs 3 --workers 1,2,4 --max-wall 90
 	$(PY) bench/faults.py --iterations 8
 
+# README's headline speed figures, the working tree against commit REF, measured alternately
+# (bench/check.py: ~30 minutes at 3 rounds; exits 1 when a figure is worse beyond its spread).
+# REF runs from a temporary git worktree with its own venv, kept under .bench-venvs/<sha>.
+#   make bench-check REF=main [CHECK_ARGS="--only ppo --rounds 5"]
+ifneq ($(filter bench-check,$(MAKECMDGOALS)),)
+ifeq ($(strip $(REF)),)
+$(error make bench-check needs the commit to compare against: make bench-check REF=main (a sha, branch or tag))
+endif
+endif
+bench-check: $(VENV)/.installed
+	$(PY) bench/check.py --ref '$(REF)' $(CHECK_ARGS)
+
 # Hours-long reliability runs (RELIABILITY.md), not part of make test or make bench:
 # soak: PPO, IMPALA and ApeX for 1M env steps each, the RSS of every process kind and the
 # object store sampled every 10 s; chaos: PPO and IMPALA for 10 minutes each under killed
@@ -71,4 +83,4 @@ chaos: $(VENV)/.installed
 	$(PY) bench/chaos.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .bench-venvs build *.egg-info

@@ -4,6 +4,7 @@ second — rlstack (torch and tf), Stable-Baselines3 and RLlib 2.60's SAC side b
 
     python bench/pendulum_offpolicy.py --runs 3                       # BENCHMARKS.md's table
     python bench/pendulum_offpolicy.py --runs 3 --only sac --with-rllib
+    python bench/pendulum_offpolicy.py --runs 1 --only sac --frameworks torch --no-sb3   # rlstack alone
 
 Runs are interleaved round by round (rlstack-torch, rlstack-tf, sb3, [rllib], then the next
 algorithm), each in a fresh child process, so start-up counts. A run stops at the target,
@@ -222,6 +223,8 @@ def main() -> None:
     parser.add_argument("--only", default="sac,td3,ddpg", help="comma-separated algorithms (sac, td3, ddpg)")
     parser.add_argument("--frameworks", default="torch,tf")
     parser.add_argument("--with-rllib", action="store_true", help="also run RLlib 2.60's SAC")
+    parser.add_argument("--no-sb3", dest="with_sb3", action="store_false",
+                        help="run rlstack alone: no SB3 runs, so no ratios (bench/check.py's SAC figure)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--system", default="rlstack", help=argparse.SUPPRESS)
     parser.add_argument("--framework", default="torch", help=argparse.SUPPRESS)
@@ -233,7 +236,8 @@ def main() -> None:
     cases = []  # (label, system, framework, algorithm)
     for algorithm in [a.strip().upper() for a in args.only.split(",") if a.strip()]:
         cases += [(f"rlstack-{fw}/{algorithm}", "rlstack", fw, algorithm) for fw in args.frameworks.split(",")]
-        cases.append((f"sb3/{algorithm}", "sb3", "torch", algorithm))
+        if args.with_sb3:
+            cases.append((f"sb3/{algorithm}", "sb3", "torch", algorithm))
         if args.with_rllib and algorithm == "SAC":
             cases.append(("rllib/SAC", "rllib", "torch", algorithm))
     records: dict[str, list[dict]] = {label: [] for label, *_ in cases}

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -60,25 +59,6 @@ def load_model_weights(model: ModelV2, weights: dict[str, np.ndarray]) -> None:
     module = model.wrapped if isinstance(model, ShortcutTorchModel) else model
     # np.array copies: arrays from Ray's object store are read-only.
     module.load_state_dict({name: torch.from_numpy(np.array(v)) for name, v in weights.items()})
-
-
-def size_learner_threads(spec: Any, config: dict, device: torch.device) -> None:
-    """One torch intra-op thread for a dense built-in model's CPU learner whose trainer
-    has rollout workers, the rule TFPolicy follows for its learner (and Ray for actors:
-    ``OMP_NUM_THREADS`` = the CPUs an actor asked for).
-
-    torch's default, one thread per core, makes every op larger than its grain a
-    parallel region whose threads wait for each other; with the workers busy on the
-    other cores the waits dominate: A3C on CartPole with one worker, 2 cores, beside
-    another process: 2.6 driver CPU seconds per 1,000 env steps with 2 threads, 0.55 with
-    one (67 vs 174 env steps/s). Without workers (sampling and learning take turns) and
-    for conv models torch keeps its default; ``OMP_NUM_THREADS`` in the environment (a
-    user's choice, or Ray's inside an actor) wins over this rule.
-    """
-    encoder = spec.actor.encoder if hasattr(spec, "actor") else getattr(spec, "encoder", None)
-    if (device.type == "cpu" and int(config.get("num_workers") or 0) > 0 and encoder is not None
-            and not encoder.images and "OMP_NUM_THREADS" not in os.environ):
-        torch.set_num_threads(1)
 
 
 def pick_device(num_gpus: float, fake_gpus: bool = False) -> torch.device:
@@ -146,7 +126,6 @@ class TorchPolicy(TorchLearner):
             self.model = model_class(spec, model_obs_space(observation_space), action_space)
             self.model.set_canonical_weights(initial_weights(spec, config.get("seed")))
             self.builtin_model = True
-            size_learner_threads(spec, config, self.device)
         self.model.to(self.device)
         # Acting mode (dropout off, is_training False) until learn_on_batch switches it.
         self.model.eval()

@@ -49,6 +49,7 @@ from rlstack.trainers.config import (
 )
 from rlstack.utils.framework import check_installed
 from rlstack.utils.seeding import seed_everything
+from rlstack.utils.threads import LearnerThreads
 from rlstack.utils.timers import TimerStat
 
 logger = logging.getLogger(__name__)
@@ -259,6 +260,9 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
             # keep the failed WorkerSet, and with it its placement group, alive.
             raise error
         self.check_multi_agent_support()  # a MultiAgentEnv shows itself only once built
+        # The learner's threads follow the work (rlstack/utils/threads.py); stop() puts them back.
+        self._learner_threads = LearnerThreads.apply(
+            self.config["framework"], self.learns_asynchronously(self.config) and self.config["num_workers"] > 0)
         self.policy_class = resolve_class(policy_class_path)  # imported by the WorkerSet already
         seed_everything(self.config["seed"])  # the framework may have been imported just now
         self.evaluation_workers: WorkerSet | None = None
@@ -439,6 +443,8 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
 
     def cleanup(self) -> None:
         _LIVE_TRAINERS.discard(self)
+        if getattr(self, "_learner_threads", None) is not None:
+            self._learner_threads.restore()
         if getattr(self, "_result_logger", None) is not None:
             self._result_logger.close()
         for workers in (getattr(self, "workers", None), getattr(self, "evaluation_workers", None)):

@@ -88,22 +88,47 @@ def test_rollout_workers_pin_framework_threads(ray_local, framework):
     trainer.stop()
 
 
-@pytest.mark.parametrize(("algorithm", "num_workers", "threads"), [("PPO", 2, 1), ("PPO", 0, 2), ("DDPG", 1, 1)])
-def test_torch_learner_beside_workers_uses_one_thread(ray_local, monkeypatch, algorithm, num_workers, threads):
-    # The driver's torch learner leaves the other cores to its rollout workers (2-thread
-    # parallel regions waiting on busy cores cost A3C 5x the CPU); without workers torch
-    # keeps its threads.
+@pytest.mark.parametrize(("algorithm", "num_workers", "user_threads", "threads"), [
+    ("PPO", 2, None, "default"),  # synchronous: the workers wait while it learns
+    ("PPO", 2, 1, 1),  # the user's own setting stays
+    ("DDPG", 1, None, "default"),
+    ("A3C", 2, None, 1),  # the driver learns while its workers sample
+    ("A3C", 2, 3, 3),
+])
+def test_torch_learner_threads_follow_the_work_and_stop_puts_them_back(ray_local, monkeypatch, algorithm,
+                                                                      num_workers, user_threads, threads):
     import torch
 
     from rlstack.trainers.registry import get_trainer_class
+    from rlstack.utils.threads import torch_default_threads
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = torch.get_num_threads()
-    torch.set_num_threads(2)
+    start = torch_default_threads() if user_threads is None else user_threads
+    torch.set_num_threads(start)
     try:
         config = {"num_workers": num_workers, "framework": "torch", "seed": 0}
-        trainer = get_trainer_class(algorithm)(config, "CartPole-v1" if algorithm == "PPO" else "Pendulum-v1")
-        assert torch.get_num_threads() == threads
+        trainer = get_trainer_class(algorithm)(config, "Pendulum-v1" if algorithm == "DDPG" else "CartPole-v1")
+        assert torch.get_num_threads() == (torch_default_threads() if threads == "default" else threads)
+        trainer.stop()
+        assert torch.get_num_threads() == start
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_omp_num_threads_wins_over_the_rule(ray_local, monkeypatch):
+    # Ray sets OMP_NUM_THREADS inside an actor (a Tune trial's trainer) from the CPUs it reserved.
+    import torch
+
+    from rlstack.trainers.a3c import A3CTrainer
+    from rlstack.utils.threads import torch_default_threads
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    before = torch.get_num_threads()
+    torch.set_num_threads(torch_default_threads())
+    try:
+        trainer = A3CTrainer({"num_workers": 2, "framework": "torch", "seed": 0}, "CartPole-v1")
+        assert torch.get_num_threads() == torch_default_threads()
         trainer.stop()
     finally:
         torch.set_num_threads(before)
