@@ -60,7 +60,6 @@ class Case:
     env: str
     config: dict[str, Any]
     step: str = "trainer"  # "trainer" | "learn" | "gradients" | "appo" | "evolution"
-    rounds: int = 1  # sampling rounds concatenated into the fixed batch
     # Statistics whose meaning differs between the frameworks (not compared), with why.
     unequal_stats: tuple[str, ...] = ()
 
@@ -95,7 +94,7 @@ CASES: dict[str, Case] = {
                                              "beta": 1.0}),
     "BC": Case("BC", "CartPole-v1", {**ON_POLICY, "train_batch_size": 100, "rollout_fragment_length": 100}),
     "DQN": Case("DQN", "CartPole-v1", {**REPLAY, "model": SMALL, "hiddens": [16], "double_q": True,
-                                       "dueling": True, "n_step": 1, "prioritized_replay": True}, rounds=1),
+                                       "dueling": True, "n_step": 1, "prioritized_replay": True}),
     "DQN-plain": Case("DQN", "CartPole-v1", {**REPLAY, "model": SMALL, "hiddens": [], "double_q": False,
                                              "dueling": False, "prioritized_replay": False,
                                              "training_intensity": 64}),
@@ -187,14 +186,15 @@ def copy_state(source: Any, target: Any) -> None:
     target.set_state({key: value for key, value in state.items() if key.startswith(("weights/", "target/"))})
 
 
-def fixed_batch(trainer: Any, rounds: int) -> SampleBatch:
-    worker = trainer.workers.local_worker()
-    batches = [worker.sample() for _ in range(rounds)]
-    return batches[0] if rounds == 1 else batches[0].concat_samples(batches)
+def fixed_batch(trainer: Any) -> SampleBatch:
+    """One sampling round of the trainer's local worker (postprocessed by its policy)."""
+    return trainer.workers.local_worker().sample()
 
 
 @contextlib.contextmanager
-def pair(case: Case, ray_local: Any = None) -> Iterator[tuple[Any, Any]]:
+def pair(case: Case) -> Iterator[tuple[Any, Any]]:
+    """The torch and the TF trainer of ``case``, the TF policy holding the torch policy's
+    weights, both drawing the shared noise; stopped on exit."""
     trainers = []
     try:
         for framework in ("torch", "tf"):
@@ -224,8 +224,8 @@ def take_step(case: Case, trainer: Any, batch: SampleBatch) -> dict[str, Any]:
         return policy.learn_on_batch(batch.copy())
     if case.step == "appo":
         stats = policy.learn_on_batch(batch.copy())
-        policy.update_target(stats.get("kl"))
-        return {**stats, "kl_coeff_after": getattr(policy, "kl_coeff", None)}
+        policy.update_target(stats.get("kl"))  # the KL coefficient's update is in the compared state
+        return stats
     if case.step == "evolution":
         return trainer.train()["info"]
     raise AssertionError(case.step)
@@ -271,7 +271,7 @@ def run_case(case: Case, change_tf: Callable[[Any], None] | None = None) -> None
         if change_tf is not None:
             change_tf(tf_policy)
         before = comparable_state(torch_policy)
-        batch = None if case.step == "evolution" else fixed_batch(torch_trainer, case.rounds)
+        batch = None if case.step == "evolution" else fixed_batch(torch_trainer)
         torch_stats = take_step(case, torch_trainer, batch)
         tf_stats = take_step(case, tf_trainer, batch)
         assert_same_step(comparable_state(torch_policy), comparable_state(tf_policy), torch_stats, tf_stats, before,
