@@ -9,15 +9,11 @@ import numpy as np
 import torch
 
 from rlstack.errors import NonFiniteError
+from rlstack.utils.threads import flush_denormals
 
-# Subnormal floats (below ~1.2e-38) flushed to zero, as TensorFlow does in its own threads.
-# Adam's second moment of a weight whose gradient has gone to zero (the weights into a
-# dead ReLU unit) decays by beta2 = 0.999 a step and spends ~16,000 steps in the subnormal
-# range, where the CPU's arithmetic on it is microcoded: on cartpole-sac half of the
-# moments were subnormal and each Adam step took 8x as long (550 us instead of 68 us for
-# a 256x256 twin-Q critic). The mode is per thread and a new thread copies its creator's,
-# so it is set here, on import, before torch starts its intra-op threads.
-torch.set_flush_denormal(True)
+# Subnormal floats flushed to zero before torch starts its intra-op threads, which copy
+# their creator's mode (rlstack/utils/threads.py: why, and what trainer.stop() puts back).
+flush_denormals()
 
 
 def check_finite_update(optimizer: "Adam | RMSProp", loss: torch.Tensor | None = None,

@@ -3,6 +3,9 @@ resources and shutdown."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import ray
@@ -247,3 +250,25 @@ def test_custom_tf_model_trains():
     after = trainer.get_weights()["default_policy"]
     assert before and any(not np.array_equal(before[k], after[k]) for k in before)
     trainer.stop()
+
+
+
+def test_flush_to_zero_is_on_while_a_torch_trainer_lives_and_stop_puts_it_back(tmp_path):
+    # A fresh process, as a user's is: torch starts without flush-to-zero.
+    script = tmp_path / "flush.py"
+    script.write_text(
+        "from rlstack.trainers.ppo import PPOTrainer\n"
+        "from rlstack.utils.threads import denormals_flushed\n"
+        "before = denormals_flushed()\n"
+        "config = {'num_workers': 0, 'framework': 'torch', 'seed': 0, 'train_batch_size': 200,\n"
+        "          'sgd_minibatch_size': 100, 'num_sgd_iter': 1}\n"
+        "first, second = PPOTrainer(config, 'CartPole-v1'), PPOTrainer(config, 'CartPole-v1')\n"
+        "first.train()\n"
+        "during = denormals_flushed()\n"
+        "first.stop()\n"
+        "one_left = denormals_flushed()\n"
+        "second.stop()\n"
+        "print(before, during, one_left, denormals_flushed())\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-4:] == ["False", "True", "True", "False"]
