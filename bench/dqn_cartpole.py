@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import run_child, seconds_since_process_start, summarise, tuned_example  # noqa: E402
+from harness import run_child, seconds_since_process_start, start_local_ray, summarise, tuned_example  # noqa: E402
 
 THRESHOLDS = (150.0, 450.0)
 
@@ -89,9 +89,7 @@ def rlstack_child(args: argparse.Namespace) -> None:
     if config["num_workers"] > 0:
         import ray
 
-        from rlstack.trainers.ray_start import init_local_ray
-
-        init_local_ray(num_cpus=max(2, config["num_workers"] + 1), include_dashboard=False,
+        start_local_ray(num_cpus=max(2, config["num_workers"] + 1), include_dashboard=False,
                  log_to_driver=False)
     trainer = get_trainer_class(algorithm)(config, "CartPole-v1")
     ready = seconds_since_process_start()
@@ -150,9 +148,7 @@ def sb3_child(args: argparse.Namespace) -> None:
 def rllib_child(args: argparse.Namespace) -> None:
     from ray.rllib.algorithms.dqn import DQNConfig
 
-    from rlstack.trainers.ray_start import init_local_ray
-
-    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     algo = DQNConfig().environment("CartPole-v1").framework("torch").debugging(seed=args.seed).build_algo()
     ready = seconds_since_process_start()
     train_start = time.time()

@@ -113,6 +113,20 @@ def run_child(args: list[str], timeout: float = 900, env: dict[str, str] | None 
     return record
 
 
+def start_local_ray(**init_kwargs: Any) -> None:
+    """A new local Ray on 127.0.0.1 for a benchmark child: ``init_local_ray`` of the
+    rlstack build being measured, or, for an older build without it (``make bench-check``
+    measures older commits with today's bench scripts), ``ray.init(address="local")``."""
+    try:
+        from rlstack.trainers.ray_start import init_local_ray
+    except ImportError:
+        import ray
+
+        ray.init(address="local", _node_ip_address="127.0.0.1", **init_kwargs)
+        return
+    init_local_ray(**init_kwargs)
+
+
 LAUNCH_TIME_VAR = "RLSTACK_BENCH_LAUNCH_TIME"
 
 

@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import run_child, seconds_since_process_start, summarise, tuned_example  # noqa: E402
+from harness import run_child, seconds_since_process_start, start_local_ray, summarise, tuned_example  # noqa: E402
 
 
 
@@ -36,9 +36,7 @@ def rlstack_child(args: argparse.Namespace) -> None:
     spec = tuned_example(f"cartpole-{args.algo.lower()}.yaml")
     config = {**spec["config"], "framework": args.framework, "seed": args.seed, "num_workers": args.workers,
               "min_time_s_per_reporting": 2}
-    from rlstack.trainers.ray_start import init_local_ray
-
-    init_local_ray(num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)
+    start_local_ray(num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)
     trainer = get_trainer_class(args.algo)(config, "CartPole-v1")
     ready = seconds_since_process_start()
     train_start = time.time()
@@ -64,9 +62,7 @@ def rllib_child(args: argparse.Namespace) -> None:
     from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.algorithms.impala import IMPALAConfig
 
-    from rlstack.trainers.ray_start import init_local_ray
-
-    init_local_ray(num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)
+    start_local_ray(num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)
     algo = ({"IMPALA": IMPALAConfig, "APPO": APPOConfig}[args.algo]().environment("CartPole-v1").env_runners(num_env_runners=args.workers)
             .framework("torch").debugging(seed=args.seed).build_algo())
     ready = seconds_since_process_start()

@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import run_child, seconds_since_process_start, summarise  # noqa: E402
+from harness import run_child, seconds_since_process_start, start_local_ray, summarise  # noqa: E402
 
 TARGET = -200.0
 WINDOW = 10
@@ -179,9 +179,7 @@ def rllib_child(args: argparse.Namespace) -> None:
         ended.sort()
         return sum(r for _, r in ended[-WINDOW:]) / WINDOW if len(ended) >= WINDOW else float("-inf")
 
-    from rlstack.trainers.ray_start import init_local_ray
-
-    init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     config = (
         SACConfig()
         .environment("Pendulum-v1")

@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import run_child, seconds_since_process_start, summarise  # noqa: E402
+from harness import run_child, seconds_since_process_start, start_local_ray, summarise  # noqa: E402
 
 # RLlib's PPO defaults (classic and 2.x alike): train batch 4000, minibatch 128,
 # 30 epochs, lr 5e-5, 256x256 tanh, separate value network.
@@ -59,9 +59,7 @@ def child(args: argparse.Namespace) -> None:
     if args.workers > 0:
         import ray
 
-        from rlstack.trainers.ray_start import init_local_ray
-
-        init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        start_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     config = {**PRESETS[args.preset], "num_workers": args.workers, "framework": args.framework, "seed": args.seed}
     trainer = PPOTrainer(config, "CartPole-v1")
     ready = seconds_since_process_start()
