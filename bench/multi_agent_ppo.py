@@ -1,10 +1,10 @@
 """Multi-agent PPO on MultiAgentCartPole (4 agents, 2 policies): env steps/s while
 sampling and while learning, and wall seconds from process start until every policy's
 mean return is 150 — rlstack (torch and tf) and RLlib 2.60 (new API stack, its
-multi-agent PPO with the same hyper-parameters) side by side (issue 19's bar: rlstack's
+multi-agent PPO with the same hyper-parameters) side by side (the bar: rlstack's
 env steps/s >= 3x RLlib's).
 
-    python bench/multi_agent_ppo.py --runs 3 --max-wall 120            # the comparison of issue 19
+    python bench/multi_agent_ppo.py --runs 3 --max-wall 120            # the comparison BENCHMARKS.md quotes
     python bench/multi_agent_ppo.py --parts sampling --runs 3          # sampling throughput only
     python bench/multi_agent_ppo.py --smoke --runs 1                   # plumbing check, tiny step counts
 

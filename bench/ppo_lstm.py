@@ -1,9 +1,9 @@
 """PPO with an LSTM (256 cells) on StatelessCartPole: wall seconds from process start to a
 mean return of 150, sampling env steps/s and learner samples/s — rlstack (torch and tf)
 and RLlib 2.60 (new API stack, ``DefaultModelConfig(use_lstm=True)``) side by side
-(issue 18's bar: sampling >= 3x RLlib's, time to 150 <= 1/3 of RLlib's).
+(the bar: sampling >= 3x RLlib's, time to 150 <= 1/3 of RLlib's).
 
-    python bench/ppo_lstm.py --runs 3 --max-wall 900                 # the comparison of issue 18
+    python bench/ppo_lstm.py --runs 3 --max-wall 900                 # the comparison BENCHMARKS.md quotes
     python bench/ppo_lstm.py --smoke --systems rllib --runs 1        # plumbing check, tiny step counts
     python bench/ppo_lstm.py --frameworks torch --parts sampling,learner --runs 3   # throughput only
 
@@ -92,8 +92,8 @@ EXIT_UNSUPPORTED = 3
 
 
 def rlstack_lstm_unsupported() -> str | None:
-    """Why the rlstack imported here cannot run this benchmark (None: it can): issue 18's
-    LSTM support (``model.use_lstm``, ``rlstack.examples.env.stateless_cartpole``) must be
+    """Why the rlstack imported here cannot run this benchmark (None: it can): the LSTM
+    support (``model.use_lstm``, ``rlstack.examples.env.stateless_cartpole``) must be
     in the checkout. Imports neither Ray nor a framework."""
     import rlstack
 
@@ -101,16 +101,16 @@ def rlstack_lstm_unsupported() -> str | None:
     try:
         from rlstack.examples.env.stateless_cartpole import StatelessCartPole  # noqa: F401
     except ImportError as exc:
-        return (f"the rlstack at {where} has no StatelessCartPole ({exc}); this benchmark needs issue 18's LSTM "
-                "support (branch lstm) merged. Run it with --systems rllib until then.")
+        return (f"the rlstack at {where} has no StatelessCartPole ({exc}); this benchmark needs a build with LSTM "
+                "support. Run it with --systems rllib there.")
     from rlstack.errors import ConfigError
     from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
 
     try:
         validate_model_config({**copy.deepcopy(MODEL_DEFAULTS), **LSTM_MODEL})
     except ConfigError as exc:
-        return (f"the rlstack at {where} refuses model.use_lstm ({exc}); this benchmark needs issue 18's LSTM "
-                "support (branch lstm) merged. Run it with --systems rllib until then.")
+        return (f"the rlstack at {where} refuses model.use_lstm ({exc}); this benchmark needs a build with LSTM "
+                "support. Run it with --systems rllib there.")
     return None
 
 

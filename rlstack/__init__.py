@@ -21,11 +21,11 @@ from rlstack.trainers.registry import get_trainer_class
 from rlstack import _missing_modules
 
 # `import rlstack.trainers.sac` (an RLlib 1.x module rlstack lacks) raises an ImportError
-# saying what rlstack offers instead (issue 16).
+# saying what rlstack offers instead.
 _missing_modules.install()
 
-# The trainer classes come from the algorithm packages' declarations (issue 17: adding an
-# algorithm edits nothing outside its folder).
+# The trainer classes come from the algorithm packages' declarations (adding an algorithm
+# edits nothing outside its folder).
 __all__ = sorted([
     "CheckpointError",
     "ConfigError",

@@ -1,6 +1,6 @@
 """The ImportError for the RLlib 1.13 modules rlstack does not have.
 
-Issue 16's rule: a 1.13 script runs after the renames ``ray.rllib.agents`` ->
+The rule: a 1.13 script runs after the renames ``ray.rllib.agents`` ->
 ``rlstack.trainers``, ``ray.rllib.policy`` -> ``rlstack.policies``, ``ray.rllib`` ->
 ``rlstack``; where rlstack has no such thing, the import fails with an ImportError that
 says what rlstack offers instead. :class:`MissingModuleFinder` sits LAST on
@@ -27,20 +27,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlstack.errors import RLStackError
-from rlstack.trainers.registry import declarations
 
 # Stands for "rlstack has A2C, ..., PPO (rlstack.trainers.{...})" in an entry; replaced by
 # the registry's list when a message is built, so a new algorithm folder shows up in it.
 _ALGORITHMS = "<rlstack's algorithms>"
 
 
-def _not_yet(name: str, issue: int | None = None, verb: str = "is") -> str:
-    when = f"issue {issue}" if issue else "not planned yet"
-    return f"{_ALGORITHMS}; {name} {verb} {when}"
+def _not_yet(name: str, verb: str = "is") -> str:
+    return f"{_ALGORITHMS}; {name} {verb} not planned yet"
 
 
 def algorithms_summary() -> str:
     """``"rlstack has A2C, ..., PPO (rlstack.trainers.{a3c,...,ppo})"``, from the registry."""
+    from rlstack.trainers.registry import declarations  # the registry is a layer above
+
     found = declarations()
     if not found:  # asked while the registry scans (an algorithm package failed to import)
         return "rlstack's algorithms are listed by rlstack.trainers.ALGORITHMS"
@@ -74,10 +74,8 @@ MISSING: dict[str, str] = {
     # Once a folder of this name exists its entry is never used (see the module docstring).
     "rlstack.trainers.ppo.ddppo": _not_yet("DD-PPO") + " (APPO and IMPALA are the distributed ones)",
     "rlstack.trainers.ddppo": _not_yet("DD-PPO") + " (APPO and IMPALA are the distributed ones)",
-    "rlstack.trainers.marwil": _not_yet("MARWIL/BC (offline learning)", 20),
     "rlstack.trainers.bc": "BCTrainer and BC_DEFAULT_CONFIG live in rlstack.trainers.marwil, as in 1.13's "
                            "ray.rllib.agents.marwil: from rlstack.trainers.marwil import BCTrainer",
-    "rlstack.trainers.cql": _not_yet("CQL (offline learning)", 20),
     "rlstack.trainers.crr": _not_yet("CRR (offline learning)"),
     "rlstack.trainers.dt": _not_yet("Decision Transformer (offline learning)"),
     "rlstack.trainers.maddpg": _not_yet("MADDPG (multi-agent)"),
@@ -195,6 +193,8 @@ def _rllib_name(name: str) -> str:
 
 def _guidance(fullname: str) -> str:
     # An algorithm package that exists is not "missing", though a module inside it may be.
+    from rlstack.trainers.registry import declarations
+
     existing = {declaration.package for declaration in declarations().values()}
     parts = fullname.split(".")
     for end in range(len(parts), 1, -1):  # the longest listed prefix

@@ -1,5 +1,5 @@
 """``rlstack compare``: several algorithms, frameworks and seeds on one problem, then a
-table, learning-curve PNGs and one self-contained HTML report (issue 22).
+table, learning-curve PNGs and one self-contained HTML report.
 
 What runs is a set of experiments built by :func:`build_experiments`: each algorithm
 (``--algos``) or tuned example (``--examples``, a name in ``tune_configs/`` or a YAML

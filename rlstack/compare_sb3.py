@@ -1,4 +1,4 @@
-"""Stable-Baselines3 reference rows for ``rlstack compare --with-sb3`` (issue 22).
+"""Stable-Baselines3 reference rows for ``rlstack compare --with-sb3``.
 
 Each SB3 run is a child process (``python -m rlstack.compare_sb3 JSON``, so its memory is
 its own) that trains SB3's algorithm of the same name with RL-Zoo's hyper-parameters where

@@ -19,7 +19,7 @@ __all__ = ["BaseEnv", "EnvContext", "ExternalEnv", "LegacyEnvAdapter", "MultiAge
            "PettingZooEnv", "PolicyClient", "PolicyServerInput", "VectorEnv", "make_env", "make_multi_agent",
            "register_env", "registered_envs"]
 
-_LAZY = {"PolicyClient": "rlstack.env.policy_client", "PolicyServerInput": "rlstack.env.policy_server_input"}
+_LAZY = {"PolicyClient": "rlstack.env.policy_client", "PolicyServerInput": "rlstack.evaluation.policy_server_input"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""JSON with numpy arrays, for the policy server's requests (rlstack/env/policy_server_input.py).
+"""The policy server's protocol: its commands, and JSON with numpy arrays for its requests
+(rlstack/evaluation/policy_server_input.py and rlstack/env/policy_client.py).
 
 What a client sends the server is JSON and only JSON: the server never unpickles a
 request, so a client cannot make it run code. Arrays travel as
@@ -18,6 +19,19 @@ import numpy as np
 
 _ARRAY, _TUPLE = "__ndarray__", "__tuple__"
 _KINDS = frozenset("biuf")  # bool, signed / unsigned int, float
+
+
+class Commands:
+    """The protocol's commands (1.13's ``PolicyClient.START_EPISODE``... names)."""
+
+    START_EPISODE = "START_EPISODE"
+    GET_ACTION = "GET_ACTION"
+    LOG_ACTION = "LOG_ACTION"
+    LOG_RETURNS = "LOG_RETURNS"
+    END_EPISODE = "END_EPISODE"
+    GET_WORKER_ARGS = "GET_WORKER_ARGS"
+    GET_WEIGHTS = "GET_WEIGHTS"
+    REPORT_SAMPLES = "REPORT_SAMPLES"
 
 
 def encode(value: Any) -> Any:

@@ -2,7 +2,7 @@
 ``ray.rllib.env.policy_client``).
 
 A process that steps its own env talks to a trainer whose input is a
-:class:`~rlstack.env.policy_server_input.PolicyServerInput`::
+:class:`~rlstack.evaluation.policy_server_input.PolicyServerInput`::
 
     client = PolicyClient("http://127.0.0.1:9900", inference_mode="remote")
     episode_id = client.start_episode()
@@ -28,8 +28,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rlstack.env import _wire
+from rlstack.env._wire import Commands
 from rlstack.env.external_env import ACTION_TIMEOUT_S, ExternalEnv
-from rlstack.env.policy_server_input import Commands
 from rlstack.errors import RLStackError
 
 __all__ = ["PolicyClient", "PolicyClientError"]

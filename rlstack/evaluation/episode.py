@@ -19,7 +19,7 @@ from rlstack.env.multi_agent_env import DEFAULT_AGENT_ID
 from rlstack.sample_batch import DEFAULT_POLICY_ID
 
 if TYPE_CHECKING:
-    from rlstack.trainers.callbacks import DefaultCallbacks
+    from rlstack.evaluation.callbacks import DefaultCallbacks
 
 __all__ = ["DEFAULT_AGENT_ID", "DEFAULT_POLICY_ID", "EPISODE_HOOKS", "Episode", "EpisodeTracker",
            "MultiAgentEpisode", "zero_action"]

@@ -21,7 +21,7 @@ from rlstack.env.registry import make_env
 from rlstack.evaluation.episode import DEFAULT_AGENT_ID, EPISODE_HOOKS, EpisodeTracker, zero_action
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.sample_batch import DEFAULT_POLICY_ID, SampleBatch
-from rlstack.trainers.callbacks import DefaultCallbacks, make_callbacks, overridden_hooks
+from rlstack.evaluation.callbacks import DefaultCallbacks, make_callbacks, overridden_hooks
 
 if TYPE_CHECKING:
     from rlstack.env.vector_env import VectorEnv

@@ -1,6 +1,7 @@
 """Models: the framework-free catalog and preprocessors; torch/ and tf/ implementations."""
 
-from rlstack.models.catalog import MODEL_DEFAULTS, ModelCatalog, ModelSpec
+from rlstack.models.catalog import MODEL_DEFAULTS, ModelCatalog
+from rlstack.models.specs import ModelSpec
 from rlstack.models.preprocessors import Preprocessor
 
 __all__ = ["MODEL_DEFAULTS", "ModelCatalog", "ModelSpec", "Preprocessor"]

@@ -21,21 +21,7 @@ from rlstack.errors import ConfigError, did_you_mean
 from rlstack.models.attention import ATTENTION_DEFAULTS, check_attention_config
 from rlstack.models.preprocessors import Preprocessor
 from rlstack.models.prev_inputs import PrevInputsSpec
-
-# Re-exported: the spec types and helpers have been imported from the catalog.
-from rlstack.models.specs import (  # noqa: F401
-    EncoderSpec,
-    ImageBranch,
-    LayerSpec,
-    LSTMSpec,
-    ModelSpec,
-    QModelSpec,
-    build_encoder,
-    dense_stack,
-    initial_weights,
-    plain_dense,
-    twin_encoders,
-)
+from rlstack.models.specs import LayerSpec, LSTMSpec, ModelSpec, QModelSpec, build_encoder, dense_stack
 
 # Classic RLlib model keys and defaults. Keys marked "not used" are accepted so that
 # old configs load, and rejected by validate_model_config when set to a non-default.

@@ -99,7 +99,8 @@ def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int
 def _lstm_model(obs_space: gym.Space, action_space: gym.Space, num_outputs: int | None, model_config: dict,
                 framework: str, name: str) -> Any:
     # use_lstm: the built-in LSTM model (1.13 wrapped the default model in its LSTM wrapper).
-    from rlstack.models.catalog import ModelCatalog, initial_weights
+    from rlstack.models.catalog import ModelCatalog
+    from rlstack.models.specs import initial_weights
 
     spec = ModelCatalog.get_model_spec(obs_space, action_space, model_config, num_outputs=num_outputs)
     if framework == "torch":

@@ -16,7 +16,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import RLStackError
-from rlstack.models.catalog import ModelCatalog, initial_weights
+from rlstack.models.catalog import ModelCatalog
+from rlstack.models.specs import initial_weights
 from rlstack.models.numpy.distributions import DISTRIBUTIONS
 from rlstack.models.numpy.model import NumpyModel, supports
 from rlstack.models.numpy.recurrent import NumpyLSTMModel

@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import ConfigError
-from rlstack.models.catalog import initial_weights
+from rlstack.models.specs import initial_weights
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.tf.distributions import DISTRIBUTIONS, make_distribution
 from rlstack.models.tf.framework import tf
@@ -48,16 +48,17 @@ _pools_sized = False
 def size_thread_pools(intra: int | None, inter: int | None) -> None:
     """Sets TensorFlow's intra- and inter-op thread pools for this process, once: the
     first policy built in a process decides. None keeps TF's default (one thread per
-    core), 0 lets TF pick. TF fixes its pools at its first op, so a process that already
-    ran TensorFlow keeps the pools it has."""
+    core), 0 lets TF pick. A pool the user sized with ``tf.config.threading`` before the
+    first policy was built keeps the user's size. TF fixes its pools at its first op, so
+    a process that already ran TensorFlow keeps the pools it has."""
     global _pools_sized
     if _pools_sized:
         return
     _pools_sized = True
     try:
-        if intra is not None:
+        if intra is not None and tf.config.threading.get_intra_op_parallelism_threads() == 0:
             tf.config.threading.set_intra_op_parallelism_threads(intra)
-        if inter is not None:
+        if inter is not None and tf.config.threading.get_inter_op_parallelism_threads() == 0:
             tf.config.threading.set_inter_op_parallelism_threads(inter)
     except RuntimeError:
         logger.debug("TensorFlow already ran in this process; its thread pools stay as they are.")

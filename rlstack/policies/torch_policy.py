@@ -24,7 +24,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlstack.models.catalog import initial_weights
+from rlstack.models.specs import initial_weights
 from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.torch.distributions import DISTRIBUTIONS
 from rlstack.models.torch.model import TorchModel

@@ -22,7 +22,7 @@ from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
-from rlstack.trainers.callbacks import restorable_callbacks, with_callbacks_specs
+from rlstack.evaluation.callbacks import restorable_callbacks, with_callbacks_specs
 from rlstack.trainers.multi_agent import restorable_multiagent, with_multiagent_paths
 
 logger = logging.getLogger(__name__)

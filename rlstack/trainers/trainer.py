@@ -37,7 +37,7 @@ from rlstack.evaluation.worker_set import WorkerSet, worker_resources, worker_st
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.acting import DEFAULT_POLICY_ID, ActingMixin
-from rlstack.trainers.callbacks import make_callbacks, overridden_hooks
+from rlstack.evaluation.callbacks import make_callbacks, overridden_hooks
 from rlstack.trainers.checkpointing import CheckpointMixin
 from rlstack.trainers.multi_agent import MultiAgentTrainerMixin, validate_multiagent_config
 from rlstack.trainers.ray_start import ensure_ray

@@ -1,5 +1,5 @@
 """A script or notebook that ends without trainer.stop() exits quietly: trainers still
-running at interpreter exit stop their workers before Ray shuts down (issue 23)."""
+running at interpreter exit stop their workers before Ray shuts down."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`rlstack compare` end to end (issue 22), reduced: two algorithms x two frameworks x two
+"""`rlstack compare` end to end, reduced: two algorithms x two frameworks x two
 seeds on CartPole for a few hundred steps; every file it writes and every row of its table."""
 
 from __future__ import annotations

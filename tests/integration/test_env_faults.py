@@ -1,4 +1,4 @@
-"""Env faults and bad numbers (issue 8, parts 2 and 3).
+"""Env faults and bad numbers.
 
 - A sub-env whose ``step`` or ``reset`` raises stops training with an error naming it, or,
   with ``restart_failed_sub_environments``, is rebuilt while training goes on; the broken

@@ -1,5 +1,5 @@
 """Exported policy models (TorchScript, SavedModel, ONNX) compute the policy's logits
-without rlstack, in both frameworks (issue 16's export bar)."""
+without rlstack, in both frameworks."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""A Ray that rlstack starts itself listens on the loopback interface only (issue 23 of
-rlstack): a standalone trainer with a remote worker, run in a subprocess the way a user
-runs one (no ``ray.init`` beforehand), and every listening TCP socket of every process of
+"""A Ray that rlstack starts itself listens on the loopback interface only: a standalone
+trainer with a remote worker, run in a subprocess the way a user runs one (no ``ray.init``
+beforehand), and every listening TCP socket of every process of
 its Ray (the driver, GCS, raylet with its object manager, dashboard and runtime-env
 agents, monitor, workers) is on 127.0.0.1 / ::1; likewise for ``rlstack serve``, but for
 the one port per Serve replica that Ray binds to all interfaces. When a cluster is named (``RAY_ADDRESS``)

@@ -1,4 +1,4 @@
-"""Multi-agent trainers on a local Ray (issue 19): PPO (and A2C) learn per policy in both
+"""Multi-agent trainers on a local Ray: PPO (and A2C) learn per policy in both
 frameworks, policies with different spaces share a trainer, per-policy overrides reach
 their policy, a policy that is not trained keeps its weights, checkpoints hold every
 policy, and acting names the policy."""

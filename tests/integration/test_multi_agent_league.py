@@ -1,4 +1,4 @@
-"""Policies added and removed while training (issue 19): ``add_policy`` builds the policy on
+"""Policies added and removed while training: ``add_policy`` builds the policy on
 every worker (from the learner's state when given), new episodes follow the new mapping, a
 policy outside ``policies_to_train`` keeps its weights, checkpoints hold the added
 policies, ``remove_policy`` drops one everywhere; and 1.13's self-play pattern: snapshots

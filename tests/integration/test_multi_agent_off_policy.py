@@ -1,4 +1,4 @@
-"""Replay-based trainers in multi-agent runs (issue 19): each policy keeps its own replay
+"""Replay-based trainers in multi-agent runs: each policy keeps its own replay
 buffer (1.13's "independent" replay) and target network, learns on its own rows, saves its
 buffer in checkpoints; SAC, TD3 and DDPG learn per policy on continuous agents."""
 

@@ -1,4 +1,4 @@
-"""The notebooks in examples/ run top to bottom in a fresh kernel (issue 22), with small stop
+"""The notebooks in examples/ run top to bottom in a fresh kernel, with small stop
 criteria put in their parameter cell (the cell tagged "parameters", as papermill does)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Simulators that drive themselves (issue 20, serving): ExternalEnv's episode API,
+"""Simulators that drive themselves (serving): ExternalEnv's episode API,
 PolicyServerInput behind a trainer without an env, PolicyClient in remote and local
 inference, and what the server answers to bad requests. The learning bar (CartPole to 150
 from a client process) is tests/learning/test_policy_server_learning.py."""

@@ -1,4 +1,4 @@
-"""Rock-paper-scissors against fixed heuristics (issue 19's bar): PettingZoo's ``rps_v2``
+"""Rock-paper-scissors against fixed heuristics: PettingZoo's ``rps_v2``
 through ``PettingZooEnv``, one learned PPO policy (an LSTM reading its previous move, as
 1.13's example could turn on) against "always rock" and "beat last" (1.13's hand-written
 opponents, untrained), chosen per episode. After training, the learned policy plays

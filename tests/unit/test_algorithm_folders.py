@@ -1,4 +1,4 @@
-"""An algorithm is its folder (issue 17): every trainer an algorithm package declares
+"""An algorithm is its folder: every trainer an algorithm package declares
 (``TRAINERS`` in ``rlstack/trainers/<algo>/__init__.py``) has a tuned example, a learning
 test that trains it, a place in the public surface and a README row, and a new folder is
 found with no edit anywhere else.

@@ -1,4 +1,4 @@
-"""APPO (issue 21): the loss against a float64 numpy reference written from 1.13's APPO
+"""APPO: the loss against a float64 numpy reference written from 1.13's APPO
 (V-trace of the target network's policy over the behaviour policy, ratio
 ``clip(mu / pi_target, 0, 2) * pi / mu`` in PPO's clipped surrogate; without V-trace the
 plain PPO surrogate on GAE advantages), torch and TF agreeing on one batch from the same

@@ -14,13 +14,8 @@ from rlstack.errors import ConfigError
 from rlstack.evaluation.rollout_worker import RolloutWorker
 from rlstack.policies.numpy_policy import NumpyPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.callbacks import (
-    DefaultCallbacks,
-    MemoryTrackingCallbacks,
-    MultiCallbacks,
-    make_callbacks,
-    overridden_hooks,
-)
+from rlstack.evaluation.callbacks import make_callbacks, overridden_hooks
+from rlstack.trainers.callbacks import DefaultCallbacks, MemoryTrackingCallbacks, MultiCallbacks
 from rlstack.trainers.config import merge_config, validate_common_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
 from tests.callback_classes import (

@@ -1,4 +1,4 @@
-"""The comparison table of `rlstack compare` (issue 22) on result files written here: what
+"""The comparison table of `rlstack compare` on result files written here: what
 'reached', steps and time to the reward, final return and speed mean for each row."""
 
 from __future__ import annotations

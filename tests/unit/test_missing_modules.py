@@ -1,4 +1,4 @@
-"""Issue 16's rule for what rlstack lacks: importing a 1.13 module rlstack does not have
+"""The rule for what rlstack lacks: importing a 1.13 module rlstack does not have
 fails with an ImportError that says what rlstack offers instead; real modules, other
 packages' errors and `import rlstack`'s weight are unchanged."""
 

@@ -8,7 +8,8 @@ import pytest
 
 from rlstack.errors import ConfigError, EnvError
 from rlstack.models import MODEL_DEFAULTS, ModelCatalog, Preprocessor
-from rlstack.models.catalog import action_dist_spec, initial_weights
+from rlstack.models.catalog import action_dist_spec
+from rlstack.models.specs import initial_weights
 
 Box = gym.spaces.Box
 Discrete = gym.spaces.Discrete

@@ -1,5 +1,5 @@
 """The ``multiagent`` config: PolicySpec and its 1.13 spellings, per-policy overrides, the
-mapping function's signatures, and the errors for bad input (issue 19)."""
+mapping function's signatures, and the errors for bad input."""
 
 from __future__ import annotations
 

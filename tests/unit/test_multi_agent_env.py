@@ -1,4 +1,4 @@
-"""MultiAgentEnv, make_multi_agent, the multi-agent vector env and MultiAgentBatch (issue 19)."""
+"""MultiAgentEnv, make_multi_agent, the multi-agent vector env and MultiAgentBatch."""
 
 from __future__ import annotations
 

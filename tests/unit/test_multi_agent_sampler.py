@@ -1,7 +1,7 @@
 """The multi-agent sampler (rlstack/evaluation/multi_agent_sampler.py) in a worker built
 in-process: each agent's rows in its policy's batch, agents that act in turns, appear and
 leave, both batch modes, count_steps_by, bootstrap values, metrics, callbacks and the
-errors that name the agent and the policy (issue 19).
+errors that name the agent and the policy.
 
 The policy is test_rollout_worker's ScriptedPolicy (action 0, V(obs) = 10 * obs + 1); the
 envs are small counters whose observation is the agent's own step count.

@@ -1,4 +1,4 @@
-"""PettingZoo games as multi-agent envs (issue 19): the AEC wrapper hands over turn by
+"""PettingZoo games as multi-agent envs: the AEC wrapper hands over turn by
 turn with the rewards PettingZoo's ``last()`` gives, the parallel one passes every agent's
 dicts through, both end the episode when the game has no agents left; the
 rock-paper-scissors heuristics play what they say; a multi-agent policy's rows are cut

@@ -1,4 +1,4 @@
-"""PG (REINFORCE, issue 21): the loss -mean(logp(a) * G) against a numpy reference, torch
+"""PG (REINFORCE): the loss -mean(logp(a) * G) against a numpy reference, torch
 and TF agreeing on one batch and one step from the same weights; the discounted returns
 on hand-made pieces (a cut piece is not bootstrapped); workers record no bootstrap value
 for PG; the config errors a user meets."""

@@ -1,5 +1,5 @@
-"""rlstack.analysis's tidy frames and learning curves, and the PNGs `rlstack plot` draws
-(issue 22), on result files written here (no training)."""
+"""rlstack.analysis's tidy frames and learning curves, and the PNGs `rlstack plot` draws,
+on result files written here (no training)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 from rlstack.errors import ConfigError
-from rlstack.models.catalog import ModelCatalog, initial_weights
+from rlstack.models.catalog import ModelCatalog
+from rlstack.models.specs import initial_weights
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG, validate_dqn_config

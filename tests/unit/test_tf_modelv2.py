@@ -10,7 +10,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from rlstack.errors import ConfigError  # noqa: E402
-from rlstack.models.catalog import ModelCatalog, initial_weights  # noqa: E402
+from rlstack.models.catalog import ModelCatalog  # noqa: E402
+from rlstack.models.specs import initial_weights
 from rlstack.models.modelv2 import model_obs_space  # noqa: E402
 from rlstack.models.tf.fcnet import FullyConnectedNetwork  # noqa: E402
 from rlstack.models.tf.misc import normc_initializer  # noqa: E402

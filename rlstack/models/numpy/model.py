@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec, twin_encoders
+from rlstack.models.specs import EncoderSpec, LayerSpec, ModelSpec, twin_encoders
 
 
 def _elu(x: np.ndarray) -> np.ndarray:

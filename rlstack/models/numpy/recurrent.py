@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlstack.models.catalog import ModelSpec
+from rlstack.models.specs import ModelSpec
 from rlstack.models.numpy.model import NumpyModel
 from rlstack.models.prev_inputs import NUMPY_OPS, PREV_ACTIONS, PREV_REWARDS, with_prev_inputs
 

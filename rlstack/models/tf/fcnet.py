@@ -15,7 +15,8 @@ import dataclasses
 import gymnasium as gym
 import numpy as np
 
-from rlstack.models.catalog import LayerSpec, ModelCatalog, ModelSpec
+from rlstack.models.catalog import ModelCatalog
+from rlstack.models.specs import LayerSpec, ModelSpec
 from rlstack.models.tf.model import TFModel
 
 __all__ = ["FullyConnectedNetwork", "network_spec"]

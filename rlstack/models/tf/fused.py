@@ -18,7 +18,7 @@ the tape.
 
 from __future__ import annotations
 
-from rlstack.models.catalog import EncoderSpec, LayerSpec, plain_dense
+from rlstack.models.specs import EncoderSpec, LayerSpec, plain_dense
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFModel, vector_part
 

@@ -17,7 +17,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec, QModelSpec, initial_weights
+from rlstack.models.specs import EncoderSpec, LayerSpec, ModelSpec, QModelSpec, initial_weights
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.graph_function import GraphFunction
 from rlstack.models.tf.tf_modelv2 import TFModelV2
@@ -194,7 +194,7 @@ class TFModel(TFModelV2):
 
 
 class TFQModel(TFModel):
-    """The built-in Q-network (DQN family) of a :class:`~rlstack.models.catalog.QModelSpec`.
+    """The built-in Q-network (DQN family) of a :class:`~rlstack.models.specs.QModelSpec`.
 
     Distributional and noisy specs as :class:`~rlstack.models.torch.model.TorchQModel`
     (the same math, the same ``fixed_noise``).

@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rlstack.models.catalog import ModelSpec
+from rlstack.models.specs import ModelSpec
 from rlstack.models.modelv2 import add_time_dimension
 from rlstack.models.prev_inputs import TensorOps, with_prev_inputs
 from rlstack.models.tf.framework import tf

@@ -15,7 +15,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rlstack.models.catalog import ModelCatalog, initial_weights
+from rlstack.models.catalog import ModelCatalog
+from rlstack.models.specs import initial_weights
 from rlstack.models.torch.model import TorchModel
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rlstack.models.catalog import QModelSpec, plain_dense, twin_encoders
+from rlstack.models.specs import QModelSpec, plain_dense, twin_encoders
 from rlstack.models.torch.model import TorchModel, TorchQModel
 
 # The activations whose derivative the hand-written backward passes know.

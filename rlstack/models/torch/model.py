@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlstack.models.catalog import EncoderSpec, LayerSpec, ModelSpec, QModelSpec
+from rlstack.models.specs import EncoderSpec, LayerSpec, ModelSpec, QModelSpec
 from rlstack.models.torch.misc import same_padding_1d
 from rlstack.models.torch.torch_modelv2 import TorchModelV2
 
@@ -197,7 +197,7 @@ class TorchModel(TorchModelV2, nn.Module):
 
 
 class TorchQModel(TorchModel):
-    """The built-in Q-network (DQN family) of a :class:`~rlstack.models.catalog.QModelSpec`.
+    """The built-in Q-network (DQN family) of a :class:`~rlstack.models.specs.QModelSpec`.
 
     Distributional specs (``num_atoms > 1``) output logits per action and atom; noisy
     specs draw fresh factorised noise at every call with ``noise=True`` (or use

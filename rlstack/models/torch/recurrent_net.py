@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlstack.models.catalog import ModelSpec
+from rlstack.models.specs import ModelSpec
 from rlstack.models.modelv2 import add_time_dimension
 from rlstack.models.prev_inputs import TensorOps, with_prev_inputs
 from rlstack.models.torch.model import TorchModel, encode

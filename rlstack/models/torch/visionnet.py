@@ -10,7 +10,8 @@ from __future__ import annotations
 import gymnasium as gym
 
 from rlstack.errors import ConfigError
-from rlstack.models.catalog import ModelCatalog, initial_weights
+from rlstack.models.catalog import ModelCatalog
+from rlstack.models.specs import initial_weights
 from rlstack.models.torch.fcnet import _initial_seed
 from rlstack.models.torch.model import TorchModel
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from rlstack.models.catalog import QModelSpec
+from rlstack.models.specs import QModelSpec
 from rlstack.models.tf.framework import tf
 from rlstack.models.tf.model import TFQModel
 from rlstack.models.modelv2 import ModelV2

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rlstack.models.catalog import QModelSpec
+from rlstack.models.specs import QModelSpec
 from rlstack.models.torch.fused import QDenseGraph
 from rlstack.models.torch.model import TorchQModel
 from rlstack.policies.policy import saved_target_weights, target_state

@@ -10,7 +10,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import ConfigError
-from rlstack.models.catalog import ModelCatalog, QModelSpec
+from rlstack.models.catalog import ModelCatalog
+from rlstack.models.specs import QModelSpec
 from rlstack.models.numpy.model import NumpyQModel
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn
 from rlstack.policies.policy import Policy
