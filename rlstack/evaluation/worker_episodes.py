@@ -18,10 +18,10 @@ import numpy as np
 
 from rlstack.env.env_context import EnvContext
 from rlstack.env.registry import make_env
+from rlstack.evaluation.callbacks import DefaultCallbacks, make_callbacks, overridden_hooks
 from rlstack.evaluation.episode import DEFAULT_AGENT_ID, EPISODE_HOOKS, EpisodeTracker, zero_action
 from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.sample_batch import DEFAULT_POLICY_ID, SampleBatch
-from rlstack.evaluation.callbacks import DefaultCallbacks, make_callbacks, overridden_hooks
 
 if TYPE_CHECKING:
     from rlstack.env.vector_env import VectorEnv

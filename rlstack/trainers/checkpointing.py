@@ -20,9 +20,9 @@ from ray import tune
 import rlstack
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError
+from rlstack.evaluation.callbacks import restorable_callbacks, with_callbacks_specs
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
-from rlstack.evaluation.callbacks import restorable_callbacks, with_callbacks_specs
 from rlstack.trainers.multi_agent import restorable_multiagent, with_multiagent_paths
 
 logger = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ import numbers
 from typing import Any
 
 from rlstack.errors import ConfigError, did_you_mean
+from rlstack.evaluation.callbacks import DefaultCallbacks, check_callbacks
 from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
 from rlstack.offline.resolve import check_offline_config
-from rlstack.evaluation.callbacks import DefaultCallbacks, check_callbacks
 from rlstack.trainers.classic_keys import check_no_op_key, is_no_op_key
 from rlstack.utils.filters import FILTERS
 from rlstack.utils.framework import check_framework

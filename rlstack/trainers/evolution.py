@@ -196,7 +196,7 @@ class EvolutionTrainer(Trainer):
     until the iteration's minimums are met, then the algorithm's :meth:`update` of the flat
     weights, which go back into the driver's policy.
 
-    A subclass sets ``_name``, ``_default_config``, ``get_policy_class_path`` and
+    A subclass sets ``_name``, ``_default_config``, ``policy_classes`` and
     :meth:`update`, and may override :meth:`batch_minimums` and :meth:`reward_offset`.
     """
 

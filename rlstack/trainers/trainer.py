@@ -31,13 +31,13 @@ from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import ConfigError
+from rlstack.evaluation.callbacks import make_callbacks, overridden_hooks
 from rlstack.evaluation.metrics import EpisodeWindow, episode_results, off_policy_estimates
 from rlstack.evaluation.worker_policies import resolve_class
 from rlstack.evaluation.worker_set import WorkerSet, worker_resources, worker_start_error
 from rlstack.policies.policy import Policy
 from rlstack.trainers import checkpoint as ckpt
 from rlstack.trainers.acting import DEFAULT_POLICY_ID, ActingMixin
-from rlstack.evaluation.callbacks import make_callbacks, overridden_hooks
 from rlstack.trainers.checkpointing import CheckpointMixin
 from rlstack.trainers.multi_agent import MultiAgentTrainerMixin, validate_multiagent_config
 from rlstack.trainers.ray_start import ensure_ray
@@ -82,6 +82,10 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
 
     _name = "Trainer"
     _default_config: dict[str, Any] = COMMON_CONFIG
+    # ``{"torch": "module:Class", "tf": "module:Class"}``: the algorithm's policy classes.
+    # Paths rather than classes, so that rollout workers acting in numpy never import a
+    # framework, and the driver imports it while the workers start.
+    policy_classes: dict[str, str] = {}
     # The algorithm's framework-free trajectory postprocessing, ``fn(batch, config)``,
     # for rollout workers that act in numpy (None: such workers return raw batches).
     postprocess_fn: Any = None
@@ -191,12 +195,10 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
         return True
 
     def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        """``"module:Class"`` of the policy class for ``config["framework"]``.
-
-        A path rather than the class, so that rollout workers acting in numpy never import
-        the framework, and the driver imports it while the workers start.
-        """
-        raise NotImplementedError
+        """``"module:Class"`` of the policy class for ``config["framework"]``: the
+        algorithm's :attr:`policy_classes` entry (a subclass that picks its policy from
+        other keys overrides this)."""
+        return type(self).policy_classes[config["framework"]]
 
     def get_default_policy_class(self, config: dict[str, Any]) -> type[Policy]:
         """The policy class for ``config["framework"]`` (imports that framework only)."""
@@ -204,8 +206,27 @@ class Trainer(ActingMixin, MultiAgentTrainerMixin, CheckpointMixin, tune.Trainab
         return getattr(importlib.import_module(module_name), class_name)
 
     def training_step(self) -> dict[str, Any]:
-        """One round of sampling and learning; returns learner stats by policy id."""
-        raise NotImplementedError
+        """One round of sampling and learning; returns learner stats by policy id.
+
+        This one is the synchronous round (PPO's, PG's, A2C's): ``train_batch_size`` env
+        steps from the rollout workers, then each policy that learns takes its rows
+        (:meth:`learn_on_policy_batch`) while the workers wait, then the new weights go
+        to the workers. Replay-based and asynchronous trainers write their own.
+        """
+        with self._timers["sample"]:
+            batch = self.sample_train_batch(self.config["train_batch_size"])
+        self.count_sampled(batch)
+        with self._timers["learn"]:
+            info = self.learn_per_policy(batch, self.learn_on_policy_batch)
+        self.count_trained(batch)
+        with self._timers["synch_weights"]:
+            self.sync_learned_weights(info)
+        return info
+
+    def learn_on_policy_batch(self, policy: Policy, batch: SampleBatch) -> dict[str, Any]:
+        """How the synchronous :meth:`training_step` makes one policy learn on its rows of
+        the train batch; returns its learner stats."""
+        return policy.learn_on_batch(batch)
 
     @classmethod
     def rollout_worker_count(cls, config: dict[str, Any]) -> int:

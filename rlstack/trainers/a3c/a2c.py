@@ -14,7 +14,7 @@ from rlstack.policies.policy import Policy
 from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.a3c.a3c import DEFAULT_CONFIG as A3C_DEFAULT_CONFIG
-from rlstack.trainers.a3c.a3c import actor_critic_policy_path, validate_actor_critic_config
+from rlstack.trainers.a3c.a3c import validate_actor_critic_config
 from rlstack.trainers.config import DefaultConfig, merge_config
 from rlstack.trainers.trainer import Trainer
 
@@ -54,27 +54,14 @@ class A2CTrainer(Trainer):
     def validate_config(cls, config: dict[str, Any]) -> None:
         validate_actor_critic_config(config, cls._name)
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        return actor_critic_policy_path(config)
+    policy_classes = {"torch": "rlstack.trainers.a3c.a3c_torch_policy:A3CTorchPolicy",
+                      "tf": "rlstack.trainers.a3c.a3c_tf_policy:A3CTFPolicy"}
 
-    def training_step(self) -> dict[str, Any]:
-        cfg = self.config
-        with self._timers["sample"]:
-            batch = self.sample_train_batch(cfg["train_batch_size"])
-        self.count_sampled(batch)
-        with self._timers["learn"]:
-            info = self.learn_per_policy(batch, _learn_on_batch)  # multi-agent: per policy, on its rows
-        self.count_trained(batch)
-        with self._timers["synch_weights"]:
-            self.sync_learned_weights(info)
-        return info
-
-
-def _learn_on_batch(policy: Policy, batch: SampleBatch) -> dict[str, Any]:
-    if policy.config.get("microbatch_size"):
-        # Classic A2C's microbatches: gradients summed over microbatch_size rows at a time
-        # (bounded memory), then one step, as A3C's driver applies them.
-        grads, stats = policy.compute_gradients(batch)  # type: ignore[attr-defined]
-        policy.apply_gradients(grads)  # type: ignore[attr-defined]
-        return stats
-    return policy.learn_on_batch(batch)
+    def learn_on_policy_batch(self, policy: Policy, batch: SampleBatch) -> dict[str, Any]:
+        if policy.config.get("microbatch_size"):
+            # Classic A2C's microbatches: gradients summed over microbatch_size rows at a
+            # time (bounded memory), then one step, as A3C's driver applies them.
+            grads, stats = policy.compute_gradients(batch)  # type: ignore[attr-defined]
+            policy.apply_gradients(grads)  # type: ignore[attr-defined]
+            return stats
+        return policy.learn_on_batch(batch)

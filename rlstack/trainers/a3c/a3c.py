@@ -70,12 +70,6 @@ def validate_actor_critic_config(config: dict[str, Any], algorithm: str) -> None
         raise ConfigError(f"microbatch_size must be None or an integer >= 1, got {size!r}.")
 
 
-def actor_critic_policy_path(config: dict[str, Any]) -> str:
-    """A2C's and A3C's policy class for ``config["framework"]``, as ``"module:Class"``."""
-    if config["framework"] == "torch":
-        return "rlstack.trainers.a3c.a3c_torch_policy:A3CTorchPolicy"
-    return "rlstack.trainers.a3c.a3c_tf_policy:A3CTFPolicy"
-
 
 class A3CTrainer(Trainer):
     """A3C with the classic RLlib API (needs ``num_workers >= 1``)."""
@@ -97,8 +91,8 @@ class A3CTrainer(Trainer):
             raise ConfigError("A3C learns from gradients computed on remote rollout workers: set num_workers >= 1 "
                               "(or use A2C, which can sample in the driver with num_workers=0).")
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        return actor_critic_policy_path(config)
+    policy_classes = {"torch": "rlstack.trainers.a3c.a3c_torch_policy:A3CTorchPolicy",
+                      "tf": "rlstack.trainers.a3c.a3c_tf_policy:A3CTFPolicy"}
 
     @classmethod
     def learns_asynchronously(cls, config: dict[str, Any]) -> bool:

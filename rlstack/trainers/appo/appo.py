@@ -135,10 +135,8 @@ class APPOTrainer(IMPALATrainer):
         # IMPALA's checks (sampling, queue, optimizer, fragments), on the keys it knows.
         super().validate_config({**config, "vtrace": True, "replay_buffer_num_slots": 0})
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        if config["framework"] == "torch":
-            return "rlstack.trainers.appo.appo_torch_policy:APPOTorchPolicy"
-        return "rlstack.trainers.appo.appo_tf_policy:APPOTFPolicy"
+    policy_classes = {"torch": "rlstack.trainers.appo.appo_torch_policy:APPOTorchPolicy",
+                      "tf": "rlstack.trainers.appo.appo_tf_policy:APPOTFPolicy"}
 
     def setup(self, config: dict[str, Any]) -> None:
         super().setup(config)

@@ -117,10 +117,8 @@ class ARSTrainer(EvolutionTrainer):
         if not config["sgd_stepsize"]:
             raise ConfigError("sgd_stepsize=0: the step size must be > 0 (1.13's default is 0.01).")
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        if config["framework"] == "torch":
-            return "rlstack.trainers.ars.ars_torch_policy:ARSTorchPolicy"
-        return "rlstack.trainers.ars.ars_tf_policy:ARSTFPolicy"
+    policy_classes = {"torch": "rlstack.trainers.ars.ars_torch_policy:ARSTorchPolicy",
+                      "tf": "rlstack.trainers.ars.ars_tf_policy:ARSTFPolicy"}
 
     def setup(self, config: dict[str, Any]) -> None:
         super().setup(config)

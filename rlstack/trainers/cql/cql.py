@@ -89,7 +89,5 @@ class CQLTrainer(SACTrainer):
         if config["input"] != "sampler" and not config["postprocess_inputs"]:
             raise ConfigError("CQL needs the recorded rows' n-step returns: keep postprocess_inputs=True")
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        if config["framework"] == "torch":
-            return "rlstack.trainers.cql.cql_torch_policy:CQLTorchPolicy"
-        return "rlstack.trainers.cql.cql_tf_policy:CQLTFPolicy"
+    policy_classes = {"torch": "rlstack.trainers.cql.cql_torch_policy:CQLTorchPolicy",
+                      "tf": "rlstack.trainers.cql.cql_tf_policy:CQLTFPolicy"}

@@ -165,12 +165,6 @@ def validate_ddpg_config(config: dict[str, Any], algorithm: str = "DDPG") -> Non
             "activations; images use model.conv_filters). Remove custom_model.")
 
 
-def ddpg_policy_class_path(config: dict[str, Any]) -> str:
-    """DDPG's (and TD3's) policy class for ``config["framework"]``, as ``"module:Class"``."""
-    if config["framework"] == "torch":
-        return "rlstack.trainers.ddpg.ddpg_torch_policy:DDPGTorchPolicy"
-    return "rlstack.trainers.ddpg.ddpg_tf_policy:DDPGTFPolicy"
-
 
 def exploration_arrays(workers: WorkerSet) -> dict[str, dict[str, np.ndarray]]:
     """Every rollout worker's exploration state (noise generator, OU process), for a
@@ -219,8 +213,8 @@ class DDPGFamily(ExplorationInCheckpoints):
     def validate_config(cls, config: dict[str, Any]) -> None:
         validate_ddpg_config(config, cls._name)  # type: ignore[attr-defined]
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        return ddpg_policy_class_path(config)
+    policy_classes = {"torch": "rlstack.trainers.ddpg.ddpg_torch_policy:DDPGTorchPolicy",
+                      "tf": "rlstack.trainers.ddpg.ddpg_tf_policy:DDPGTFPolicy"}
 
 
 # The keys DDPG's and TD3's reset_config takes without rebuilding, beside the off-policy ones.

@@ -13,7 +13,7 @@ from rlstack.trainers.config import DefaultConfig, merge_config
 from rlstack.trainers.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, DistributedReplayTrainer,
                                                  validate_distributed_replay_config)
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG as DQN_DEFAULT_CONFIG
-from rlstack.trainers.dqn.dqn import DQNTrainer, dqn_policy_class_path, validate_dqn_config
+from rlstack.trainers.dqn.dqn import DQNTrainer, validate_dqn_config
 from rlstack.utils.exploration import per_worker_epsilon
 
 # Classic RLlib 1.x ApeX defaults, on top of DQN's.
@@ -55,8 +55,8 @@ class ApeXTrainer(DistributedReplayTrainer):
         validate_dqn_config(config, cls._name)
         validate_distributed_replay_config(config, cls._name)
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        return dqn_policy_class_path(config)
+    policy_classes = {"torch": "rlstack.trainers.dqn.dqn_torch_policy:DQNTorchPolicy",
+                      "tf": "rlstack.trainers.dqn.dqn_tf_policy:DQNTFPolicy"}
 
     def extra_results(self) -> dict[str, Any]:
         num_workers = self.workers.num_remote_workers

@@ -102,12 +102,6 @@ def validate_dqn_config(config: dict[str, Any], algorithm: str = "DQN") -> None:
                           f"between target-network copies), got {value!r}.")
 
 
-def dqn_policy_class_path(config: dict[str, Any]) -> str:
-    """The DQN family's policy class for ``config["framework"]``, as ``"module:Class"``."""
-    if config["framework"] == "torch":
-        return "rlstack.trainers.dqn.dqn_torch_policy:DQNTorchPolicy"
-    return "rlstack.trainers.dqn.dqn_tf_policy:DQNTFPolicy"
-
 
 class DQNTrainer(OffPolicyTrainer):
     """Deep Q-learning with the classic RLlib API.
@@ -132,8 +126,8 @@ class DQNTrainer(OffPolicyTrainer):
     def validate_config(cls, config: dict[str, Any]) -> None:
         validate_dqn_config(config, cls._name)
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        return dqn_policy_class_path(config)
+    policy_classes = {"torch": "rlstack.trainers.dqn.dqn_torch_policy:DQNTorchPolicy",
+                      "tf": "rlstack.trainers.dqn.dqn_tf_policy:DQNTFPolicy"}
 
     def extra_results(self) -> dict[str, Any]:
         return {**super().extra_results(),

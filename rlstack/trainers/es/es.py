@@ -127,10 +127,8 @@ class ESTrainer(EvolutionTrainer):
             if not isinstance(config[key], int) or config[key] < 0:
                 raise ConfigError(f"{key}={config[key]!r}: must be an int >= 0 (a minimum per iteration).")
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        if config["framework"] == "torch":
-            return "rlstack.trainers.es.es_torch_policy:ESTorchPolicy"
-        return "rlstack.trainers.es.es_tf_policy:ESTFPolicy"
+    policy_classes = {"torch": "rlstack.trainers.es.es_torch_policy:ESTorchPolicy",
+                      "tf": "rlstack.trainers.es.es_tf_policy:ESTFPolicy"}
 
     def setup(self, config: dict[str, Any]) -> None:
         super().setup(config)

@@ -121,10 +121,8 @@ class IMPALATrainer(Trainer):
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{key} must be a number >= 0, got {value!r}.")
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        if config["framework"] == "torch":
-            return "rlstack.trainers.impala.impala_torch_policy:ImpalaTorchPolicy"
-        return "rlstack.trainers.impala.impala_tf_policy:ImpalaTFPolicy"
+    policy_classes = {"torch": "rlstack.trainers.impala.impala_torch_policy:ImpalaTorchPolicy",
+                      "tf": "rlstack.trainers.impala.impala_tf_policy:ImpalaTFPolicy"}
 
     # ----- set-up -----------------------------------------------------------------------
 

@@ -97,10 +97,8 @@ class MARWILTrainer(Trainer):
             raise ConfigError(f"{cls._name} needs each recorded row's return: keep postprocess_inputs=True (it "
                               "computes them from the recorded rewards)")
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        if config["framework"] == "torch":
-            return "rlstack.trainers.marwil.marwil_torch_policy:MARWILTorchPolicy"
-        return "rlstack.trainers.marwil.marwil_tf_policy:MARWILTFPolicy"
+    policy_classes = {"torch": "rlstack.trainers.marwil.marwil_torch_policy:MARWILTorchPolicy",
+                      "tf": "rlstack.trainers.marwil.marwil_tf_policy:MARWILTFPolicy"}
 
     def setup(self, config: dict[str, Any]) -> None:
         super().setup(config)

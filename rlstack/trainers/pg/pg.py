@@ -54,20 +54,6 @@ class PGTrainer(Trainer):
     def validate_config(cls, config: dict[str, Any]) -> None:
         require_stochastic_sampling(config)
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        if config["framework"] == "torch":
-            return "rlstack.trainers.pg.pg_torch_policy:PGTorchPolicy"
-        return "rlstack.trainers.pg.pg_tf_policy:PGTFPolicy"
+    policy_classes = {"torch": "rlstack.trainers.pg.pg_torch_policy:PGTorchPolicy",
+                      "tf": "rlstack.trainers.pg.pg_tf_policy:PGTFPolicy"}
 
-    def training_step(self) -> dict[str, Any]:
-        cfg = self.config
-        with self._timers["sample"]:
-            batch = self.sample_train_batch(cfg["train_batch_size"])
-        self.count_sampled(batch)
-        with self._timers["learn"]:
-            # Multi-agent: each trained policy on its own rows.
-            info = self.learn_per_policy(batch, lambda policy, rows: policy.learn_on_batch(rows))
-        self.count_trained(batch)
-        with self._timers["synch_weights"]:
-            self.sync_learned_weights(info)
-        return info

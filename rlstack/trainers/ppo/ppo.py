@@ -110,24 +110,9 @@ class PPOTrainer(Trainer):
         if config["use_gae"] and not config["use_critic"]:
             raise ConfigError("use_gae=True needs use_critic=True (GAE uses the value function); set use_gae=False.")
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        if config["framework"] == "torch":
-            return "rlstack.trainers.ppo.ppo_torch_policy:PPOTorchPolicy"
-        return "rlstack.trainers.ppo.ppo_tf_policy:PPOTFPolicy"
+    policy_classes = {"torch": "rlstack.trainers.ppo.ppo_torch_policy:PPOTorchPolicy",
+                      "tf": "rlstack.trainers.ppo.ppo_tf_policy:PPOTFPolicy"}
 
-    def training_step(self) -> dict[str, Any]:
-        cfg = self.config
-        with self._timers["sample"]:
-            batch = self.sample_train_batch(cfg["train_batch_size"])
-        self.count_sampled(batch)
-        with self._timers["learn"]:
-            # Multi-agent: each policy that learns, on its own rows (advantages standardised per policy).
-            info = self.learn_per_policy(batch, _learn_on_batch)
-        self.count_trained(batch)
-        with self._timers["synch_weights"]:
-            self.sync_learned_weights(info)
-        return info
-
-
-def _learn_on_batch(policy: Policy, batch: SampleBatch) -> dict[str, Any]:
-    return policy.learn_on_batch(standardize(batch, SampleBatch.ADVANTAGES))
+    def learn_on_policy_batch(self, policy: Policy, batch: SampleBatch) -> dict[str, Any]:
+        # Advantages standardised over the policy's own rows (multi-agent: per policy).
+        return policy.learn_on_batch(standardize(batch, SampleBatch.ADVANTAGES))

@@ -174,12 +174,6 @@ def validate_sac_config(config: dict[str, Any]) -> None:
                        "always go through a CNN encoder; remove the key.")
 
 
-def sac_policy_class_path(config: dict[str, Any]) -> str:
-    """SAC's policy class for ``config["framework"]``, as ``"module:Class"``."""
-    if config["framework"] == "torch":
-        return "rlstack.trainers.sac.sac_torch_policy:SACTorchPolicy"
-    return "rlstack.trainers.sac.sac_tf_policy:SACTFPolicy"
-
 
 class SACTrainer(OffPolicyTrainer):
     """Soft actor-critic with the classic RLlib API.
@@ -208,5 +202,5 @@ class SACTrainer(OffPolicyTrainer):
     def validate_config(cls, config: dict[str, Any]) -> None:
         validate_sac_config(config)
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
-        return sac_policy_class_path(config)
+    policy_classes = {"torch": "rlstack.trainers.sac.sac_torch_policy:SACTorchPolicy",
+                      "tf": "rlstack.trainers.sac.sac_tf_policy:SACTFPolicy"}
