@@ -496,10 +496,12 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
         states = self._states
         for t in range(T):
             t0 = time.perf_counter()
-            if states is not None:
+            if states is None:
+                actions, extras = policy.compute_actions(obs)
+            else:
                 for key, value in states.columns().items():
                     buf.setdefault(key, np.empty((T, *value.shape), value.dtype))[t] = value
-            actions, extras = recurrent_states.act(policy, obs, states)
+                actions, extras = recurrent_states.act(policy, obs, states)
             t1 = time.perf_counter()
             env_actions = policy.unsquash_actions(actions)
             t2 = time.perf_counter()
@@ -533,7 +535,8 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
             for key, value in extras.items():
                 buf[key][t] = value
             buf[_B.REWARDS][t] = self.clip_rewards(rewards)
-            recurrent_states.after_step(states, actions, buf[_B.REWARDS][t])
+            if states is not None:
+                recurrent_states.after_step(states, actions, buf[_B.REWARDS][t])
             buf[_B.TERMINATEDS][t] = terminateds
             buf[_B.TRUNCATEDS][t] = truncateds
             buf[_B.EPS_ID][t] = self._eps_ids
@@ -550,7 +553,8 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
                     for i in done_envs:
                         self._episodes.append(EpisodeStats(float(self._returns[i]), int(lengths[i])))
                         self._start_episode(i)
-            recurrent_states.reset(policy, states, [*final_obs, *failed])
+            if states is not None and (final_obs or failed):
+                recurrent_states.reset(policy, states, [*final_obs, *failed])
             if failed:
                 if broken is None:
                     broken = np.zeros((T, N), dtype=bool)

@@ -82,6 +82,8 @@ class NumpyPolicy(Policy):
         self.dist_class = DISTRIBUTIONS[self.dist_spec.kind]
         self.sampling_rng = np.random.default_rng(sampling_seed)
         self.postprocess_fn = postprocess_fn
+        # Read once: compute_actions runs once per env step of every rollout worker.
+        self._carries_state = self.is_recurrent
 
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None,
                         state_batches: list[np.ndarray] | None = None, prev_action_batch: Any = None,
@@ -89,7 +91,7 @@ class NumpyPolicy(Policy):
         explore = self.config.get("explore", True) if explore is None else bool(explore)
         obs = np.asarray(obs_batch, dtype=np.float32)
         state_out: list[np.ndarray] = []
-        if self.is_recurrent:
+        if self._carries_state:
             dist_inputs, values, state_out = self._step(obs, state_batches, prev_action_batch, prev_reward_batch)
         else:
             dist_inputs, values = self.model.policy_and_value(obs)
@@ -100,13 +102,14 @@ class NumpyPolicy(Policy):
             SampleBatch.ACTION_DIST_INPUTS: dist_inputs.astype(np.float32, copy=False),
             SampleBatch.VF_PREDS: values.astype(np.float32, copy=False),
         }
-        extras.update({state_out_key(i): value.astype(np.float32, copy=False) for i, value in enumerate(state_out)})
+        if state_out:
+            extras.update({state_out_key(i): value.astype(np.float32, copy=False) for i, value in enumerate(state_out)})
         return actions, extras
 
     def compute_values(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None = None,
                        prev_action_batch: Any = None, prev_reward_batch: Any = None) -> np.ndarray:
         obs = np.asarray(obs_batch, dtype=np.float32)
-        if self.is_recurrent:
+        if self._carries_state:
             return self._step(obs, state_batches, prev_action_batch, prev_reward_batch)[1].astype(np.float32, copy=False)
         return self.model.value(obs).astype(np.float32, copy=False)
 

@@ -324,6 +324,27 @@ def test_non_finite_loss_stops_every_optimizer_from_that_step_on(framework):
     assert policy.step_count() == 1 and _steps_taken(policy) == 1
 
 
+def test_a_nan_gradient_under_a_finite_loss_stops_the_update():
+    # sqrt(|a - a|) is 0 with a NaN gradient (inf * 0): the loss says nothing, the
+    # gradients do, and without grad_clip no norm is taken that would show it.
+    import torch
+
+    base = _two_optimizer_class("torch")
+
+    class NanGradient(base):
+        def loss(self, train_batch):
+            (loss_a, loss_b), stats = super().loss(train_batch)
+            a = self.layer_a(train_batch[B.OBS])[:, 0]
+            return (loss_a + torch.sqrt((a - a).abs()).sum(), loss_b), stats
+
+    policy = _build("torch", NanGradient)
+    before = policy.layers()
+    with pytest.raises(NonFiniteError, match="gradients"):
+        policy.learn_on_batch(_batch(n=8, seed=7))
+    _assert_layers(policy, before, rtol=0, atol=0)
+    assert _steps_taken(policy) == 0
+
+
 def test_compute_and_apply_gradients_equal_one_learn_on_batch_step(framework):
     batch = _batch(n=8, seed=6)
     worker, driver, reference = (_build(framework, sgd_minibatch_size=8, grad_clip=0.5) for _ in range(3))
