@@ -296,7 +296,7 @@ class TFLearner(Policy):
     def _train_loop(self, tensors: dict[str, tf.Tensor], order: tf.Tensor, starts: tf.Tensor,
                     ends: tf.Tensor) -> tuple[tf.Tensor, dict[str, tf.Tensor], tf.Tensor]:
         # Every minibatch step of every epoch in one graph: a Python-driven loop would pay
-        # one tf.function call (~0.3 ms) per minibatch, most of a small network's step.
+        # one tf.function call per minibatch, which costs more than a small network's step.
         # Returns the stats rows, the per-row statistics of every step in order, and the
         # first step whose loss or gradients were not finite (-1: none); no update is
         # applied from that step on.

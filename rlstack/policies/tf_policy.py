@@ -131,8 +131,7 @@ class TFPolicy(TFLearner):
         spec = self.model_spec() if builtin else None  # built-in models
         # The driver's (learner's) pools, unless a rollout worker's pin came first. On
         # vector observations one intra-op thread is faster: a dense layer's matmul is too
-        # small to split (PPO learner on 2 cores, 64x64 to 1024x1024 tanh nets: 1.15-1.45x
-        # the samples/s of TF's default of one thread per core; BENCHMARKS.md).
+        # small to split (BENCHMARKS.md, "Learner throughput").
         args = config.get("local_tf_session_args") or {}
         intra = args.get("intra_op_parallelism_threads")
         dense = model_config.get("use_attention") or (spec is not None and not spec.encoder.images)
@@ -228,11 +227,11 @@ class TFPolicy(TFLearner):
         """``tf.function(fn)``; AutoGraph only for custom models.
 
         Our own code (losses, built-in models, the SGD loops) has no Python control flow
-        on tensors, so AutoGraph's source rewriting only cost time: ~1 s of the first
-        ``train()`` on this 2-core machine (1.86 s -> 0.86 s with RL-Zoo's PPO settings).
+        on tensors, so AutoGraph's source rewriting only cost time: about half of the
+        first ``train()`` with RL-Zoo's PPO settings (BENCHMARKS.md).
         A custom model may branch on tensors in Python, so its graphs keep AutoGraph.
         With an ``input_signature`` the graph is a :class:`GraphFunction`, called without
-        ``tf.function``'s per-call dispatch (~0.5 ms, see its module).
+        ``tf.function``'s per-call dispatch (see its module).
         """
         if input_signature is None:
             return tf.function(fn, autograph=self.needs_autograph)

@@ -98,8 +98,9 @@ class ResultLogger:
             from tensorboardX.proto.summary_pb2 import Summary
 
             step = int(result.get("timesteps_total") or result.get("training_iteration") or 0)
-            # One event holding every scalar: add_scalar would queue one event per value
-            # (~0.1 ms each, several ms per result, a third of a small iteration).
+            # One event holding every scalar: add_scalar would queue one event per value,
+            # which for a result's hundred-odd keys costs a sizeable share of a small
+            # iteration.
             values = [Summary.Value(tag=f"ray/tune/{key}", simple_value=float(value))
                       for key, value in flat.items()
                       if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)]

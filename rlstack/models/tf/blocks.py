@@ -101,7 +101,7 @@ class TFCritics:
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """The critics' weights in the canonical layout, as numpy copies."""
         if getattr(self, "_read_all", None) is None:
-            # One graph call reads every variable (eager reads cost ~0.2 ms each).
+            # One graph call reads every variable, not one eager read per variable.
             self._read_all = GraphFunction(lambda: {k: tf.identity(v) for k, v in self.raw_variables().items()}, [])
         return self.canonical_from_raw({k: v.numpy().copy() for k, v in self._read_all().items()})
 
@@ -224,7 +224,7 @@ class TFActorCritic(TFModelV2):
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """The actor's and critics' weights in the canonical layout, as numpy copies."""
         if getattr(self, "_read_all", None) is None:
-            # One graph call reads every variable: eager reads cost ~0.2 ms each, and the
+            # One graph call reads every variable, not one eager read per variable: the
             # weights go to the acting copy after every sampling round.
             self._read_all = GraphFunction(
                 lambda: ({k: tf.identity(v) for k, v in self.actor_vars.items()},

@@ -1,11 +1,11 @@
 """``tf.function`` with a fixed signature, called without its per-call Python dispatch.
 
 Calling a ``tf.function`` binds the arguments to its signature, builds their trace type,
-looks the concrete function up in its cache and casts every argument on the way: on this
-project's 2-core machine ~0.45 ms per call, before any op runs. rlstack's graphs all have
-a fixed input signature (one concrete function each), and an off-policy training step calls
-three or four of them (the SGD loop, the target update, the weights read for the acting
-copy, the acting itself), so that dispatch was ~30% of a TF DDPG step on Pendulum.
+looks the concrete function up in its cache and casts every argument on the way, before
+any op runs. rlstack's graphs all have a fixed input signature (one concrete function
+each), and an off-policy training step calls three or four of them (the SGD loop, the
+target update, the weights read for the acting copy, the acting itself), so that dispatch
+was a large share of a TF DDPG step on Pendulum (BENCHMARKS.md).
 
 :class:`GraphFunction` traces once, keeps the concrete function, and calls its flat entry
 point with the arguments flattened the way TensorFlow flattens them (dicts by sorted key).

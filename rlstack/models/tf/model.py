@@ -170,8 +170,8 @@ class TFModel(TFModelV2):
 
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """Weights in the canonical layout, as numpy arrays."""
-        # One graph call reads every variable: eager reads cost ~0.2 ms each, which
-        # adds up when weights are synced after every few env steps (DQN).
+        # One graph call reads every variable: an eager read per variable adds up when
+        # weights are synced after every few env steps (DQN).
         if getattr(self, "_read_all", None) is None:
             self._read_all = GraphFunction(lambda: {name: tf.identity(var) for name, var in self.weight_vars.items()},
                                            [])

@@ -62,9 +62,8 @@ class DQNTorchPolicy(TorchPolicy):
 
     model_class = TorchQModel
     # Built-in dense Q-networks learn through the closed-form gradient of loss() in
-    # _fused_grad_fn instead of autograd (same result to float32 rounding; 1.2-1.35x the
-    # gradient steps per second with RL-Zoo's CartPole network, 1.2x with DQN's defaults,
-    # bench/dqn_learner.py on one thread); False forces autograd.
+    # _fused_grad_fn instead of autograd (same result to float32 rounding, more gradient
+    # steps per second: bench/dqn_learner.py, BENCHMARKS.md); False forces autograd.
     use_fused_sgd = True
     shuffle_minibatches = False
     per_row_stats = ("td_error",)

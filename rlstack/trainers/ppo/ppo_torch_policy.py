@@ -20,8 +20,8 @@ class PPOTorchPolicy(TorchPolicy):
     # use_lstm and custom recurrent models: the loss reads padded sequences (unroll).
     supports_recurrent_models = True
     # Built-in dense models with Discrete or Box actions learn through the closed-form
-    # gradient below instead of autograd (same result; 1.6x the SGD steps per second on
-    # RLlib's 256x256 nets, 1.8x on 64x64 ones, bench/learner.py); False forces autograd.
+    # gradient below instead of autograd (same result, more SGD steps per second:
+    # bench/learner.py, BENCHMARKS.md "Learner throughput"); False forces autograd.
     use_fused_sgd = True
 
     loss_columns = (
