@@ -49,7 +49,8 @@ ray.__path__.insert(0, sys.argv[1])           # the fake ray.rllib shadows any r
 from ray import tune
 from ray.tune.registry import get_trainable_cls
 
-ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+# A Ray of its own: a bare ray.init() would join a `ray start` head another test runs.
+ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
 assert ray.rllib.__file__.startswith(sys.argv[1]) if "ray.rllib" in sys.modules else True
 # A name rlstack lacks: Tune runs the fake RLlib's _register_all, which overwrites "PPO".
 assert get_trainable_cls(sys.argv[3]).__name__ == "FakeRLlibTrainable"
