@@ -508,13 +508,25 @@ class TorchLearner(Policy):
 
 
 def non_finite_gradients(optimizer: Adam | RMSProp) -> torch.Tensor:
-    """0 when every gradient of the optimizer is finite, inf when one is not: a term for
-    the step's NaN/inf check. One fused pass over the gradients (the kernel torch's
-    GradScaler uses to find overflow, with a scale of 1), half the cost of their norm,
-    which is taken every gradient step of a learner without ``grad_clip``."""
+    """A finite number (-1) when every gradient of the optimizer is finite, inf when one
+    is not: a term for the step's NaN/inf check, which only asks whether the sum of its
+    terms is finite. One fused pass over the gradients (the kernel torch's GradScaler
+    uses to find overflow, with a scale of 1), half the cost of their norm, which is
+    taken every gradient step of a learner without ``grad_clip``."""
     grads = [p.grad for p in optimizer.params if p.grad is not None]
     if not grads:
         return torch.zeros(())
     found = torch.zeros(1, device=grads[0].device)
-    torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.ones(1, device=grads[0].device))
-    return (found / (1.0 - found)).squeeze(0)  # 0 -> 0, 1 -> inf
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found, _unit_scale(grads[0].device))
+    return found.sub_(1.0).reciprocal_()  # 1 / (found - 1): 0 -> -1, 1 -> inf
+
+
+_UNIT_SCALES: dict[torch.device, torch.Tensor] = {}
+
+
+def _unit_scale(device: torch.device) -> torch.Tensor:
+    # The scale of 1 that non_finite_gradients passes, one tensor per device.
+    scale = _UNIT_SCALES.get(device)
+    if scale is None:
+        scale = _UNIT_SCALES[device] = torch.ones(1, device=device)
+    return scale

@@ -33,6 +33,8 @@ gradients are written out in ``sac_torch_policy`` and ``ddpg_torch_policy``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import nn
 
@@ -41,6 +43,21 @@ from rlstack.models.torch.model import TorchModel, TorchQModel
 
 # The activations whose derivative the hand-written backward passes know.
 _DIFFERENTIATED = ("tanh", "relu", "linear")
+# Layers with fewer input columns than this take their weight gradient as the
+# transposed product (see _weight_grad).
+_NARROW_INPUT = 16
+
+
+class _TwinLayer(NamedTuple):
+    # One layer of twin networks as views of stacked tensors: weight [2, out, in] and its
+    # transpose (the forward's operand, taken once), bias [2, 1, out], their gradients
+    # [2, out, in] and [2, out].
+    weight: torch.Tensor
+    weight_t: torch.Tensor
+    bias: torch.Tensor
+    weight_grad: torch.Tensor
+    bias_grad: torch.Tensor
+    activation: str
 
 
 class DenseGraph:
@@ -64,9 +81,8 @@ class DenseGraph:
         self.logits = model.layers["logits"]
         self.value_out = model.layers["value_out"]
         self.twin = twin_encoders(spec)
-        # Twin networks, per layer: weight [2, out, in], bias [2, 1, out], their
-        # gradients [2, out, in] and [2, out], the activation.
-        self.stacked: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]] = []
+        # Twin networks: one entry per layer (see _TwinLayer).
+        self.stacked: list[_TwinLayer] = []
 
     @staticmethod
     def supports(model: nn.Module) -> bool:
@@ -88,7 +104,7 @@ class DenseGraph:
             values, grads = [], []
             for j, name in enumerate(("weight", "bias")):
                 a, b = getattr(pi, name), getattr(vf, name)
-                both = self.stacked[i][j].view(2, *a.shape) if self.stacked else None
+                both = (self.stacked[i].weight, self.stacked[i].bias)[j].view(2, *a.shape) if self.stacked else None
                 if both is None or a.data_ptr() != both[0].data_ptr() or b.data_ptr() != both[1].data_ptr():
                     # Weights become views of one tensor; in-place updates (the optimizer,
                     # set_weights, load_state_dict) keep them so.
@@ -98,7 +114,8 @@ class DenseGraph:
                 a.grad, b.grad = grad[0], grad[1]
                 values.append(both)
                 grads.append(grad)
-            stacked.append((values[0], values[1].unsqueeze(1), grads[0], grads[1], activation))
+            stacked.append(_TwinLayer(values[0], values[0].transpose(1, 2), values[1].unsqueeze(1), grads[0], grads[1],
+                                      activation))
         self.stacked = stacked
 
     @torch.no_grad()
@@ -108,8 +125,8 @@ class DenseGraph:
         if self.twin:
             x = obs[:, self.pi_columns]
             acts = [x.unsqueeze(0).expand(2, *x.shape)]
-            for weight, bias, _, _, activation in self.stacked:
-                acts.append(_activate(torch.baddbmm(bias, acts[-1], weight.transpose(1, 2)), activation))
+            for layer in self.stacked:
+                acts.append(_activate(torch.baddbmm(layer.bias, acts[-1], layer.weight_t), layer.activation))
             pi_acts = vf_acts = acts
             pi_features, vf_features = acts[-1][0], acts[-1][1]
         else:
@@ -135,12 +152,12 @@ class DenseGraph:
             torch.mm(grad_dist_inputs, self.logits.weight, out=grad[0])
             torch.mm(grad_values, self.value_out.weight, out=grad[1])
             for i in range(len(self.stacked) - 1, -1, -1):
-                weight, _, weight_grad, bias_grad, activation = self.stacked[i]
-                grad = _activation_grad(grad, pi_acts[i + 1], activation)
-                torch.bmm(grad.transpose(1, 2), pi_acts[i], out=weight_grad)
-                torch.sum(grad, 1, out=bias_grad)
+                layer = self.stacked[i]
+                grad = _activation_grad(grad, pi_acts[i + 1], layer.activation)
+                _weight_grad(grad, pi_acts[i], layer.weight_grad)
+                torch.sum(grad, 1, out=layer.bias_grad)
                 if i > 0:
-                    grad = torch.bmm(grad, weight)
+                    grad = torch.bmm(grad, layer.weight)
             return
         if self.pi_layers:
             grad_pi = torch.mm(grad_dist_inputs, self.logits.weight)
@@ -233,6 +250,11 @@ def _dense_layers(model: TorchModel, layers: tuple) -> list[tuple[nn.Linear, str
 def _activate(y: torch.Tensor, activation: str) -> torch.Tensor:
     # In place: y is a fresh layer output; backward needs only the activated values.
     if activation == "tanh":
+        if y.device.type == "cpu":
+            # tanh(y) = 2 sigmoid(2y) - 1: torch's float32 tanh kernel on CPU costs about
+            # three times its sigmoid (BENCHMARKS.md, "Small costs behind choices in the
+            # code"); the two differ by float32 rounding (~1e-7), as TF's own fast tanh does.
+            return y.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0)
         return y.tanh_()
     if activation == "relu":
         return y.relu_()
@@ -256,8 +278,21 @@ def _forward_stack(layers: list[tuple[nn.Linear, str]], x: torch.Tensor) -> list
     return acts
 
 
+def _weight_grad(grad_out: torch.Tensor, x: torch.Tensor, out: torch.Tensor) -> None:
+    # dW = g^T x ([out, in], batched over a leading axis or not). With few input columns
+    # (a first layer over a handful of observation features) MKL's product into a
+    # narrow [out, in] is several times slower than the transposed one, x^T g, copied
+    # back (BENCHMARKS.md, "Small costs behind choices in the code").
+    if x.shape[-1] < _NARROW_INPUT:
+        out.copy_(torch.matmul(x.transpose(-1, -2), grad_out).transpose(-1, -2))
+    elif x.dim() == 3:
+        torch.bmm(grad_out.transpose(1, 2), x, out=out)
+    else:
+        torch.mm(grad_out.t(), x, out=out)
+
+
 def _linear_param_grads(linear: nn.Linear, grad_out: torch.Tensor, x: torch.Tensor) -> None:
-    torch.mm(grad_out.t(), x, out=linear.weight.grad)
+    _weight_grad(grad_out, x, linear.weight.grad)
     torch.sum(grad_out, 0, out=linear.bias.grad)
 
 
