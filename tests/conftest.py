@@ -15,7 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 LEARNING_DIR = Path(__file__).resolve().parent / "learning"
-CENSUS = pytest.StashKey()  # the session's tests.cpu_census.CpuCensus, with --cpu-census
+CENSUS = pytest.StashKey()  # the session's tests.helpers.cpu_census.CpuCensus, with --cpu-census
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +47,7 @@ def framework(request):
 def pytest_addoption(parser):
     parser.addoption("--cpu-census", action="store_true",
                      help="print where the machine's CPU went during the session, by process kind "
-                          "(tests/cpu_census.py)")
+                          "(tests/helpers/cpu_census.py)")
 
 
 def pytest_configure(config):
@@ -56,7 +56,7 @@ def pytest_configure(config):
                  "two_slots: an asynchronous learning run that needs both cores to itself"):
         config.addinivalue_line("markers", line)
     if config.getoption("--cpu-census") and not hasattr(config, "workerinput"):
-        from tests.cpu_census import CpuCensus
+        from tests.helpers.cpu_census import CpuCensus
 
         config.stash[CENSUS] = CpuCensus()  # reported in pytest_terminal_summary
         config.stash[CENSUS].start()

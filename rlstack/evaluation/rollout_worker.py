@@ -6,8 +6,9 @@ forward pass for all ``num_envs_per_worker`` sub-envs. Steps are written into
 preallocated ``[rollout_fragment_length, num_envs]`` arrays and cut into trajectory
 pieces (one episode of one sub-env each) only at the end of a fragment, where each piece
 goes through ``Policy.postprocess_trajectory``. Episode ids, returns and lengths, the
-finished episodes' metrics and the callbacks' hooks are
-:class:`~rlstack.evaluation.worker_episodes.WorkerEpisodesMixin`'s.
+finished episodes' metrics and the callbacks' hooks are kept per sub-env beside the
+loop; the 1.13 accessors (``policy_map``, ``foreach_policy``, ``foreach_env``, ...),
+the input reader, output writer and off-policy estimators are the worker's too.
 
 Faults: observations and rewards are checked for NaN/inf as they come out of the env (a
 :class:`~rlstack.errors.NonFiniteError` names the sub-env and step). A sub-env that raises
@@ -20,6 +21,7 @@ then dropped from the batch and from the episode metrics and counted in
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -28,18 +30,17 @@ import numpy as np
 from rlstack.env.env_context import EnvContext
 from rlstack.env.external_env import ExternalEnv
 from rlstack.env.atari import is_atari
-from rlstack.env.registry import restore_registry
+from rlstack.env.registry import make_env, restore_registry
 from rlstack.env.multi_agent_vector_env import MultiAgentVectorEnv, make_vector_env
 from rlstack.env.vector_env import VectorEnv, env_name
 from rlstack.errors import ConfigError, EnvError, EnvFailureError, NonFiniteError
 from rlstack.evaluation import recurrent_states
 from rlstack.evaluation.evaluation_episodes import run_episodes
 from rlstack.evaluation.metrics import EpisodeStats
-from rlstack.evaluation.worker_access import WorkerAccessMixin
-from rlstack.evaluation.worker_episodes import WorkerEpisodesMixin
-from rlstack.evaluation.worker_offline import WorkerOfflineMixin
+from rlstack.evaluation.callbacks import DefaultCallbacks, make_callbacks, overridden_hooks
+from rlstack.evaluation.episode import DEFAULT_AGENT_ID, EPISODE_HOOKS, EpisodeTracker, zero_action
 from rlstack.evaluation.worker_policies import (BuildArgs, WorkerPolicyMap, build_policy, class_path,  # noqa: F401
-                                                resolve_class)
+                                                refresh_acting, resolve_class)
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn
 from rlstack.policies.policy import Policy
@@ -70,7 +71,7 @@ def _has_float_box(space: gym.Space) -> bool:
     return not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
 
 
-class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
+class RolloutWorker:
     """Collects experience with one policy in ``num_envs_per_worker`` sub-envs.
 
     Args:
@@ -616,6 +617,302 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
                            "Evaluate with a steppable env: evaluation_config={'env': ...}.")
         return run_episodes(self, num_episodes, num_steps)
 
+    # ----- policies and sub-envs (RLlib 1.13's accessors), weights and filters ---------
+
+    @property
+    def policy_map(self) -> dict[str, Policy]:
+        """``{policy_id: policy}``: ``{"default_policy": policy}`` for a single-agent
+        worker, every policy of ``multiagent.policies`` for a multi-agent one.
+
+        On a remote worker acting in numpy (``rollout_inference="auto"`` with a built-in
+        dense model, or ``"numpy"``) a policy of the algorithm's class is that worker's
+        :class:`~rlstack.policies.numpy_policy.NumpyPolicy`: it acts and holds the
+        learner's weights, but does not learn. The driver's worker holds the learners.
+        """
+        if self.policies is not None:
+            return self.policies.policies
+        return {DEFAULT_POLICY_ID: self.policy}
+
+    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Policy:
+        """The policy ``policy_id`` of this worker (see :attr:`policy_map`).
+
+        Raises:
+            KeyError: For an unknown policy id, naming the known ones.
+        """
+        policy_map = self.policy_map
+        if policy_id not in policy_map:
+            raise KeyError(f"Unknown policy id {policy_id!r}; this worker has {sorted(map(str, policy_map))} "
+                           "(configure several with multiagent.policies).")
+        return policy_map[policy_id]
+
+    def foreach_policy(self, func: Callable[..., Any], **kwargs: Any) -> list[Any]:
+        """``[func(policy, policy_id, **kwargs)]`` for every policy of this worker."""
+        return [func(policy, policy_id, **kwargs) for policy_id, policy in self.policy_map.items()]
+
+    def foreach_trainable_policy(self, func: Callable[..., Any], **kwargs: Any) -> list[Any]:
+        """Like :meth:`foreach_policy` for the policies being trained
+        (``multiagent.policies_to_train``; a function of it is asked with no batch)."""
+        return [func(policy, policy_id, **kwargs) for policy_id, policy in self.policy_map.items()
+                if self.policies is None or self.policies.is_trained(policy_id)]
+
+    # ----- policies added and removed at run time (Trainer.add_policy / remove_policy) -------
+
+    def add_policy(self, policy_id: str, spec: PolicySpec, policy_mapping_fn: Any = None,
+                   policies_to_train: Any = None, policy_state: dict[str, Any] | None = None,
+                   ) -> tuple[gym.Space, gym.Space]:
+        """Builds policy ``policy_id`` on this multi-agent worker (1.13's
+        ``RolloutWorker.add_policy``); missing spaces come from its env.
+
+        Args:
+            policy_id: The new id.
+            spec: Its class, spaces and complete config.
+            policy_mapping_fn: The mapping for new episodes from now on (None: unchanged).
+            policies_to_train: The new ``policies_to_train`` (None: unchanged).
+            policy_state: A :meth:`Policy.get_state` to load into it.
+
+        Returns:
+            The new policy's ``(observation_space, action_space)``.
+
+        Raises:
+            ConfigError: On a single-agent worker, or for a taken id.
+        """
+        if self.policies is None:
+            from rlstack.errors import ConfigError
+
+            raise ConfigError(f"Cannot add policy {policy_id!r} to a single-agent trainer: add_policy needs a "
+                              "multi-agent one (set multiagent.policies, or use a MultiAgentEnv).")
+        env = self.env.envs[0] if self.env is not None else None
+        policy = self.policies.add(policy_id, spec, policy_mapping_fn, policies_to_train, env)
+        if policy_state is not None:
+            policy.set_state(policy_state)
+            self.policies.refresh({policy_id: policy.get_weights()})
+        return self.policies.spaces()[policy_id]
+
+    def remove_policy(self, policy_id: str, policy_mapping_fn: Any = None, policies_to_train: Any = None) -> None:
+        """Drops policy ``policy_id`` from this worker (1.13's ``RolloutWorker.remove_policy``).
+        Running episodes with an agent mapped to it end unreported; their envs reset at
+        the next sample."""
+        if self.policies is None:
+            raise KeyError(f"Unknown policy id {policy_id!r}: this worker is single-agent (its one policy is "
+                           f"{DEFAULT_POLICY_ID!r}, which cannot be removed).")
+        self.policies.remove(policy_id, policy_mapping_fn, policies_to_train)
+        self._use_first_policy()  # the worker's single-agent attributes may have named it
+        if self._multi_agent_sampler is not None:
+            self._multi_agent_sampler.drop_episodes_of(policy_id)
+
+    # ----- spaces, weights and filters, as the WorkerSet moves them ------------------------
+
+    def get_spaces(self) -> Any:
+        """The env's observation and action spaces; a multi-agent worker's
+        ``{policy_id: (obs_space, action_space)}``."""
+        if self.policies is not None:
+            return self.policies.spaces()
+        return self.observation_space, self.action_space
+
+    def get_weights(self, policies: Any = None) -> dict[str, Any]:
+        """The policy's weights; a multi-agent worker's ``{policy_id: weights}`` of
+        ``policies`` (None: all)."""
+        if self.policies is not None:
+            return self.policies.get_weights(policies)
+        return self.policy.get_weights()
+
+    def set_weights(self, weights: dict[str, Any], global_timestep: int | None = None) -> None:
+        """Loads the learner's weights (a multi-agent worker's ``{policy_id: weights}``, of
+        some policies or all) and moves schedules to ``global_timestep``."""
+        if self.policies is not None:
+            self.policies.set_weights(weights, global_timestep)
+            return
+        self.policy.set_weights(weights)
+        if global_timestep is not None:
+            self.policy.on_global_var_update(global_timestep)
+        self.refresh_sampling_policy(weights)
+
+    def refresh_sampling_policy(self, weights: dict[str, Any] | None = None) -> None:
+        """Copies the policy's weights (or ``weights``, when the caller has them already)
+        into the separate acting copy, if there is one and it does not read them in place."""
+        if self.policies is not None:
+            self.policies.refresh(weights)
+        else:
+            refresh_acting(self.policy, self.sampling_policy, self._acting_shares_weights, weights)
+
+    def get_filter_state(self) -> dict[str, Any]:
+        """The observation filter's statistics (multi-agent: by policy id)."""
+        return self.policies.get_filter_state() if self.policies is not None else self.filter.get_state()
+
+    def set_filter_state(self, state: dict[str, Any]) -> None:
+        """Replaces the observation filter's statistics (after a sync)."""
+        if self.policies is not None:
+            self.policies.set_filter_state(state)
+        else:
+            self.filter.set_state(state)
+
+    def flush_filter(self) -> dict[str, Any]:
+        """Returns what the filter saw since the last sync, and clears that buffer."""
+        return self.policies.flush_filters() if self.policies is not None else self.filter.flush_buffer()
+
+    def apply_filter_buffer(self, buffer: dict[str, Any]) -> None:
+        """Merges another worker's :meth:`flush_filter` into this worker's filter(s)."""
+        if self.policies is not None:
+            self.policies.apply_filter_buffers(buffer)
+        else:
+            self.filter.apply_buffer(buffer)
+
+    def uses_filters(self) -> bool:
+        """Whether observations are filtered (some policy's ``observation_filter``)."""
+        if self.policies is not None:
+            return self.policies.uses_filters()
+        return self.config["observation_filter"] != "NoFilter"
+
+    def filter_for(self, policy: Policy) -> Any:
+        """The observation filter of ``policy`` (one of :attr:`policy_map`)."""
+        if self.policies is None:
+            return self.filter
+        return next(self.policies.filters[pid] for pid, p in self.policies.policies.items() if p is policy)
+
+    def foreach_env(self, func: Callable[[Any], Any]) -> list[Any]:
+        """``[func(sub_env)]`` for each of this worker's sub-envs, in vector-index order
+        (``[]`` for a worker without envs, such as the driver's when ``num_workers > 0``).
+
+        The sub-envs are the objects the env creator returned (e.g. for the curriculum
+        pattern ``worker.foreach_env(lambda env: env.set_task(task))``); a sub-env that
+        ``restart_failed_sub_environments`` rebuilds is a new object.
+        """
+        if self.env is None:
+            return []
+        return [func(env) for env in self.env.envs]
+
+    def foreach_env_with_context(self, func: Callable[[Any, EnvContext], Any]) -> list[Any]:
+        """``[func(sub_env, env_context)]`` for each sub-env, the context carrying
+        ``env_config`` and this sub-env's ``worker_index`` / ``vector_index``."""
+        if self.env is None:
+            return []
+        context = EnvContext(self.config.get("env_config"), self.worker_index, 0, self.num_workers)
+        return [func(env, context.copy_with(vector_index=i)) for i, env in enumerate(self.env.envs)]
+
+    # ----- episodes and the callbacks around them -----------------------------------
+
+    def _init_callbacks(self, config: dict) -> None:
+        self.callbacks: DefaultCallbacks = make_callbacks(config.get("callbacks", DefaultCallbacks))
+        # Only the hooks the callbacks override are called; with none, sampling pays one
+        # boolean check per step.
+        self._hooks = overridden_hooks(self.callbacks)
+
+    def _init_episodes(self, num_envs: int) -> None:
+        # Each sub-env's running episode: return, length and id (ids are unique across
+        # workers: worker_index * 10**9 onwards), and the episodes finished since the
+        # last get_metrics().
+        self._returns = np.zeros(num_envs, dtype=np.float64)
+        self._lengths = np.zeros(num_envs, dtype=np.int64)
+        self._eps_ids = self.worker_index * 10**9 + np.arange(num_envs, dtype=np.int64)
+        self._next_eps_id = self.worker_index * 10**9 + num_envs
+        self._episodes: list[EpisodeStats] = []
+
+    def _make_sub_env(self, env_spec: Any, context: EnvContext) -> gym.Env:
+        env = make_env(env_spec, context, self.config.get("preprocessor_pref"), self.config.get("model"))
+        if "on_sub_environment_created" in self._hooks:
+            self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=context)
+        return env
+
+    def _make_tracker(self) -> EpisodeTracker | None:
+        if self.env is None or not self._hooks & EPISODE_HOOKS:
+            return None
+        return EpisodeTracker(self, self.callbacks, self._hooks, self.env.num_envs, zero_action(self.action_space))
+
+    def get_metrics(self) -> list[EpisodeStats]:
+        """Episodes finished since the last call."""
+        episodes, self._episodes = self._episodes, []
+        reader = getattr(self, "input_reader", None)
+        if reader is not None and hasattr(reader, "get_metrics"):
+            episodes.extend(reader.get_metrics())  # episodes a PolicyServerInput's clients played
+        sampler = getattr(self, "_external_sampler", None)
+        if sampler is not None:
+            episodes.extend(sampler.drain_metrics())  # an ExternalEnv's
+        return episodes
+
+    def _postprocess(self, piece: SampleBatch) -> SampleBatch:
+        if "on_postprocess_trajectory" not in self._hooks:
+            return self.sampling_policy.postprocess_trajectory(piece)
+        original = SampleBatch(dict(piece))  # postprocessing may add columns in place
+        batch = self.sampling_policy.postprocess_trajectory(piece)
+        self.callbacks.on_postprocess_trajectory(
+            worker=self, episode=self._tracker.by_id[int(piece[SampleBatch.EPS_ID][0])], agent_id=DEFAULT_AGENT_ID,
+            policy_id=DEFAULT_POLICY_ID, policies={DEFAULT_POLICY_ID: self.policy}, postprocessed_batch=batch,
+            original_batches={DEFAULT_AGENT_ID: (self.policy, original)})
+        return batch
+
+    def _finish_episode(self, index: int, episode: Any) -> int:
+        # With episode hooks: records sub-env ``index``'s ended episode (after its end hook,
+        # so its custom metrics go along; None: a broken one, already restarted) and
+        # returns the id of its next episode.
+        if episode is not None:
+            self._episodes.append(EpisodeStats(float(self._returns[index]), int(self._lengths[index]),
+                                               episode.custom_metrics, episode.hist_data))
+            self._start_episode(index)
+        return int(self._eps_ids[index])
+
+    def final_obs_view(self, raw: list[Any], env_indices: list[int]) -> np.ndarray:
+        """The last observations of ended episodes as the policy would see them
+        (preprocessed and filtered, the filter not updated), for the episode hooks."""
+        return self.filter(self._obs_array(raw, "in the last observation of its episode", env_indices),
+                           update=False)
+
+    def _start_episode(self, index: int) -> None:
+        # Sub-env ``index`` starts a new episode: fresh return, length and id.
+        self._returns[index] = 0.0
+        self._lengths[index] = 0
+        self._eps_ids[index] = self._next_eps_id
+        self._next_eps_id += 1
+
+    # ----- recorded experience: input, output, off-policy estimates -----------------
+
+    def _init_offline_io(self, config: dict) -> None:
+        # Only workers that sample hold a reader or writer: those with envs, and, in a
+        # trainer without an env (env None, its spaces in the config), the remote workers
+        # or the driver's when there are none.
+        self.input_reader: Any = None
+        self.output_writer: Any = None
+        self._estimators: list[Any] = []
+        if config.get("input", "sampler") == "sampler" and config.get("output") is None:
+            return
+        samples = self.env is not None or getattr(self, "_external_env", None) is not None
+        if not samples and (config.get("env") is not None or (self.worker_index == 0 and self.num_workers > 0)):
+            return
+        from rlstack.offline.io_context import IOContext
+        from rlstack.offline.resolve import make_estimators, make_input_reader, make_output_writer
+
+        ioctx = IOContext(config.get("output") if isinstance(config.get("output"), str) else None, config,
+                          self.worker_index, self)
+        self.input_reader = make_input_reader(config, ioctx)
+        self.output_writer = make_output_writer(config, ioctx)
+        if self.input_reader is not None:
+            self._estimators = make_estimators(config, self.policy)
+
+    def _read_input(self) -> SampleBatch | MultiAgentBatch:
+        """The reader's next batch, postprocessed if ``postprocess_inputs``, estimated."""
+        batch = self.input_reader.next()
+        if self.config.get("postprocess_inputs"):
+            batch = self._postprocess_recorded(batch)
+        for estimator in self._estimators:
+            estimator.process(batch)
+        return batch
+
+    def _postprocess_recorded(self, batch: SampleBatch | MultiAgentBatch) -> SampleBatch | MultiAgentBatch:
+        # Each episode's rows through its policy's trajectory postprocessing.
+        if isinstance(batch, MultiAgentBatch):
+            return MultiAgentBatch({pid: _postprocess_episodes(rows, self.policies.acting[pid])
+                                    for pid, rows in batch.policy_batches.items()}, batch.count)
+        return _postprocess_episodes(batch, self.sampling_policy)
+
+    def get_off_policy_estimates(self) -> list[Any]:
+        """The off-policy estimates (``OffPolicyEstimate``) since the last call."""
+        return [estimate for estimator in self._estimators for estimate in estimator.get_metrics()]
+
+    def _close_offline_io(self) -> None:
+        if self.output_writer is not None:
+            self.output_writer.close()
+        if self.input_reader is not None and hasattr(self.input_reader, "close"):
+            self.input_reader.close()
+
     def stop(self) -> None:
         """Closes the envs, the input reader and the output file."""
         self._close_offline_io()
@@ -623,3 +920,9 @@ class RolloutWorker(WorkerEpisodesMixin, WorkerAccessMixin, WorkerOfflineMixin):
             self._external_sampler.stopped.set()
         if self.env is not None:
             self.env.close()
+
+
+def _postprocess_episodes(batch: SampleBatch, policy: Policy) -> SampleBatch:
+    if SampleBatch.EPS_ID not in batch:
+        return policy.postprocess_trajectory(batch)
+    return concat_samples([policy.postprocess_trajectory(piece) for piece in batch.split_by_episode()])

@@ -13,7 +13,7 @@ import pytest
 from rlstack.errors import ConfigError
 from rlstack.trainers.ddpg import APEX_DDPG_DEFAULT_CONFIG, ApexDDPGTrainer
 from rlstack.utils.exploration import per_worker_epsilon
-from tests.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
+from tests.helpers.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
 
 TINY = {
     **DISTRIBUTED_REPLAY_TINY,

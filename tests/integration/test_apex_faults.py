@@ -18,7 +18,7 @@ import ray
 from rlstack.errors import WorkerFailureError
 from rlstack.trainers.ddpg import ApexDDPGTrainer
 from rlstack.trainers.dqn import ApeXTrainer
-from tests.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
+from tests.helpers.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
 
 APEX = {**DISTRIBUTED_REPLAY_TINY, "num_workers": 2, "min_sample_timesteps_per_reporting": 200,
         "max_weight_sync_delay": 40, "target_network_update_freq": 200, "hiddens": [16],

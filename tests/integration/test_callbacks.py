@@ -7,7 +7,7 @@ from ray import tune
 
 from rlstack.trainers.callbacks import MultiCallbacks
 from rlstack.trainers.ppo import PPOTrainer
-from tests.callback_classes import LEGACY_DICT, FullCallbacks, MetricACallbacks, MetricBCallbacks
+from tests.helpers.callback_classes import LEGACY_DICT, FullCallbacks, MetricACallbacks, MetricBCallbacks
 
 TINY = {"seed": 0, "train_batch_size": 200, "sgd_minibatch_size": 64, "num_sgd_iter": 2,
         "rollout_fragment_length": 200, "model": {"fcnet_hiddens": [16]}}
@@ -54,5 +54,5 @@ def test_callbacks_class_in_a_tune_trial(ray_local, tmp_path):
     metrics = results[0].metrics
     assert metrics["callback_ok"] is True and "pole_angle_mean" in metrics["custom_metrics"]
     restored = PPOTrainer.from_checkpoint(results[0].checkpoint)
-    assert restored.config["callbacks"] == "tests.callback_classes.FullCallbacks"
+    assert restored.config["callbacks"] == "tests.helpers.callback_classes.FullCallbacks"
     restored.stop()

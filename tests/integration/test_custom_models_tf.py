@@ -14,7 +14,7 @@ from rlstack.errors import EnvFailureError  # noqa: E402
 from rlstack.examples.env.action_mask_env import ActionMaskEnv  # noqa: E402
 from rlstack.examples.models.tf_action_mask_model import ActionMaskModel  # noqa: E402
 from rlstack.trainers.ppo import PPOTrainer  # noqa: E402
-from tests.custom_models import KerasMetricsModel  # noqa: E402
+from tests.helpers.custom_models import KerasMetricsModel  # noqa: E402
 
 SMALL = {"framework": "tf", "num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 64, "num_sgd_iter": 2,
          "rollout_fragment_length": 100, "seed": 3}

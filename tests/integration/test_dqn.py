@@ -28,9 +28,9 @@ from rlstack.errors import CheckpointError, ConfigError
 from rlstack.trainers.checkpoint import read_checkpoint
 from rlstack.trainers.dqn import ApeXTrainer, DQNTrainer
 from rlstack.trainers.ppo import PPOTrainer
-from tests.actors import still_alive_after
-from tests.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
-from tests.envs import ContinuousEnv, DictObsEnv, ImageEnv
+from tests.helpers.actors import still_alive_after
+from tests.helpers.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
+from tests.helpers.envs import ContinuousEnv, DictObsEnv, ImageEnv
 
 # 4 steps per sampling round, learning from 100 sampled steps on, one train batch of 16
 # rows per round (training_intensity None), a target update every 40 sampled steps.

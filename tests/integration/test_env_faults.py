@@ -503,7 +503,7 @@ def test_nan_gradient_of_a_finite_loss_without_grad_clip_stops_before_the_update
     # A model whose outputs are finite but whose gradients are NaN (sqrt(x - x)): the loss
     # alone looks fine, so without grad_clip (no norm taken for clipping) the gradients'
     # own norm is what catches it.
-    import tests.custom_models as models
+    import tests.helpers.custom_models as models
     from rlstack.models import ModelCatalog
 
     name = f"nan_grad_{framework}"

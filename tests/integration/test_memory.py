@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from rlstack.experiments import load_experiments
-from tests.tuned_examples import CONFIG_DIR
+from tests.helpers.tuned_examples import CONFIG_DIR
 
 NAME = "stateless-cartpole-ppo-lstm"
 STEPS = 80_000
@@ -43,7 +43,7 @@ def test_without_the_lstm_the_tuned_example_stays_below_its_bar(ray_local):
 
 def _bandit_best(prev: bool, steps: int, bar: float) -> tuple[float, int]:
     from rlstack.trainers.ppo import PPOTrainer
-    from tests.envs import HiddenArmBandit
+    from tests.helpers.envs import HiddenArmBandit
 
     model = {"use_lstm": True, "lstm_cell_size": 16, "max_seq_len": 10, "fcnet_hiddens": [16],
              "lstm_use_prev_action": prev, "lstm_use_prev_reward": prev}

@@ -7,7 +7,7 @@ import pytest
 
 from rlstack.env import register_env
 from rlstack.trainers.ppo import PPOTrainer
-from tests.envs import ContinuousEnv, DictObsEnv, ImageEnv, OldGymCorridor
+from tests.helpers.envs import ContinuousEnv, DictObsEnv, ImageEnv, OldGymCorridor
 
 SMALL = {"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 50, "num_sgd_iter": 2,
          "rollout_fragment_length": 100, "seed": 0, "model": {"fcnet_hiddens": [16]}}

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from rlstack.trainers.sac.sac import SACTrainer
-from tests.envs import DictObsEnv, ImageEnv
+from tests.helpers.envs import DictObsEnv, ImageEnv
 
 TINY = {
     "num_workers": 0,

@@ -28,7 +28,7 @@ import pytest
 from rlstack.cli import main
 from rlstack.env.registry import register_env
 from rlstack.trainers.ppo import PPOTrainer
-from tests.envs import DictObsEnv
+from tests.helpers.envs import DictObsEnv
 
 pytest.importorskip("ray.serve")
 pytest.importorskip("torch")

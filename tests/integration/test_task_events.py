@@ -6,7 +6,7 @@ ApeX's replay shards, recreated ones included, are made without them."""
 from __future__ import annotations
 
 from rlstack.trainers.dqn import ApeXTrainer
-from tests.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
+from tests.helpers.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
 
 APEX = {**DISTRIBUTED_REPLAY_TINY, "num_workers": 1, "num_replay_buffer_shards": 1, "hiddens": [16],
         "model": {"fcnet_hiddens": [16]}}

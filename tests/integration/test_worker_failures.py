@@ -17,7 +17,7 @@ from rlstack.trainers.a3c import A2CTrainer, A3CTrainer
 from rlstack.trainers.dqn import ApeXTrainer
 from rlstack.trainers.impala import IMPALATrainer
 from rlstack.trainers.ppo import PPOTrainer
-from tests.envs import FaultLog, FaultyCartPole
+from tests.helpers.envs import FaultLog, FaultyCartPole
 
 register_env("faulty_cartpole", lambda ctx: FaultyCartPole(ctx))
 

@@ -11,7 +11,7 @@ import pytest
 import ray
 
 from rlstack.trainers.ppo import PPOTrainer
-from tests.actors import still_alive_after
+from tests.helpers.actors import still_alive_after
 
 SMALL = {"num_workers": 2, "train_batch_size": 400, "sgd_minibatch_size": 100, "num_sgd_iter": 2,
          "rollout_fragment_length": 100, "seed": 1, "model": {"fcnet_hiddens": [16]}}
@@ -224,7 +224,7 @@ def test_evaluation_does_not_disturb_training_randomness():
 def test_custom_model_reaches_remote_workers(ray_local):
     pytest.importorskip("torch")
     from rlstack.models.catalog import ModelCatalog
-    from tests.custom_models import TinyTorchModel
+    from tests.helpers.custom_models import TinyTorchModel
 
     ModelCatalog.register_custom_model("tiny_torch", TinyTorchModel)
     trainer = PPOTrainer({**SMALL, "num_workers": 1, "model": {"custom_model": "tiny_torch",
@@ -240,7 +240,7 @@ def test_custom_model_reaches_remote_workers(ray_local):
 def test_custom_tf_model_trains():
     pytest.importorskip("tensorflow")
     from rlstack.models.catalog import ModelCatalog
-    from tests.custom_models import TinyTFModel
+    from tests.helpers.custom_models import TinyTFModel
 
     ModelCatalog.register_custom_model("tiny_tf", TinyTFModel)
     trainer = PPOTrainer({**SMALL, "num_workers": 0, "framework": "tf",

@@ -25,7 +25,7 @@ import yaml
 import rlstack.analysis
 from rlstack.experiments import PER_POLICY_KEYS, load_experiments, needed_cpus
 from rlstack.trainers.registry import get_trainer_class
-from tests.tuned_examples import learning_cases
+from tests.helpers.tuned_examples import learning_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow"}

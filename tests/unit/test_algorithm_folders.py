@@ -25,7 +25,7 @@ import pytest
 import rlstack
 from rlstack.trainers import registry
 from rlstack.trainers.registry import ALGORITHMS, Declaration, declarations, scan
-from tests.tuned_examples import learning_cases, tuned_examples
+from tests.helpers.tuned_examples import learning_cases, tuned_examples
 
 ROOT = Path(__file__).resolve().parents[2]
 

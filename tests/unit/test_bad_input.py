@@ -13,7 +13,7 @@ from rlstack.env import register_env
 from rlstack.errors import ConfigError, EnvError, ObservationError, RLStackError
 from rlstack.experiments import load_experiments, validate_experiments
 from rlstack.trainers.ppo import PPOTrainer
-from tests.envs import DictObsEnv
+from tests.helpers.envs import DictObsEnv
 
 TINY = {"num_workers": 0, "train_batch_size": 64, "sgd_minibatch_size": 32, "num_sgd_iter": 1,
         "rollout_fragment_length": 64, "model": {"fcnet_hiddens": [8]}}

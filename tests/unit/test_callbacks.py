@@ -18,7 +18,7 @@ from rlstack.evaluation.callbacks import make_callbacks, overridden_hooks
 from rlstack.trainers.callbacks import DefaultCallbacks, MemoryTrackingCallbacks, MultiCallbacks
 from rlstack.trainers.config import merge_config, validate_common_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
-from tests.callback_classes import (
+from tests.helpers.callback_classes import (
     LEGACY_DICT,
     FullCallbacks,
     LearnOnBatchCallbacks,
@@ -72,12 +72,12 @@ def test_overridden_hooks_names_only_what_does_something():
 
 def test_make_callbacks_accepts_the_four_forms():
     assert type(make_callbacks(PoleAngleCallbacks)) is PoleAngleCallbacks
-    assert type(make_callbacks("tests.callback_classes.PoleAngleCallbacks")) is PoleAngleCallbacks
+    assert type(make_callbacks("tests.helpers.callback_classes.PoleAngleCallbacks")) is PoleAngleCallbacks
     multi = make_callbacks(MultiCallbacks([MetricACallbacks, MetricBCallbacks]))
     assert [type(c) for c in multi._callback_list] == [MetricACallbacks, MetricBCallbacks]
     legacy = make_callbacks(LEGACY_DICT)
     assert type(legacy) is DefaultCallbacks and legacy.legacy_callbacks == LEGACY_DICT
-    assert repr(MultiCallbacks([MetricACallbacks])) == "MultiCallbacks([tests.callback_classes.MetricACallbacks])"
+    assert repr(MultiCallbacks([MetricACallbacks])) == "MultiCallbacks([tests.helpers.callback_classes.MetricACallbacks])"
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -85,7 +85,7 @@ def test_make_callbacks_accepts_the_four_forms():
     (42, "callbacks=42 is not allowed"),
     (dict, "callbacks=<class 'dict'> is not allowed"),
     ("no_such_module_xyz.Callbacks", "cannot import module 'no_such_module_xyz'"),
-    ("tests.callback_classes.NoSuchClass", "has no attribute 'NoSuchClass'"),
+    ("tests.helpers.callback_classes.NoSuchClass", "has no attribute 'NoSuchClass'"),
     ("Callbacks", "not a dotted import path"),
     ({"on_episode_ended": print}, "unknown keys ['on_episode_ended']"),
     ({"on_episode_end": 3}, "not callable"),
@@ -266,7 +266,7 @@ def test_without_callbacks_results_carry_empty_custom_metrics():
 
 
 def test_dotted_path_multi_and_legacy_forms_in_a_trainer():
-    trainer = PPOTrainer({**TINY, "callbacks": "tests.callback_classes.MetricACallbacks"}, "CartPole-v1")
+    trainer = PPOTrainer({**TINY, "callbacks": "tests.helpers.callback_classes.MetricACallbacks"}, "CartPole-v1")
     assert trainer.train()["custom_metrics"] == {"a_mean": 1.0, "a_min": 1.0, "a_max": 1.0}
     trainer.stop()
     trainer = PPOTrainer({**TINY, "callbacks": MultiCallbacks([MetricACallbacks, MetricBCallbacks])}, "CartPole-v1")
@@ -307,7 +307,7 @@ def test_checkpoint_restores_an_importable_callbacks_class(tmp_path, caplog):
     path = trainer.save(str(tmp_path / "importable"))
     trainer.stop()
     restored = PPOTrainer.from_checkpoint(path)
-    assert restored.config["callbacks"] == "tests.callback_classes.MetricACallbacks"
+    assert restored.config["callbacks"] == "tests.helpers.callback_classes.MetricACallbacks"
     assert "a_mean" in restored.train()["custom_metrics"]
     restored.stop()
 

@@ -1,4 +1,4 @@
-"""The session's CPU census (tests/cpu_census.py): how processes are grouped, and that the
+"""The session's CPU census (tests/helpers/cpu_census.py): how processes are grouped, and that the
 report accounts for the CPU a child process used."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.cpu_census import CpuCensus, kind_of
+from tests.helpers.cpu_census import CpuCensus, kind_of
 
 
 def test_processes_are_grouped_by_what_they_are():

@@ -34,7 +34,8 @@ from rlstack.errors import ConfigError
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.ddpg.ddpg import DEFAULT_CONFIG, validate_ddpg_config
-from rlstack.trainers.ddpg.ddpg_common import DDPGNumpyPolicy, postprocess_ddpg
+from rlstack.trainers.ddpg.ddpg_policy import DDPGNumpyPolicy, postprocess_ddpg
+from tests.helpers.tensors import as_tensors
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -171,21 +172,11 @@ def _num(value):
     return float(value.detach()) if hasattr(value, "detach") else float(value)
 
 
-def _tensors(framework, batch):
-    if framework == "torch":
-        import torch
-
-        return {k: torch.from_numpy(np.asarray(v)) for k, v in batch.items()}
-    import tensorflow as tf
-
-    return {k: tf.convert_to_tensor(v) for k, v in batch.items()}
-
-
 @pytest.mark.parametrize(("twin_q", "smooth", "huber"), COMBOS, ids=COMBO_IDS)
 def test_loss_matches_numpy_reference(framework, twin_q, smooth, huber):
     policy, online, target = _setup(framework, twin_q, smooth, huber)
     batch = make_batch()
-    (actor_loss, critic_loss), stats = policy.loss(_tensors(framework, batch))
+    (actor_loss, critic_loss), stats = policy.loss(as_tensors(framework, batch))
     ref_actor, ref_critic, ref_td = reference(online, target, batch, policy.config)
     assert _num(actor_loss) == pytest.approx(ref_actor, rel=1e-5, abs=1e-6)
     assert _num(critic_loss) == pytest.approx(ref_critic, rel=1e-5, abs=1e-6)
@@ -203,7 +194,7 @@ def _canonical_grads(framework, policy, batch):
 
         from rlstack.models.torch.blocks import TorchActorCritic
 
-        (actor_loss, critic_loss), _ = policy.loss(_tensors(framework, batch))
+        (actor_loss, critic_loss), _ = policy.loss(as_tensors(framework, batch))
         actor_params, critic_params = policy.model.actor_parameters(), policy.model.critic_parameters()
         grads = torch.autograd.grad(actor_loss, actor_params) + torch.autograd.grad(critic_loss, critic_params)
         scratch = TorchActorCritic(policy.model.spec)
@@ -216,7 +207,7 @@ def _canonical_grads(framework, policy, batch):
     from rlstack.models.tf.blocks import TFActorCritic
 
     with tf.GradientTape(persistent=True) as tape:
-        (actor_loss, critic_loss), _ = policy.loss(_tensors(framework, batch))
+        (actor_loss, critic_loss), _ = policy.loss(as_tensors(framework, batch))
     grads = tape.gradient(actor_loss, policy.model.actor_variables) + \
         tape.gradient(critic_loss, policy.model.critic_variables)
     scratch = TFActorCritic(policy.model.spec)
@@ -569,7 +560,7 @@ def test_one_backward_pass_gives_each_optimizer_its_own_losss_gradient(twin_q):
     torch = pytest.importorskip("torch")
     policy, _, _ = _setup("torch", twin_q, twin_q, False)
     assert policy.losses_are_separate
-    tensors = _tensors("torch", make_batch(3))
+    tensors = as_tensors("torch", make_batch(3))
     (actor_loss, critic_loss), _ = policy.loss(tensors)
     actor_params, critic_params = policy.model.actor_parameters(), policy.model.critic_parameters()
     leaks = torch.autograd.grad(actor_loss, critic_params, retain_graph=True, allow_unused=True) + \

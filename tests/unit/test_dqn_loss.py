@@ -33,7 +33,8 @@ from rlstack.models.catalog import ModelCatalog
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG, validate_dqn_config
-from rlstack.trainers.dqn.q_learning import DQNNumpyPolicy, postprocess_q_learning, td_errors
+from rlstack.trainers.dqn.dqn_policy import DQNNumpyPolicy, postprocess_q_learning, td_errors
+from tests.helpers.tensors import as_tensors, to_numpy
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -125,22 +126,6 @@ def _config(**overrides):
 
 def _build(framework, **overrides):
     return _policy_class(framework)(OBS_SPACE, ACTION_SPACE, _config(**overrides))
-
-
-def _tensors(framework, batch):
-    if framework == "torch":
-        import torch
-
-        return {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in batch.items()}
-    import tensorflow as tf
-
-    return {key: tf.convert_to_tensor(value) for key, value in batch.items()}
-
-
-def _numpy(value):
-    if hasattr(value, "detach"):
-        value = value.detach()
-    return np.asarray(value)
 
 
 def _perturb(weights, seed, scale=0.3):
@@ -274,12 +259,12 @@ def test_loss_matches_numpy_reference(framework, double_q, dueling):
                                 {**batch, B.WEIGHTS: np.ones(batch.count)}, double_q)[0]
     assert abs(unweighted - expected_loss) > 1e-3
 
-    loss, stats = policy.loss(_tensors(framework, batch))
-    np.testing.assert_allclose(float(_numpy(loss)), expected_loss, rtol=1e-5)
-    np.testing.assert_allclose(_numpy(stats["td_error"]), expected_td, rtol=1e-5, atol=1e-6)
+    loss, stats = policy.loss(as_tensors(framework, batch))
+    np.testing.assert_allclose(float(to_numpy(loss)), expected_loss, rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(stats["td_error"]), expected_td, rtol=1e-5, atol=1e-6)
     q_selected = numpy_q(online, batch[B.OBS], dueling)[np.arange(batch.count), batch[B.ACTIONS]]
-    np.testing.assert_allclose(float(_numpy(stats["mean_q"])), q_selected.mean(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(float(_numpy(stats["mean_td_error"])), expected_td.mean(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(float(to_numpy(stats["mean_q"])), q_selected.mean(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(float(to_numpy(stats["mean_td_error"])), expected_td.mean(), rtol=1e-5, atol=1e-6)
 
 
 # ----- torch vs TF ----------------------------------------------------------------------------
@@ -304,12 +289,12 @@ def test_torch_tf_loss_parity(double_q, dueling):
         policy.set_weights(online)
         _assert_weights_equal(_target_weights(policy), target)
     batch = _make_batch(seed=4)
-    torch_loss, torch_stats = torch_policy.loss(_tensors("torch", batch))
-    tf_loss, tf_stats = tf_policy.loss(_tensors("tf", batch))
-    np.testing.assert_allclose(float(_numpy(torch_loss)), float(_numpy(tf_loss)), rtol=1e-5)
-    np.testing.assert_allclose(_numpy(torch_stats["td_error"]), _numpy(tf_stats["td_error"]), rtol=1e-5, atol=1e-6)
+    torch_loss, torch_stats = torch_policy.loss(as_tensors("torch", batch))
+    tf_loss, tf_stats = tf_policy.loss(as_tensors("tf", batch))
+    np.testing.assert_allclose(float(to_numpy(torch_loss)), float(to_numpy(tf_loss)), rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(torch_stats["td_error"]), to_numpy(tf_stats["td_error"]), rtol=1e-5, atol=1e-6)
     for key in ("mean_q", "min_q", "max_q", "mean_td_error"):
-        np.testing.assert_allclose(float(_numpy(torch_stats[key])), float(_numpy(tf_stats[key])), rtol=1e-5,
+        np.testing.assert_allclose(float(to_numpy(torch_stats[key])), float(to_numpy(tf_stats[key])), rtol=1e-5,
                                    atol=1e-6, err_msg=key)
 
 
@@ -384,9 +369,9 @@ def test_update_target_copies_online_weights(framework):
     _assert_weights_equal(_weights(policy), learned)
     # And the loss now uses the new target: it equals the reference with target == online.
     expected_loss, expected_td = reference(learned, learned, batch, True, True)
-    loss, stats = policy.loss(_tensors(framework, batch))
-    np.testing.assert_allclose(float(_numpy(loss)), expected_loss, rtol=1e-5)
-    np.testing.assert_allclose(_numpy(stats["td_error"]), expected_td, rtol=1e-5, atol=1e-6)
+    loss, stats = policy.loss(as_tensors(framework, batch))
+    np.testing.assert_allclose(float(to_numpy(loss)), expected_loss, rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(stats["td_error"]), expected_td, rtol=1e-5, atol=1e-6)
 
 
 def test_state_round_trip_resumes_learning_identically(framework):
@@ -541,7 +526,6 @@ def test_q_model_spec_needs_discrete_actions():
         ModelCatalog.get_q_model_spec(OBS_SPACE, box, {"fcnet_hiddens": [16]}, [8], True)
     with pytest.raises(ConfigError, match="Discrete"):
         DQNNumpyPolicy(OBS_SPACE, box, _config())
-
 
 
 def test_non_finite_gradients_raise_the_same_error_in_both_frameworks(framework):

@@ -19,7 +19,7 @@ from rlstack.models.torch.fused import DenseGraph  # noqa: E402
 from rlstack.trainers.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy  # noqa: E402
-from tests.fused_cases import (  # noqa: E402
+from tests.helpers.fused_cases import (  # noqa: E402
     B, CASES, OBS_SPACE, check_every_branch_is_hit, check_fused_learning_matches_reference,
     check_non_finite_target_stops_the_update, check_value_layers_stay_without_a_critic,
     make_policy, ppo_batch,

@@ -2,7 +2,7 @@
 
 Every TF PPO run with a built-in dense model and Discrete actions takes the fused path,
 so it must give the tape's gradients, statistics and weights on every branch of the
-loss, for the same model shapes as the torch twin (tests/fused_cases.py).
+loss, for the same model shapes as the torch twin (tests/helpers/fused_cases.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rlstack.models.tf.fused import DenseGraph  # noqa: E402
 from rlstack.trainers.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
-from tests.fused_cases import (  # noqa: E402
+from tests.helpers.fused_cases import (  # noqa: E402
     B, CASES, OBS_SPACE, check_every_branch_is_hit, check_fused_learning_matches_reference,
     check_non_finite_target_stops_the_update, check_value_layers_stay_without_a_critic,
     make_policy, ppo_batch,

@@ -19,7 +19,7 @@ import textwrap
 import pytest
 
 from rlstack.trainers.registry import ALGORITHMS
-from tests.tuned_examples import tuned_examples
+from tests.helpers.tuned_examples import tuned_examples
 
 # One short iteration: each key an algorithm's defaults have is lowered to this value
 # (never raised: DQN's train batch of 32 stays 32).

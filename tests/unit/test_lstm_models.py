@@ -16,6 +16,7 @@ from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG
 from tests.unit.test_ppo_loss import numpy_ppo_loss
+from tests.helpers.tensors import as_tensors, to_numpy
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -41,22 +42,6 @@ def _policy(framework, **overrides):
 
         return PPOTFPolicy(OBS_SPACE, ACTION_SPACE, config)
     return NumpyPolicy(OBS_SPACE, ACTION_SPACE, config)
-
-
-def _tensors(framework, batch):
-    if framework == "torch":
-        import torch
-
-        return {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in batch.items()}
-    import tensorflow as tf
-
-    return {key: tf.convert_to_tensor(value) for key, value in batch.items()}
-
-
-def _numpy(value):
-    if hasattr(value, "detach"):
-        value = value.detach()
-    return np.asarray(value)
 
 
 def random_action(policy, rng):
@@ -116,15 +101,15 @@ def assert_ppo_loss_on_sequences(policy, framework, batch, dist_inputs, values):
     expected = numpy_ppo_loss(dist_inputs, values, batch, policy.config, 0.2, 0.01)
     seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
     assert seqs[B.SEQ_LENS].tolist() == [4, 2, 3, 4, 1]
-    loss, stats = policy.loss(_tensors(framework, seqs))
-    np.testing.assert_allclose(float(_numpy(loss)), expected["total_loss"], rtol=1e-4)
+    loss, stats = policy.loss(as_tensors(framework, seqs))
+    np.testing.assert_allclose(float(to_numpy(loss)), expected["total_loss"], rtol=1e-4)
     for key in ("policy_loss", "vf_loss", "kl", "entropy"):
-        np.testing.assert_allclose(float(_numpy(stats[key])), expected[key], rtol=1e-4, atol=1e-6, err_msg=key)
+        np.testing.assert_allclose(float(to_numpy(stats[key])), expected[key], rtol=1e-4, atol=1e-6, err_msg=key)
     noisy = SampleBatch({key: value.copy() for key, value in seqs.items()})
     pad = ~seqs[SEQ_MASK].astype(bool)
     for key in (B.OBS, B.ADVANTAGES, B.VALUE_TARGETS, B.ACTION_LOGP):
         noisy[key][pad] = 7.0
-    np.testing.assert_allclose(float(_numpy(policy.loss(_tensors(framework, noisy))[0])), float(_numpy(loss)),
+    np.testing.assert_allclose(float(to_numpy(policy.loss(as_tensors(framework, noisy))[0])), float(to_numpy(loss)),
                                rtol=1e-6)
 
 
@@ -166,8 +151,8 @@ def test_framework_sequence_pass_matches_numpy_acting_step_by_step(framework, st
     policy = _policy(framework)
     policy.set_weights(weights)
     seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
-    rows, _ = policy.unroll(_tensors(framework, seqs))
-    out, out_values = (_numpy(x) for x in policy.model_outputs(rows))
+    rows, _ = policy.unroll(as_tensors(framework, seqs))
+    out, out_values = (to_numpy(x) for x in policy.model_outputs(rows))
     real = seqs[SEQ_MASK].reshape(-1).astype(bool)
     # The sequences start from their first step's state_in: same outputs as acting.
     np.testing.assert_allclose(out[real], dist_inputs, rtol=1e-4, atol=1e-5)
@@ -295,9 +280,9 @@ def test_a3c_loss_on_padded_sequences_sums_over_the_real_steps(framework, steppe
     entropy = -np.sum(np.exp(logp_all) * logp_all)
     expected = pi_err + policy.config["vf_loss_coeff"] * value_err - 0.01 * entropy
     seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
-    loss, stats = policy.loss(_tensors(framework, seqs))
-    np.testing.assert_allclose(float(_numpy(loss)), expected, rtol=1e-4)
-    np.testing.assert_allclose(float(_numpy(stats["entropy"])), entropy / batch.count, rtol=1e-4)
+    loss, stats = policy.loss(as_tensors(framework, seqs))
+    np.testing.assert_allclose(float(to_numpy(loss)), expected, rtol=1e-4)
+    np.testing.assert_allclose(float(to_numpy(stats["entropy"])), entropy / batch.count, rtol=1e-4)
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf"])

@@ -12,7 +12,7 @@ import pytest
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.marwil import DEFAULT_CONFIG
-from rlstack.trainers.marwil.postprocessing import postprocess_returns
+from rlstack.trainers.marwil.marwil_policy import postprocess_returns
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)

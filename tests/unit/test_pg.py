@@ -14,7 +14,7 @@ from rlstack.evaluation.rollout_worker import RolloutWorker
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.pg import DEFAULT_CONFIG, PGTrainer, post_process_advantages
-from rlstack.trainers.pg.utils import postprocess_returns
+from rlstack.trainers.pg.pg_policy import postprocess_returns
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -166,7 +166,7 @@ def test_workers_record_no_bootstrap_value_and_the_policy_returns(rollout_infere
     config = _config(rollout_fragment_length=30, num_envs_per_worker=2, seed=0, rollout_inference=rollout_inference)
     worker = RolloutWorker("CartPole-v1", "rlstack.trainers.pg.pg_torch_policy:PGTorchPolicy", config,
                            worker_index=1, num_workers=1, postprocess_fn=postprocess_returns,
-                           numpy_policy_class="rlstack.trainers.pg.utils:PGNumpyPolicy")
+                           numpy_policy_class="rlstack.trainers.pg.pg_policy:PGNumpyPolicy")
     acting = worker.sampling_policy
     assert type(acting).__name__ == ("PGNumpyPolicy" if rollout_inference == "numpy" else "PGTorchPolicy")
     assert acting.compute_values(np.ones((1, 4), np.float32))[0] != 0.0

@@ -15,6 +15,7 @@ from rlstack.policies.postprocessing import adapt_kl_coeff
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG
+from tests.helpers.tensors import as_tensors, to_float
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -81,22 +82,6 @@ def _build(framework, **overrides):
     return _policy_class(framework)(OBS_SPACE, ACTION_SPACE, config)
 
 
-def _tensors(framework, batch):
-    if framework == "torch":
-        import torch
-
-        return {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in batch.items()}
-    import tensorflow as tf
-
-    return {key: tf.convert_to_tensor(value) for key, value in batch.items()}
-
-
-def _float(value):
-    if hasattr(value, "detach"):
-        value = value.detach()
-    return float(np.asarray(value))
-
-
 def _coeff(policy, name):
     value = getattr(policy, name)
     return float(value.numpy()) if hasattr(value, "numpy") else float(value)
@@ -132,10 +117,10 @@ def _assert_loss_matches_reference(framework, policy, batch):
     dist_inputs, values = _model_outputs(policy, batch)
     expected = numpy_ppo_loss(dist_inputs, values, batch, policy.config,
                               _coeff(policy, "kl_coeff"), _coeff(policy, "entropy_coeff"))
-    loss, stats = policy.loss(_tensors(framework, batch))
-    np.testing.assert_allclose(_float(loss), expected["total_loss"], rtol=1e-5)
+    loss, stats = policy.loss(as_tensors(framework, batch))
+    np.testing.assert_allclose(to_float(loss), expected["total_loss"], rtol=1e-5)
     for key in ("total_loss", "policy_loss", "vf_loss", "kl", "entropy"):
-        np.testing.assert_allclose(_float(stats[key]), expected[key], rtol=1e-5, atol=1e-8, err_msg=key)
+        np.testing.assert_allclose(to_float(stats[key]), expected[key], rtol=1e-5, atol=1e-8, err_msg=key)
 
 
 # ----- the loss ----------------------------------------------------------------------------
@@ -172,9 +157,9 @@ def test_loss_without_critic_has_no_value_term(framework):
     batch = _make_batch(policy)
     dist_inputs, values = _model_outputs(policy, batch)
     expected = numpy_ppo_loss(dist_inputs, values, batch, policy.config, 0.2, 0.01)
-    loss, stats = policy.loss(_tensors(framework, batch))
-    assert _float(stats["vf_loss"]) == 0.0
-    np.testing.assert_allclose(_float(loss), expected["total_loss"] - expected["vf_loss"], rtol=1e-5)
+    loss, stats = policy.loss(as_tensors(framework, batch))
+    assert to_float(stats["vf_loss"]) == 0.0
+    np.testing.assert_allclose(to_float(loss), expected["total_loss"] - expected["vf_loss"], rtol=1e-5)
 
 
 def test_numpy_reference_sanity():

@@ -30,8 +30,8 @@ from rlstack.models.specs import initial_weights
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG, validate_dqn_config
-from rlstack.trainers.dqn.q_learning import DQNNumpyPolicy, c51_td_errors, postprocess_q_learning
-from rlstack.trainers.dqn.q_learning import project_distribution as q_learning_project
+from rlstack.trainers.dqn.dqn_policy import DQNNumpyPolicy, c51_td_errors, postprocess_q_learning
+from rlstack.trainers.dqn.dqn_policy import project_distribution as q_learning_project
 from tests.unit.test_dqn_loss import _numpy, _policy_class, _tensors
 from tests.unit.test_dqn_loss import _perturb as dqn_perturb
 

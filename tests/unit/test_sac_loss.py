@@ -39,7 +39,7 @@ from rlstack.models.specs import initial_weights
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.sac.sac import DEFAULT_CONFIG, validate_sac_config
-from rlstack.trainers.sac.sac_common import SACNumpyPolicy, postprocess_sac, target_entropy
+from rlstack.trainers.sac.sac_policy import SACNumpyPolicy, postprocess_sac, target_entropy
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)

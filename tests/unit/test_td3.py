@@ -10,7 +10,7 @@ import pytest
 
 from rlstack.errors import ConfigError
 from rlstack.trainers.config import merge_config
-from rlstack.trainers.ddpg.ddpg_common import DDPGNumpyPolicy
+from rlstack.trainers.ddpg.ddpg_policy import DDPGNumpyPolicy
 from rlstack.trainers.td3 import DEFAULT_CONFIG, TD3Trainer
 
 

@@ -22,7 +22,7 @@ from rlstack.models.tf.visionnet import VisionNetwork  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
 from rlstack.utils.tf_utils import FLOAT_MAX, FLOAT_MIN  # noqa: E402
-from tests.custom_models import KerasMetricsModel, TinyTFModel  # noqa: E402
+from tests.helpers.custom_models import KerasMetricsModel, TinyTFModel  # noqa: E402
 
 OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 ACT = gym.spaces.Discrete(3)
@@ -255,7 +255,7 @@ def test_custom_loss_changes_the_update():
 
 def test_recurrent_custom_model_trains_with_ppo_on_sequences():
     # 1.13's RecurrentNetwork contract: forward_rnn sees [B, T, obs] (T = 1 when acting).
-    from tests.custom_models import TFRNNModel
+    from tests.helpers.custom_models import TFRNNModel
 
     policy = _policy({"custom_model": TFRNNModel, "max_seq_len": 4})
     assert [value.shape for value in policy.get_initial_state()] == [(8,), (8,)]
@@ -279,7 +279,7 @@ def test_recurrent_custom_model_trains_with_ppo_on_sequences():
 def test_recurrent_custom_models_are_refused_by_an_algorithm_without_sequences():
     from rlstack.trainers.dqn import DEFAULT_CONFIG as DQN_DEFAULTS
     from rlstack.trainers.dqn.dqn_tf_policy import DQNTFPolicy
-    from tests.custom_models import TFRNNModel
+    from tests.helpers.custom_models import TFRNNModel
 
     config = {**DQN_DEFAULTS, "framework": "tf", "model": {**DQN_DEFAULTS["model"], "custom_model": TFRNNModel}}
     with pytest.raises(ConfigError, match="is recurrent.*PPO"):
@@ -335,7 +335,7 @@ def test_keras_models_work_after_rlstacks_keras_free_tf_import():
         "from rlstack.models.tf.framework import tf as rl_tf\n"
         "import sys; assert 'keras' not in sys.modules\n"
         "from tests.unit.test_tf_modelv2 import _batch, _policy\n"
-        "from tests.custom_models import KerasMetricsModel\n"
+        "from tests.helpers.custom_models import KerasMetricsModel\n"
         "policy = _policy({'custom_model': KerasMetricsModel})\n"
         "assert policy.learn_on_batch(_batch(policy))['model'] == {'foo': 42.0}\n"
         "print('ok')\n"

@@ -27,7 +27,7 @@ from rlstack.trainers.dqn.dqn_torch_policy import DQNTorchPolicy  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy  # noqa: E402
 from tests import torch_modelv2_models as models  # noqa: E402
-from tests.fused_cases import ppo_batch  # noqa: E402
+from tests.helpers.fused_cases import ppo_batch  # noqa: E402
 
 OBS = gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
 ACT = gym.spaces.Discrete(3)
@@ -334,7 +334,7 @@ def test_slim_fc_normc_and_padding():
 
 
 def test_shortcut_custom_model_keeps_its_weight_names():
-    from tests.custom_models import TinyTorchModel
+    from tests.helpers.custom_models import TinyTorchModel
 
     policy = _ppo({"custom_model": TinyTorchModel, "custom_model_config": {"hidden": 8}})
     assert isinstance(policy.model, ModelV2)

@@ -13,7 +13,7 @@ import pytest
 from rlstack.errors import ConfigError
 from rlstack.trainers.ppo import PPOTrainer
 from rlstack.trainers.result_logger import UnifiedLogger
-from tests.envs import ContinuousEnv
+from tests.helpers.envs import ContinuousEnv
 
 SMALL = {"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 64, "num_sgd_iter": 2,
          "rollout_fragment_length": 200, "model": {"fcnet_hiddens": [16]}, "framework": "torch", "seed": 0}

@@ -41,6 +41,7 @@ from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
 from rlstack.trainers.impala.fragments import VALID, fixed_length_fragments
 from rlstack.trainers.impala.vtrace import fold_truncation, vtrace
+from tests.helpers.tensors import as_tensors, to_float
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -383,22 +384,6 @@ def numpy_impala_loss(policy, batch):
             "mean_rho": np.sum(np.exp(log_rhos[:-1]) * valid) / valid.sum(), "log_rhos": log_rhos}
 
 
-def _tensors(framework, batch):
-    if framework == "torch":
-        import torch
-
-        return {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in batch.items()}
-    import tensorflow as tf
-
-    return {key: tf.convert_to_tensor(value) for key, value in batch.items()}
-
-
-def _float(value):
-    if hasattr(value, "detach"):
-        value = value.detach()
-    return float(np.asarray(value))
-
-
 LOSS_KEYS = ("total_loss", "policy_loss", "vf_loss", "entropy", "mean_rho")
 
 
@@ -425,9 +410,9 @@ def test_impala_loss_parity_and_numpy_reference():
 
     results = {}
     for framework, policy in (("torch", torch_policy), ("tf", tf_policy)):
-        loss, stats = policy.loss(_tensors(framework, batch))
-        assert _float(loss) == pytest.approx(_float(stats["total_loss"]), rel=1e-7)
-        results[framework] = {key: _float(stats[key]) for key in (*LOSS_KEYS, "vf_explained_var")}
+        loss, stats = policy.loss(as_tensors(framework, batch))
+        assert to_float(loss) == pytest.approx(to_float(stats["total_loss"]), rel=1e-7)
+        results[framework] = {key: to_float(stats[key]) for key in (*LOSS_KEYS, "vf_explained_var")}
         for key in LOSS_KEYS:
             np.testing.assert_allclose(results[framework][key], expected[key], rtol=1e-5, err_msg=f"{framework} {key}")
     for key in (*LOSS_KEYS, "vf_explained_var"):
@@ -443,13 +428,13 @@ def test_impala_loss_reference_is_sensitive_to_the_batch_details():
     policy.set_weights(_perturb(_copy(policy.get_weights()), seed=1))
     batch = _make_batch(policy, seed=2)
     base = numpy_impala_loss(policy, batch)["total_loss"]
-    loss, _ = policy.loss(_tensors("torch", batch))
-    assert _float(loss) == pytest.approx(base, rel=1e-5)
+    loss, _ = policy.loss(as_tensors("torch", batch))
+    assert to_float(loss) == pytest.approx(base, rel=1e-5)
 
     def changed(column, rows, value):
         columns = {key: np.array(v, copy=True) for key, v in batch.items()}
         columns[column][rows] = value
-        return _float(policy.loss(_tensors("torch", SampleBatch(columns)))[0])
+        return to_float(policy.loss(as_tensors("torch", SampleBatch(columns)))[0])
 
     assert abs(changed(B.BOOTSTRAP_VALUE, 2 * T_FRAG + 1, -4.0) - base) > 1e-3
     assert abs(changed(B.TERMINATEDS, 1 * T_FRAG + 2, False) - base) > 1e-3
@@ -484,19 +469,19 @@ def test_multi_agent_pieces_become_fragments_whose_padding_the_loss_leaves_out()
     assert list(np.flatnonzero(fragments[B.TERMINATEDS])) == [7, 8, 9, 12, 13, 14]
     expected = numpy_impala_loss(torch_policy, fragments)
     for framework, policy in (("torch", torch_policy), ("tf", tf_policy)):
-        _, stats = policy.loss(_tensors(framework, fragments))
+        _, stats = policy.loss(as_tensors(framework, fragments))
         for key in LOSS_KEYS:
-            np.testing.assert_allclose(_float(stats[key]), expected[key], rtol=1e-5, err_msg=f"{framework} {key}")
+            np.testing.assert_allclose(to_float(stats[key]), expected[key], rtol=1e-5, err_msg=f"{framework} {key}")
     # Whatever the padding rows hold, the loss is the same.
     scrambled = {key: np.array(v, copy=True) for key, v in fragments.items()}
     padding = fragments[VALID] == 0
     scrambled[B.OBS][padding] = 5.0
     scrambled[B.ACTION_LOGP][padding] = -3.0
-    again, _ = torch_policy.loss(_tensors("torch", SampleBatch(scrambled)))
-    assert _float(again) == pytest.approx(expected["total_loss"], rel=1e-5)
+    again, _ = torch_policy.loss(as_tensors("torch", SampleBatch(scrambled)))
+    assert to_float(again) == pytest.approx(expected["total_loss"], rel=1e-5)
     # ... while a real row's does change it (the control).
     scrambled[B.OBS][~padding] = 5.0
-    assert abs(_float(torch_policy.loss(_tensors("torch", SampleBatch(scrambled)))[0]) - expected["total_loss"]) > 1e-3
+    assert abs(to_float(torch_policy.loss(as_tensors("torch", SampleBatch(scrambled)))[0]) - expected["total_loss"]) > 1e-3
 
 
 # ----- learn_on_batch: torch vs TF, optimizer state round trip ----------------------------------------

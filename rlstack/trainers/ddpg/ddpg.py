@@ -207,7 +207,7 @@ class DDPGFamily(ExplorationInCheckpoints):
     for the framework, and the exploration state in checkpoints."""
 
     postprocess_fn = staticmethod(postprocess_n_step)
-    numpy_policy_class = "rlstack.trainers.ddpg.ddpg_common:DDPGNumpyPolicy"
+    numpy_policy_class = "rlstack.trainers.ddpg.ddpg_policy:DDPGNumpyPolicy"
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from rlstack.policies.policy import PolicyState, saved_target_weights, target_st
 from rlstack.policies.tf_optimizers import Adam
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.ddpg.ddpg_common import DDPGLearningPolicyMixin, make_exploration
+from rlstack.trainers.ddpg.ddpg_policy import DDPGLearningPolicyMixin, make_exploration
 from rlstack.utils.schedules import make_schedule
 
 B = SampleBatch

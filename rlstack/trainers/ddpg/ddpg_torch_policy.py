@@ -19,7 +19,7 @@ from rlstack.models.torch.fused_actor_critic import ActorGraph, CriticsGraph
 from rlstack.policies.policy import PolicyState, decode_json, encode_json, saved_target_weights, target_state
 from rlstack.policies.torch_policy import Adam, GradFn, TorchPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.ddpg.ddpg_common import DDPGLearningPolicyMixin, make_exploration
+from rlstack.trainers.ddpg.ddpg_policy import DDPGLearningPolicyMixin, make_exploration
 from rlstack.utils.schedules import make_schedule
 
 B = SampleBatch

@@ -119,7 +119,7 @@ class DQNTrainer(OffPolicyTrainer):
     _name = "DQN"
     _default_config = DEFAULT_CONFIG
     postprocess_fn = staticmethod(postprocess_n_step)
-    numpy_policy_class = "rlstack.trainers.dqn.q_learning:DQNNumpyPolicy"
+    numpy_policy_class = "rlstack.trainers.dqn.dqn_policy:DQNNumpyPolicy"
     _HOT_KEYS = (*OffPolicyTrainer._HOT_KEYS, "exploration_config")
 
     @classmethod

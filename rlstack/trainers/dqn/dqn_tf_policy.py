@@ -17,7 +17,7 @@ from rlstack.models.modelv2 import ModelV2
 from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.tf_policy import TFPolicy, get_model_weights, set_model_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
+from rlstack.trainers.dqn.dqn_policy import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
                                             postprocess_q_learning, q_model_spec)
 
 

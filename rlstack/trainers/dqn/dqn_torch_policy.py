@@ -21,7 +21,7 @@ from rlstack.models.torch.model import TorchQModel
 from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.torch_policy import GradFn, TorchPolicy, load_model_weights, model_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.dqn.q_learning import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
+from rlstack.trainers.dqn.dqn_policy import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
                                             postprocess_q_learning, q_model_spec, uses_rainbow_heads)
 
 

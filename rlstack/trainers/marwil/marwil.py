@@ -18,7 +18,7 @@ from rlstack.errors import ConfigError
 from rlstack.execution.replay_buffer import ReplayBuffer
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
-from rlstack.trainers.marwil.postprocessing import postprocess_returns
+from rlstack.trainers.marwil.marwil_policy import postprocess_returns
 from rlstack.trainers.trainer import Trainer
 
 # Classic RLlib 1.13 MARWIL defaults, on top of COMMON_CONFIG.

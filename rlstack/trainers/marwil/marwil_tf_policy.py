@@ -8,7 +8,7 @@ import numpy as np
 from rlstack.models.tf.framework import tf
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.marwil.postprocessing import postprocess_returns
+from rlstack.trainers.marwil.marwil_policy import postprocess_returns
 from rlstack.utils.tf_utils import explained_variance
 
 

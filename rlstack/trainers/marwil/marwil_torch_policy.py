@@ -8,7 +8,7 @@ import torch
 
 from rlstack.policies.torch_policy import TorchPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.marwil.postprocessing import postprocess_returns
+from rlstack.trainers.marwil.marwil_policy import postprocess_returns
 from rlstack.utils.torch_utils import explained_variance
 
 

@@ -7,7 +7,7 @@ from rlstack.trainers.registry import lazy_exports
 TRAINERS = {"PG": "rlstack.trainers.pg.pg:PGTrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.pg.pg:DEFAULT_CONFIG",
-    "post_process_advantages": "rlstack.trainers.pg.utils:post_process_advantages",
+    "post_process_advantages": "rlstack.trainers.pg.pg_policy:post_process_advantages",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
-from rlstack.trainers.pg.utils import postprocess_returns
+from rlstack.trainers.pg.pg_policy import postprocess_returns
 from rlstack.trainers.trainer import Trainer
 
 # Classic RLlib 1.13 PG defaults, on top of COMMON_CONFIG (rollout_fragment_length 200,
@@ -47,7 +47,7 @@ class PGTrainer(Trainer):
     # Discounted returns on the workers, in numpy, for workers that act through a numpy
     # copy of the policy; that copy asks for no bootstrap values (there is no critic).
     postprocess_fn = staticmethod(postprocess_returns)
-    numpy_policy_class = "rlstack.trainers.pg.utils:PGNumpyPolicy"
+    numpy_policy_class = "rlstack.trainers.pg.pg_policy:PGNumpyPolicy"
     supports_multi_agent = True
 
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rlstack.models.tf.framework import tf
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.pg.utils import postprocess_returns
+from rlstack.trainers.pg.pg_policy import postprocess_returns
 
 
 class PGTFPolicy(TFPolicy):

@@ -6,7 +6,7 @@ import torch
 
 from rlstack.policies.torch_policy import TorchPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.pg.utils import postprocess_returns
+from rlstack.trainers.pg.pg_policy import postprocess_returns
 
 
 class PGTorchPolicy(TorchPolicy):

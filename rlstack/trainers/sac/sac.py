@@ -20,7 +20,7 @@ from typing import Any
 from rlstack.errors import ConfigError, did_you_mean
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
 from rlstack.trainers.off_policy import REPLAY_CONFIG, OffPolicyTrainer, validate_replay_config
-from rlstack.trainers.sac.sac_common import postprocess_sac
+from rlstack.trainers.sac.sac_policy import postprocess_sac
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class SACTrainer(OffPolicyTrainer):
     _name = "SAC"
     _default_config = DEFAULT_CONFIG
     postprocess_fn = staticmethod(postprocess_sac)
-    numpy_policy_class = "rlstack.trainers.sac.sac_common:SACNumpyPolicy"
+    numpy_policy_class = "rlstack.trainers.sac.sac_policy:SACNumpyPolicy"
     _HOT_KEYS = (*OffPolicyTrainer._HOT_KEYS, "tau", "optimization", "target_entropy", "initial_alpha")
 
     @classmethod

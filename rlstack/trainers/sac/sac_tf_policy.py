@@ -15,7 +15,7 @@ from rlstack.models.tf.framework import tf
 from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.tf_policy import Optimizer, TFPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.sac.sac_common import (SACLearningPolicyMixin, check_action_space, sac_model_spec,
+from rlstack.trainers.sac.sac_policy import (SACLearningPolicyMixin, check_action_space, sac_model_spec,
                                              target_entropy)
 from rlstack.utils.schedules import make_schedule
 

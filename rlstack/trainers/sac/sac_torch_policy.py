@@ -28,7 +28,7 @@ from rlstack.models.torch.torch_action_dist import TorchCategorical, TorchSquash
 from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.torch_policy import GradFn, Optimizer, TorchPolicy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.sac.sac_common import (SACLearningPolicyMixin, check_action_space, sac_model_spec,
+from rlstack.trainers.sac.sac_policy import (SACLearningPolicyMixin, check_action_space, sac_model_spec,
                                              target_entropy)
 from rlstack.utils.schedules import make_schedule
 
