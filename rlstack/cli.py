@@ -539,7 +539,42 @@ def build_parser() -> argparse.ArgumentParser:
                        help="Ray Serve's throughput-optimized mode (local Ray only): no proxy, each replica "
                             "answers HTTP itself on --port, --port + 1, ...")
     serve.set_defaults(func=_serve)
+
+    migrate = commands.add_parser(
+        "migrate", help="rewrite RLlib 1.x scripts for rlstack (ray.rllib -> rlstack, gym -> gymnasium)",
+        description="Rewrites the imports and dotted names of RLlib 1.x Python files by README's rule "
+                    "(ray.rllib.agents -> rlstack.trainers, ray.rllib.policy -> rlstack.policies, ray.rllib -> "
+                    "rlstack, gym -> gymnasium) in place, and reports by file and line what needs a person: "
+                    "1.13 names rlstack lacks, and gym loops that unpack step() into 4 values or reset() into one.")
+    migrate.add_argument("paths", nargs="+", metavar="PATH", help=".py files, or folders searched for them")
+    migrate.add_argument("--diff", action="store_true", help="print a unified diff instead of writing the files")
+    migrate.add_argument("--no-check", action="store_true",
+                         help="do not import the rewritten rlstack modules to report the names they lack")
+    migrate.set_defaults(func=_migrate)
     return parser
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    try:
+        from rlstack.migrate import migrate_paths
+    except ImportError as exc:
+        raise ConfigError(f"rlstack migrate needs LibCST ({exc}); pip install 'rlstack[migrate]'.") from exc
+    try:
+        results = migrate_paths(args.paths, write=not args.diff, check_names=not args.no_check)
+    except FileNotFoundError as exc:
+        raise ConfigError(str(exc)) from exc
+    changed = [result for result in results if result.changed]
+    for result in results:
+        if args.diff and result.changed:
+            sys.stdout.write(result.diff())
+        for finding in result.findings:
+            print(finding, file=sys.stderr)
+    findings = sum(len(result.findings) for result in results)
+    verb = "would change" if args.diff else "changed"
+    print(f"rlstack migrate: {verb} {len(changed)} of {len(results)} files; {findings} places need a person "
+          "(listed above)" if findings else f"rlstack migrate: {verb} {len(changed)} of {len(results)} files",
+          file=sys.stderr)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 from rlstack.experiments import load_experiments
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / "tune_configs"
 
 

@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 from rlstack.errors import EnvFailureError  # noqa: E402
 from rlstack.examples.env.action_mask_env import ActionMaskEnv  # noqa: E402
 from rlstack.trainers.ppo import PPOTrainer  # noqa: E402
-from tests import torch_modelv2_models as models  # noqa: E402
+from tests.helpers import torch_modelv2_models as models  # noqa: E402
 
 TINY = {"framework": "torch", "num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 64,
         "num_sgd_iter": 2, "rollout_fragment_length": 100, "seed": 1, "model": {"fcnet_hiddens": [16]}}

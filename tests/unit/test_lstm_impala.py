@@ -10,7 +10,8 @@ import pytest
 from rlstack.policies.rnn_sequencing import SEQ_START, mark_sequence_starts
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
-from tests.unit.test_lstm_models import ACTION_SPACE, MODEL, OBS_SPACE, _numpy, _tensors, stepped  # noqa: F401
+from tests.helpers.tensors import as_tensors, to_numpy
+from tests.unit.test_lstm_models import ACTION_SPACE, MODEL, OBS_SPACE, stepped  # noqa: F401
 
 B = SampleBatch
 
@@ -47,7 +48,7 @@ def test_row_order_outputs_match_acting_step_by_step(framework, stepped):  # noq
     policy.set_weights(weights)
     marked = policy.learner_batch(batch)
     assert marked.count == batch.count and SEQ_START in marked
-    out, out_values = (_numpy(x) for x in policy.model_outputs(_tensors(framework, marked)))
+    out, out_values = (to_numpy(x) for x in policy.model_outputs(as_tensors(framework, marked)))
     np.testing.assert_allclose(out, dist_inputs, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out_values, values, rtol=1e-4, atol=1e-5)
 
@@ -64,6 +65,6 @@ def test_torch_and_tf_vtrace_losses_agree_with_an_lstm(stepped):  # noqa: F811
     for framework in ("torch", "tf"):
         policy = _impala(framework)
         policy.set_weights(weights)
-        loss, stats = policy.loss(_tensors(framework, policy.learner_batch(batch)))
-        losses[framework] = (float(_numpy(loss)), float(_numpy(stats["entropy"])))
+        loss, stats = policy.loss(as_tensors(framework, policy.learner_batch(batch)))
+        losses[framework] = (float(to_numpy(loss)), float(to_numpy(stats["entropy"])))
     np.testing.assert_allclose(losses["torch"], losses["tf"], rtol=1e-4)

@@ -16,9 +16,10 @@ from rlstack.policies.numpy_policy import NumpyPolicy
 from rlstack.policies.rnn_sequencing import SEQ_MASK, pad_batch_to_sequences
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.config import merge_config
+from tests.helpers.tensors import as_tensors, to_numpy
 from tests.unit.test_attention_models import MODEL as ATTENTION_MODEL
 from tests.unit.test_attention_models import _perturbed, assert_same_gradients
-from tests.unit.test_lstm_models import (CONFIG, MODEL, OBS_SPACE, _numpy, _tensors, assert_ppo_loss_on_sequences,
+from tests.unit.test_lstm_models import (CONFIG, MODEL, OBS_SPACE, assert_ppo_loss_on_sequences,
                                          rollout)
 
 B = SampleBatch
@@ -134,8 +135,8 @@ def test_framework_sequence_pass_matches_numpy_acting_with_prev_inputs(framework
     policy.set_weights(weights)
     seqs = pad_batch_to_sequences(batch, policy.max_seq_len())
     assert seqs[B.PREV_ACTIONS].shape[:2] == seqs[B.OBS].shape[:2] and B.PREV_REWARDS in policy.learner_columns(seqs)
-    rows, _ = policy.unroll(_tensors(framework, seqs))
-    out, out_values = (_numpy(x) for x in policy.model_outputs(rows))
+    rows, _ = policy.unroll(as_tensors(framework, seqs))
+    out, out_values = (to_numpy(x) for x in policy.model_outputs(rows))
     real = seqs[SEQ_MASK].reshape(-1).astype(bool)
     np.testing.assert_allclose(out[real], dist_inputs, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out_values[real], values, rtol=1e-4, atol=1e-5)

@@ -32,7 +32,8 @@ from rlstack.trainers.config import merge_config
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG, validate_dqn_config
 from rlstack.trainers.dqn.dqn_policy import DQNNumpyPolicy, c51_td_errors, postprocess_q_learning
 from rlstack.trainers.dqn.dqn_policy import project_distribution as q_learning_project
-from tests.unit.test_dqn_loss import _numpy, _policy_class, _tensors
+from tests.helpers.tensors import as_tensors, to_numpy
+from tests.unit.test_dqn_loss import _policy_class
 from tests.unit.test_dqn_loss import _perturb as dqn_perturb
 
 B = SampleBatch
@@ -240,13 +241,13 @@ def test_c51_loss_matches_numpy_reference(framework, double_q, dueling):
     expected_loss, expected_td = numpy_c51_loss(online, target, batch, double_q, dueling, support)
     other_loss, _ = numpy_c51_loss(online, target, batch, not double_q, dueling, support)
     assert abs(other_loss - expected_loss) > 1e-4  # double Q makes a difference on this batch
-    loss, stats = policy.loss(_tensors(framework, batch))
-    np.testing.assert_allclose(float(_numpy(loss)), expected_loss, rtol=1e-5)
-    np.testing.assert_allclose(_numpy(stats["td_error"]), expected_td, rtol=1e-5, atol=1e-6)
-    assert np.all(_numpy(stats["td_error"]) > 0)  # cross-entropies: priorities need no abs
+    loss, stats = policy.loss(as_tensors(framework, batch))
+    np.testing.assert_allclose(float(to_numpy(loss)), expected_loss, rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(stats["td_error"]), expected_td, rtol=1e-5, atol=1e-6)
+    assert np.all(to_numpy(stats["td_error"]) > 0)  # cross-entropies: priorities need no abs
     logits = numpy_logits(online, batch[B.OBS], 3, 11, dueling)[np.arange(batch.count), batch[B.ACTIONS]]
     q_selected = (_softmax(logits) * support).sum(1)
-    np.testing.assert_allclose(float(_numpy(stats["mean_q"])), q_selected.mean(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(float(to_numpy(stats["mean_q"])), q_selected.mean(), rtol=1e-5, atol=1e-6)
     # q_values is the expectation of the distribution.
     q = policy.q_values(batch[B.OBS], noise=False)
     np.testing.assert_allclose(q, (_softmax(numpy_logits(online, batch[B.OBS], 3, 11, dueling)) * support).sum(-1),
@@ -273,10 +274,10 @@ def test_torch_tf_parity_with_fixed_noise(num_atoms):
         _load(policy, online, target)
         policy.model.fixed_noise, policy.target_model.fixed_noise = noise, target_noise
     batch = _make_batch(seed=4)
-    torch_loss, torch_stats = torch_policy.loss(_tensors("torch", batch))
-    tf_loss, tf_stats = tf_policy.loss(_tensors("tf", batch))
-    np.testing.assert_allclose(float(_numpy(torch_loss)), float(_numpy(tf_loss)), rtol=1e-5)
-    np.testing.assert_allclose(_numpy(torch_stats["td_error"]), _numpy(tf_stats["td_error"]), rtol=1e-5, atol=1e-6)
+    torch_loss, torch_stats = torch_policy.loss(as_tensors("torch", batch))
+    tf_loss, tf_stats = tf_policy.loss(as_tensors("tf", batch))
+    np.testing.assert_allclose(float(to_numpy(torch_loss)), float(to_numpy(tf_loss)), rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(torch_stats["td_error"]), to_numpy(tf_stats["td_error"]), rtol=1e-5, atol=1e-6)
     # The noise matters: the same weights without noise give another loss.
     torch_policy.model.fixed_noise = None
     mean_q = torch_policy.q_values(batch[B.OBS], noise=False)
@@ -298,9 +299,9 @@ def test_worker_side_priorities_are_the_learners_cross_entropy(framework):
     online = _perturb(policy.get_weights(), 11)
     _load(policy, online, online)
     batch = _make_batch(seed=12)
-    _, stats = policy.loss(_tensors(framework, batch))
+    _, stats = policy.loss(as_tensors(framework, batch))
     support = np.linspace(-3.0, 3.0, 11, dtype=np.float32)
-    np.testing.assert_allclose(c51_td_errors(batch, policy.q_logits, support), _numpy(stats["td_error"]),
+    np.testing.assert_allclose(c51_td_errors(batch, policy.q_logits, support), to_numpy(stats["td_error"]),
                                rtol=1e-4, atol=1e-5)
     numpy_policy = _build("numpy", worker_side_prioritization=True, n_step=1)
     numpy_policy.set_weights(online)

@@ -1,0 +1,288 @@
+"""``rlstack migrate``: rewrites RLlib 1.x scripts for rlstack, by the rule README states.
+
+The rule, applied to module names in imports and to dotted names in code (``ray.rllib.x.y``
+used through ``import ray.rllib.x``):
+
+1. ``ray.rllib.agents`` -> ``rlstack.trainers``;
+2. ``ray.rllib.policy`` -> ``rlstack.policies``;
+3. ``ray.rllib`` -> ``rlstack``;
+
+and ``gym`` -> ``gymnasium`` (``import gym`` becomes ``import gymnasium as gym``, so the
+code that says ``gym.spaces.Box`` is left as it is). Nothing else is changed: strings,
+comments, relative imports and the layout of the file stay as they were (the rewriting
+works on LibCST's concrete syntax tree, which keeps every character it is not told to
+change).
+
+What cannot be migrated mechanically is reported by file and line, and left for a person:
+
+* an imported 1.13 name that rlstack does not have (the import's own error message says
+  what to use instead);
+* a call of ``.step(...)`` unpacked into 4 names, or ``.reset(...)`` assigned to one name:
+  gymnasium's ``step`` returns ``(obs, reward, terminated, truncated, info)`` and its
+  ``reset`` returns ``(obs, info)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+# Longest prefix first: the first rule that matches a dotted name applies.
+RENAMES: tuple[tuple[str, str], ...] = (
+    ("ray.rllib.agents", "rlstack.trainers"),
+    ("ray.rllib.policy", "rlstack.policies"),
+    ("ray.rllib", "rlstack"),
+)
+# `from ray.rllib import agents` names a module the rules rename: the imported name
+# changes, bound under its old name so that the code using it stays the same.
+_RENAMED_SUBMODULES = {"agents": "trainers", "policy": "policies"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something in a file that ``rlstack migrate`` could not rewrite by the rule."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class FileResult:
+    """One file's migration: its text before and after, and what was left to a person."""
+
+    path: str
+    before: str
+    after: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        """The change as a unified diff (empty when nothing changed)."""
+        return "".join(difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
+                                            fromfile=f"a/{self.path}", tofile=f"b/{self.path}"))
+
+
+def renamed_module(name: str) -> str:
+    """``name`` (a dotted module name) by the migration rule; other names unchanged."""
+    if name == "gym" or name.startswith("gym."):
+        return "gymnasium" + name[len("gym"):]
+    for old, new in RENAMES:
+        if name == old or name.startswith(old + "."):
+            return new + name[len(old):]
+    return name
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    # "a.b.c" for a Name / Attribute chain, else None.
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def _as_expression(dotted: str) -> cst.Attribute | cst.Name:
+    parts = dotted.split(".")
+    node: cst.Attribute | cst.Name = cst.Name(parts[0])
+    for part in parts[1:]:
+        node = cst.Attribute(value=node, attr=cst.Name(part))
+    return node
+
+
+class _Migrator(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.findings: list[Finding] = []
+        # (line, module, names) of each rewritten `from rlstack... import ...`, checked later.
+        self.imports: list[tuple[int, str, list[str]]] = []
+
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(PositionProvider, node).start.line
+
+    # ----- imports ---------------------------------------------------------------------
+
+    def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import:
+        names = []
+        for alias in updated.names:
+            old = _dotted(alias.name)
+            new = renamed_module(old) if old else old
+            if old is None or new == old:
+                names.append(alias)
+                continue
+            if old.split(".")[0] == "gym" and alias.asname is None:
+                # `import gym` / `import gym.spaces` bind `gym`: keep that name bound.
+                alias = alias.with_changes(name=cst.Name("gymnasium"),
+                                           asname=cst.AsName(name=cst.Name("gym")))
+                if old != "gym":
+                    self.findings.append(Finding(self.path, self._line(original),
+                                                 f"`import {old}` became `import gymnasium as gym` (gymnasium "
+                                                 "imports its submodules itself)"))
+            else:
+                alias = alias.with_changes(name=_as_expression(new))
+            self.imports.append((self._line(original), new, []))
+            names.append(alias)
+        return updated.with_changes(names=names)
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
+        if updated.relative or updated.module is None:
+            return updated
+        old = _dotted(updated.module)
+        if old is None:
+            return updated
+        names = updated.names
+        if old == "ray.rllib" and not isinstance(names, cst.ImportStar):
+            # `from ray.rllib import agents` -> `from rlstack import trainers as agents`.
+            renamed = []
+            for alias in names:
+                name = _dotted(alias.name)
+                if name in _RENAMED_SUBMODULES:
+                    alias = alias.with_changes(name=cst.Name(_RENAMED_SUBMODULES[name]),
+                                               asname=alias.asname or cst.AsName(name=cst.Name(name)))
+                renamed.append(alias)
+            names = renamed
+        elif old == "ray" and not isinstance(names, cst.ImportStar):
+            # `from ray import rllib` -> `import rlstack as rllib` is a different statement
+            # kind; reported instead.
+            for alias in names:
+                if _dotted(alias.name) == "rllib":
+                    self.findings.append(Finding(self.path, self._line(original),
+                                                 "`from ray import rllib`: write `import rlstack as rllib`"))
+        new = renamed_module(old)
+        if new == old and names is updated.names:
+            return updated
+        if new.startswith("rlstack") and not isinstance(names, cst.ImportStar):
+            self.imports.append((self._line(original), new, [_dotted(a.name) or "" for a in names]))
+        return updated.with_changes(module=_as_expression(new), names=names)
+
+    # ----- dotted names in code ----------------------------------------------------------
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False  # rewritten in leave_Import; its dotted names are modules, not code
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        dotted = _dotted(updated)
+        if dotted is None or not dotted.startswith("ray.rllib"):
+            return updated
+        new = renamed_module(dotted)
+        if new == dotted:
+            return updated
+        # Keep the outermost node's own whitespace and parentheses.
+        return _as_expression(new).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    # ----- gym API patterns that need a person ---------------------------------------------
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        call = node.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+            return
+        method = call.func.attr.value
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if method == "step" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 4:
+            self.findings.append(Finding(
+                self.path, self._line(node),
+                "`.step()` unpacked into 4 values: gymnasium's step returns 5, "
+                "(obs, reward, terminated, truncated, info); done = terminated or truncated"))
+        elif method == "reset" and isinstance(target, cst.Name):
+            self.findings.append(Finding(
+                self.path, self._line(node),
+                f"`{target.value} = ....reset()`: gymnasium's reset returns (obs, info); "
+                f"write `{target.value}, info = ....reset()`"))
+
+
+def _missing_names(module: str, names: Sequence[str]) -> str | None:
+    # What is wrong with `from module import names` in this rlstack, or None.
+    try:
+        imported = importlib.import_module(module)
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or ""
+        if missing and not missing.startswith("rlstack"):
+            return None  # an optional dependency (TensorFlow, ...), not a missing 1.13 name
+        return str(exc)
+    absent = []
+    for name in names:
+        if name and not hasattr(imported, name):
+            try:
+                importlib.import_module(f"{module}.{name}")
+            except ImportError:
+                absent.append(name)
+    if absent:
+        return f"{module} has no {', '.join(absent)}"
+    return None
+
+
+def migrate_source(source: str, path: str = "<string>", check_names: bool = True) -> FileResult:
+    """Migrates one file's text; ``check_names`` imports each rewritten rlstack module
+    to report the names it lacks.
+
+    Raises:
+        libcst.ParserSyntaxError: If ``source`` is not valid Python.
+    """
+    module = cst.parse_module(source)
+    migrator = _Migrator(path)
+    after = MetadataWrapper(module).visit(migrator).code
+    findings = list(migrator.findings)
+    if check_names:
+        for line, name, names in migrator.imports:
+            if name.startswith("rlstack"):
+                problem = _missing_names(name, names)
+                if problem:
+                    findings.append(Finding(path, line, f"not in rlstack: {problem}"))
+    findings.sort(key=lambda finding: finding.line)
+    return FileResult(path, source, after, findings)
+
+
+def python_files(paths: Iterable[str]) -> list[Path]:
+    """The ``.py`` files named, or under the folders named, sorted.
+
+    Raises:
+        FileNotFoundError: For a path that does not exist.
+    """
+    files: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.py") if p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"rlstack migrate: {name} does not exist; name .py files or folders holding them.")
+    return files
+
+
+def migrate_paths(paths: Iterable[str], write: bool = True, check_names: bool = True) -> list[FileResult]:
+    """Migrates every Python file named or under the folders named, rewriting the changed
+    ones in place when ``write``. A file that does not parse is reported, not changed."""
+    results = []
+    for path in python_files(paths):
+        source = path.read_text(encoding="utf-8")
+        try:
+            result = migrate_source(source, str(path), check_names)
+        except cst.ParserSyntaxError as exc:
+            result = FileResult(str(path), source, source,
+                                [Finding(str(path), exc.raw_line, f"not valid Python, left as it is: {exc.message}")])
+        if write and result.changed:
+            path.write_text(result.after, encoding="utf-8")
+        results.append(result)
+    return results

@@ -1,0 +1,163 @@
+"""`rlstack migrate`: the rewriting rule on imports, aliases and dotted names; what it leaves
+alone (strings, comments, relative imports); what it reports; the command itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("libcst")
+
+from rlstack.cli import main  # noqa: E402
+from rlstack.migrate import migrate_paths, migrate_source, renamed_module  # noqa: E402
+
+
+def _migrated(source: str, check_names: bool = False):
+    return migrate_source(textwrap.dedent(source), "script.py", check_names)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("ray.rllib.agents.ppo", "rlstack.trainers.ppo"),
+    ("ray.rllib.agents", "rlstack.trainers"),
+    ("ray.rllib.policy.sample_batch", "rlstack.policies.sample_batch"),
+    ("ray.rllib.models.torch.torch_modelv2", "rlstack.models.torch.torch_modelv2"),
+    ("ray.rllib", "rlstack"),
+    ("ray.rllibx", "ray.rllibx"),
+    ("ray.tune", "ray.tune"),
+    ("gym.spaces", "gymnasium.spaces"),
+    ("gymnasium", "gymnasium"),
+    ("gym_minigrid", "gym_minigrid"),
+])
+def test_module_names_follow_the_three_renames_in_order(old, new):
+    assert renamed_module(old) == new
+
+
+def test_imports_aliases_and_parenthesized_names_are_rewritten():
+    result = _migrated("""\
+        import gym
+        import ray
+        import ray.rllib.agents.ppo as ppo
+        from ray.rllib.agents.dqn import (
+            DQNTrainer,  # the trainer
+            DEFAULT_CONFIG as DQN_CONFIG,
+        )
+        from ray.rllib.policy.sample_batch import SampleBatch
+        from ray.rllib import agents
+        from ray.rllib.models import ModelCatalog
+        from gym.spaces import Box, Discrete
+        """)
+    assert result.after == textwrap.dedent("""\
+        import gymnasium as gym
+        import ray
+        import rlstack.trainers.ppo as ppo
+        from rlstack.trainers.dqn import (
+            DQNTrainer,  # the trainer
+            DEFAULT_CONFIG as DQN_CONFIG,
+        )
+        from rlstack.policies.sample_batch import SampleBatch
+        from rlstack import trainers as agents
+        from rlstack.models import ModelCatalog
+        from gymnasium.spaces import Box, Discrete
+        """)
+
+
+def test_dotted_names_in_code_follow_a_plain_import():
+    result = _migrated("""\
+        import ray.rllib.agents.ppo
+        trainer = ray.rllib.agents.ppo.PPOTrainer(config={"num_workers": 0}, env="CartPole-v1")
+        ray.init()
+        """)
+    assert result.after.splitlines() == [
+        "import rlstack.trainers.ppo",
+        'trainer = rlstack.trainers.ppo.PPOTrainer(config={"num_workers": 0}, env="CartPole-v1")',
+        "ray.init()",
+    ]
+
+
+def test_strings_comments_and_relative_imports_stay_as_they_were():
+    source = """\
+        # Trains with ray.rllib.agents.ppo, see "ray.rllib" docs.
+        from . import models
+        from .envs import ray_rllib_env
+        NAME = "ray.rllib.agents.ppo"
+        HELP = f"uses {NAME} from ray.rllib"
+        """
+    result = _migrated(source)
+    assert result.after == textwrap.dedent(source)
+    assert not result.changed and result.diff() == ""
+
+
+def test_gym_api_patterns_that_need_a_person_are_reported_with_their_lines():
+    result = _migrated("""\
+        import gym
+        env = gym.make("CartPole-v1")
+        obs = env.reset()
+        done = False
+        while not done:
+            obs, reward, done, info = env.step(env.action_space.sample())
+        obs, info = env.reset(seed=0)
+        obs, reward, terminated, truncated, info = env.step(0)
+        """)
+    assert [(f.line, f.message.split(":")[0]) for f in result.findings] == [
+        (3, "`obs = ....reset()`"),
+        (6, "`.step()` unpacked into 4 values"),
+    ]
+    assert "gymnasium's step returns 5" in result.findings[1].message
+
+
+def test_a_name_rlstack_lacks_is_reported_with_what_to_use_instead():
+    result = _migrated("""\
+        from ray.rllib.agents.ppo import PPOTrainer, NotAThingTrainer
+        from ray.rllib.agents.crr import CRRTrainer
+        """, check_names=True)
+    messages = {f.line: f.message for f in result.findings}
+    assert "rlstack.trainers.ppo has no NotAThingTrainer" in messages[1]
+    assert "PPOTrainer" not in messages[1]
+    assert "CRR" in messages[2] and "not in rlstack" in messages[2]
+
+
+def test_the_command_rewrites_files_in_place_or_prints_a_diff(tmp_path, capsys):
+    script = tmp_path / "pkg" / "train.py"
+    script.parent.mkdir()
+    script.write_text("import gym\nfrom ray.rllib.agents.ppo import PPOTrainer\n")
+    untouched = tmp_path / "pkg" / "notes.py"
+    untouched.write_text("x = 1\n")
+
+    assert main(["migrate", "--diff", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert "+from rlstack.trainers.ppo import PPOTrainer" in out and "-import gym" in out
+    assert "would change 1 of 2 files" in err
+    assert script.read_text().startswith("import gym\n")  # --diff writes nothing
+
+    assert main(["migrate", str(script)]) == 0
+    assert script.read_text() == "import gymnasium as gym\nfrom rlstack.trainers.ppo import PPOTrainer\n"
+    assert main(["migrate", str(script)]) == 0  # a second run finds nothing left to do
+    assert "changed 0 of 1 files" in capsys.readouterr().err
+
+
+def test_a_missing_path_or_a_file_that_does_not_parse_is_named(tmp_path, capsys):
+    assert main(["migrate", str(tmp_path / "nope.py")]) == 2
+    assert "nope.py does not exist" in capsys.readouterr().err
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(:\n")
+    results = migrate_paths([str(broken)])
+    assert not results[0].changed and "not valid Python" in results[0].findings[0].message
+    assert broken.read_text() == "def f(:\n"
+
+
+def test_a_migrated_script_runs():
+    source = textwrap.dedent("""\
+        import gym
+        from ray.rllib.policy.sample_batch import SampleBatch
+        from ray.rllib.agents.ppo import DEFAULT_CONFIG
+        batch = SampleBatch({"obs": [[1.0], [2.0]]})
+        print(batch.count, DEFAULT_CONFIG["lr"], gym.spaces.Discrete(2).n)
+        """)
+    result = migrate_source(source, "script.py")
+    assert result.findings == []
+    done = subprocess.run([sys.executable, "-c", result.after], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", "5e-05", "2"]
