@@ -180,7 +180,9 @@ class _Migrator(cst.CSTTransformer):
         return False
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-        dotted = _dotted(updated)
+        # Read from the original chain: its inner links were rewritten on their own first
+        # (``ray.rllib`` -> ``rlstack``), which would hide the longer rules.
+        dotted = _dotted(original)
         if dotted is None or not dotted.startswith("ray.rllib"):
             return updated
         new = renamed_module(dotted)
