@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 from rlstack.env import EnvContext, register_env
 from rlstack.errors import CheckpointError, ConfigError, EnvError, FrameworkNotInstalledError, RLStackError
 from rlstack.models.catalog import ModelCatalog
+from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch, concat_samples
 from rlstack.trainers import registry as _registry
 from rlstack.trainers.registry import get_trainer_class
@@ -33,6 +34,7 @@ __all__ = sorted([
     "EnvError",
     "FrameworkNotInstalledError",
     "ModelCatalog",
+    "Policy",
     "RLStackError",
     "SampleBatch",
     "concat_samples",

@@ -109,8 +109,6 @@ MISSING: dict[str, str] = {
                             "yet",
     "rlstack.env.group_agents_wrapper": "agent groups (MultiAgentEnv.with_agent_groups, for QMIX) are not "
                                         "implemented; multi-agent envs are (rlstack.env.multi_agent_env)",
-    "rlstack.env.apis": "rlstack's envs are plain gymnasium envs; 1.x's TaskSettableEnv (curriculum learning) "
-                        "and the other env APIs are not implemented",
     # --- offline data, execution plans, replay buffers ---------------------------------
     "rlstack.execution.rollout_ops": "rlstack has no execution-plan operators; training_step() calls "
                                      "rlstack.evaluation.worker_set.synchronous_parallel_sample(workers, "
@@ -155,8 +153,6 @@ MISSING: dict[str, str] = {
                                           "rlstack.policies.tf_policy.TFPolicy",
     "rlstack.policies.eager_tf_policy": "rlstack's TF policies are tf.function-compiled TF 2 code: subclass "
                                         "rlstack.policies.tf_policy.TFPolicy",
-    "rlstack.evaluation.postprocessing": "rlstack's postprocessing is rlstack.policies.postprocessing "
-                                         "(compute_advantages, compute_gae, discount_cumsum)",
     "rlstack.evaluation.sampler": "rlstack's sampling loop is RolloutWorker.sample() "
                                   "(rlstack.evaluation.rollout_worker)",
     "rlstack.evaluation.collectors": "rlstack's RolloutWorker builds its SampleBatch itself; there are no "

@@ -73,6 +73,16 @@ class SampleBatch(dict):
     # attention_use_n_prev_actions / _rewards (see rlstack.models.prev_inputs).
     PREV_ACTIONS = "prev_actions"
     PREV_REWARDS = "prev_rewards"
+    # 1.13's other column names, for code written against them. DONES is read as
+    # terminateds | truncateds when a batch has no column of that name (1.13 had one flag
+    # for both); the others name columns rlstack's samplers do not write.
+    CUR_OBS = "obs"
+    DONES = "dones"
+    INFOS = "infos"
+    T = "t"
+    ENV_ID = "env_id"
+    UNROLL_ID = "unroll_id"
+    ACTION_PROB = "action_prob"
 
     def __init__(self, columns: Mapping[str, object] | None = None, **kwargs: object) -> None:
         super().__init__()
@@ -100,6 +110,15 @@ class SampleBatch(dict):
         if isinstance(key, slice):
             return SampleBatch({name: value[key] for name, value in self.items()})
         return dict.__getitem__(self, key)
+
+    def __missing__(self, key: str) -> np.ndarray:
+        # 1.13's "dones": the episode ended at this row, terminated or truncated.
+        if key == self.DONES and self.TERMINATEDS in self:
+            done = np.asarray(dict.__getitem__(self, self.TERMINATEDS), dtype=bool)
+            if self.TRUNCATEDS in self:
+                done = done | np.asarray(dict.__getitem__(self, self.TRUNCATEDS), dtype=bool)
+            return done
+        raise KeyError(key)
 
     def __len__(self) -> int:  # noqa: D105 - number of rows, not of columns
         return self.count

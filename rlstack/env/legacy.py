@@ -4,13 +4,20 @@ Old envs return only ``obs`` from ``reset()`` and a 4-tuple ``(obs, reward, done
 from ``step()``. gymnasium splits ``done`` into ``terminated`` (the MDP ended: do not
 bootstrap) and ``truncated`` (cut short, e.g. a time limit: bootstrap). Old gym marked
 time-limit cuts with ``info["TimeLimit.truncated"]``; we honour that flag.
+
+A 1.x env class keeps that API after ``import gym`` became ``import gymnasium as gym``:
+it is then a ``gymnasium.Env`` whose ``reset()`` takes no ``seed``. Such an env is
+adapted too; the sign is its ``reset`` signature, which gymnasium's own envs never lack.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import gymnasium as gym
+
+from rlstack.env.multi_agent_env import MultiAgentEnv
 
 
 class LegacyEnvAdapter(gym.Env):
@@ -49,6 +56,13 @@ class LegacyEnvAdapter(gym.Env):
         truncated = bool(done and info.pop("TimeLimit.truncated", False))
         return obs, reward, bool(done) and not truncated, truncated, info
 
+    def __getattr__(self, name: str) -> Any:
+        # The old env's own attributes and methods (a curriculum env's set_task, called
+        # through foreach_env) stay reachable through the adapter.
+        if name == "env" or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
     def render(self) -> Any:
         """Renders the old env, if it can."""
         return self.env.render() if hasattr(self.env, "render") else None
@@ -60,7 +74,16 @@ class LegacyEnvAdapter(gym.Env):
 
 
 def is_legacy_env(env: Any) -> bool:
-    """True when ``env`` is not a gymnasium env but looks like an old gym one."""
+    """True when ``env`` has the old gym API: not a gymnasium env but shaped like an old
+    gym one, or a single-agent ``gymnasium.Env`` whose ``reset()`` takes no ``seed``."""
     if isinstance(env, gym.Env):
-        return False
+        return not isinstance(env, MultiAgentEnv) and not _reset_takes_seed(env)
     return all(hasattr(env, name) for name in ("reset", "step", "observation_space", "action_space"))
+
+
+def _reset_takes_seed(env: gym.Env) -> bool:
+    try:
+        parameters = inspect.signature(env.reset).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C-implemented reset: trust it
+        return True
+    return any(p.name == "seed" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)

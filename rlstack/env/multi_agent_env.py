@@ -32,6 +32,9 @@ ALL = "__all__"
 # The id of the one agent of a single-agent env (1.13's), as callbacks and multi-agent
 # runs see it.
 DEFAULT_AGENT_ID = "agent0"
+# 1.13's key of a multi-agent env's global state in an observation dict (an env that
+# shares one with its agents, e.g. for a centralised critic, names it so).
+ENV_STATE = "state"
 
 
 class MultiAgentEnv(gym.Env):

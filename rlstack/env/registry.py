@@ -169,7 +169,7 @@ def ensure_gymnasium_env(env: Any, spec: Any = None) -> gym.Env:
         EnvError: If ``env`` has no spaces or no reset/step.
     """
     if isinstance(env, gym.Env):
-        return env
+        return LegacyEnvAdapter(env) if is_legacy_env(env) else env
     if inspect.isclass(env):  # (a class has the attributes an old gym-style env has)
         raise EnvError(
             f"The env creator for {spec!r} returned the class {env.__name__}, not an env: return an instance, "

@@ -311,6 +311,8 @@ def check_callbacks(value: Any) -> None:
     Raises:
         ConfigError: Saying what was given and the allowed forms.
     """
+    if value is None:  # 1.13 scripts pass None for "no callbacks of mine"
+        return
     if isinstance(value, str):
         value = _import_path(value)
     if isinstance(value, type) and issubclass(value, DefaultCallbacks):
@@ -344,6 +346,8 @@ def make_callbacks(value: Any) -> DefaultCallbacks:
         ConfigError: For a value :func:`check_callbacks` refuses.
     """
     check_callbacks(value)
+    if value is None:
+        return DefaultCallbacks()
     if isinstance(value, str):
         value = _import_path(value)
     if isinstance(value, dict):

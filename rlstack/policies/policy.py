@@ -327,9 +327,18 @@ class Policy(RecurrentPolicyMixin, ABC):
         """Adds algorithm columns (advantages, n-step returns) to one trajectory piece."""
         return batch
 
-    @abstractmethod
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
-        """Improves the policy on a train batch and returns learner statistics."""
+        """Improves the policy on a train batch and returns learner statistics.
+
+        A policy that learns overrides this; the base, for hand-written policies that only
+        act (1.13 let them define ``compute_actions`` alone), raises.
+
+        Raises:
+            NotImplementedError: Naming the class and the way out.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not learn (it defines no learn_on_batch): leave its policy id out of "
+            "multiagent.policies_to_train, or define learn_on_batch(self, batch).")
 
     def minibatch_plan(self, n: int) -> tuple[int, int]:
         """How ``learn_on_batch`` cuts a train batch of ``n`` rows.
@@ -348,13 +357,21 @@ class Policy(RecurrentPolicyMixin, ABC):
             size = max(1, size // self.max_seq_len())
         return min(size or n, n), int(self.config.get("num_sgd_iter", 1))
 
-    @abstractmethod
     def get_weights(self) -> dict[str, np.ndarray]:
-        """Returns the model weights as numpy arrays (canonical layout for built-in models)."""
+        """Returns the model weights as numpy arrays (canonical layout for built-in models);
+        none for a policy without a model (the base: a hand-written heuristic)."""
+        return {}
 
-    @abstractmethod
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        """Loads weights from :meth:`get_weights` (of either framework, for built-in models)."""
+        """Loads weights from :meth:`get_weights` (of either framework, for built-in models).
+
+        Raises:
+            NotImplementedError: In the base, for weights it has nowhere to put.
+        """
+        if weights:
+            raise NotImplementedError(
+                f"{type(self).__name__} has no weights to set (it defines no set_weights) but was given "
+                f"{sorted(weights)[:3]}...; define set_weights(self, weights) to load them.")
 
     def acting_weights(self) -> dict[str, np.ndarray]:
         """What this policy's separate acting copy needs after an update (the copy loads

@@ -69,7 +69,7 @@ from rlstack.utils.timers import TimerStat
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["COMMON_CONFIG", "DEFAULT_POLICY_ID", "Trainer"]
+__all__ = ["COMMON_CONFIG", "DEFAULT_POLICY_ID", "Trainer", "with_common_config"]
 
 
 class Trainer(tune.Trainable):
@@ -1212,6 +1212,24 @@ class Trainer(tune.Trainable):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={env_spec_name(self.config.get('env'))!r}, framework={self.config.get('framework')!r})"
+
+
+def with_common_config(extra_config: dict[str, Any]) -> dict[str, Any]:
+    """RLlib 1.13's way of writing an algorithm's defaults: a deep copy of
+    ``COMMON_CONFIG`` with ``extra_config`` merged in (sub-dicts key by key). Unlike
+    :func:`~rlstack.trainers.config.merge_config`, it checks nothing: the keys are the new
+    algorithm's own."""
+    merged = copy.deepcopy(COMMON_CONFIG)
+    _deep_update(merged, extra_config)
+    return merged
+
+
+def _deep_update(base: dict[str, Any], update: dict[str, Any]) -> None:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _deep_update(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
 
 
 def process_perf() -> dict[str, float]:

@@ -100,6 +100,14 @@ def test_bad_callbacks_value_says_what_was_given_and_what_is_allowed(value, expe
         assert "DefaultCallbacks subclass" in str(error.value) and "MultiCallbacks" in str(error.value)
 
 
+def test_callbacks_none_means_no_callbacks_as_in_1_13():
+    from rlstack.evaluation.callbacks import make_callbacks
+
+    config = merge_config(DEFAULT_CONFIG, {"callbacks": None}, "PPO")
+    validate_common_config(config)
+    assert type(make_callbacks(config["callbacks"])) is DefaultCallbacks
+
+
 # ----- hooks on a rollout worker ------------------------------------------------------------
 
 

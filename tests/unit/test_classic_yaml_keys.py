@@ -132,3 +132,11 @@ def test_sac_files_keep_1_13s_sub_configs_and_replay_keys():
     assert cheetah["min_sample_timesteps_per_reporting"] == 1000 and cheetah["learning_starts"] == 10000
     with pytest.raises(ConfigError, match="soft_horizon=True is not supported"):
         get_trainer_class("SAC").merge_and_validate({"soft_horizon": True})
+
+
+@pytest.mark.parametrize("key", ["remote_worker_envs", "evaluation_parallel_to_training"])
+def test_1_13_keys_at_their_default_are_accepted_and_other_values_named(key):
+    trainer = get_trainer_class("PPO")
+    assert key not in trainer.merge_and_validate({key: False})
+    with pytest.raises(ConfigError, match=f"{key}=True is not supported"):
+        trainer.merge_and_validate({key: True})

@@ -368,6 +368,54 @@ def test_vector_env_wraps_gymnasium_subclass_with_obs_only_reset():
     np.testing.assert_array_equal(final_obs[0], [2.0])
 
 
+class _OneXCorridor(gym.Env):
+    """A 1.x example env after `import gym` became `import gymnasium as gym`: a gymnasium.Env
+    whose reset() takes no seed and returns obs, whose step() returns 4 values, and which
+    has a method of its own (a curriculum's set_task)."""
+
+    def __init__(self, config):
+        self.length = config["length"]
+        self.observation_space = gym.spaces.Box(0.0, 10.0, (1,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+
+    def set_task(self, length):
+        self.length = length
+
+    def reset(self):
+        self.t = 0
+        return np.array([0.0], np.float32)
+
+    def step(self, action):
+        self.t += 1
+        return np.array([float(self.t)], np.float32), 1.0, self.t >= self.length, {}
+
+
+def test_a_1x_env_class_that_subclasses_gymnasium_env_is_adapted():
+    env = make_env(_OneXCorridor, EnvContext({"length": 2}))
+    assert isinstance(env, LegacyEnvAdapter)
+    obs, info = env.reset(seed=3)
+    np.testing.assert_array_equal(obs, [0.0])
+    assert info == {}
+    env.set_task(3)  # the env's own method, through the adapter
+    assert env.env.length == 3
+    steps = [env.step(0) for _ in range(3)]
+    assert [s[2] for s in steps] == [False, False, True] and all(len(s) == 5 for s in steps)
+
+    venv = VectorEnv(lambda i: make_env(_OneXCorridor, EnvContext({"length": 2})), 2)
+    venv.reset()
+    venv.step([0, 1])
+    _, _, terminateds, truncateds, _, _ = venv.step([0, 1])
+    assert terminateds.tolist() == [True, True] and truncateds.tolist() == [False, False]
+
+
+def test_gymnasium_envs_and_multi_agent_envs_are_not_adapted():
+    from rlstack.examples.env.multi_agent import MultiAgentCartPole
+
+    assert not isinstance(make_env("CartPole-v1", EnvContext({})), LegacyEnvAdapter)
+    assert not isinstance(make_env(MultiAgentCartPole, EnvContext({"num_agents": 2})), LegacyEnvAdapter)
+
+
 class _FourTupleStepEnv(CountEnv):
     def step(self, action):
         return np.array([1.0], np.float32), 0.0, False, {}

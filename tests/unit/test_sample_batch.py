@@ -218,3 +218,14 @@ def test_size_bytes_is_sum_of_nbytes():
 def test_scalar_column_is_a_clear_error():
     with pytest.raises(ValueError, match="Column 'a' is a scalar"):
         SampleBatch(a=5)
+
+
+def test_1_13_column_names_and_dones_read_from_terminateds_and_truncateds():
+    batch = SampleBatch({SampleBatch.OBS: np.zeros((3, 1), np.float32),
+                         SampleBatch.TERMINATEDS: np.array([False, True, False]),
+                         SampleBatch.TRUNCATEDS: np.array([False, False, True])})
+    assert SampleBatch.CUR_OBS == SampleBatch.OBS == "obs"
+    assert batch[SampleBatch.DONES].tolist() == [False, True, True]
+    assert SampleBatch.DONES not in batch  # computed, not stored
+    with pytest.raises(KeyError):
+        batch[SampleBatch.INFOS]
