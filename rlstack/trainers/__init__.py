@@ -1,5 +1,17 @@
 """Trainers: the Trainer base, the config machinery, and one package per algorithm."""
 
+from typing import Any
+
 from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
 
-__all__ = ["ALGORITHMS", "get_trainer_class"]
+__all__ = ["ALGORITHMS", "get_trainer_class", "with_common_config"]
+
+
+def __getattr__(name: str) -> Any:
+    # 1.13's `from ray.rllib.agents import with_common_config`; trainer.py imports Ray Tune,
+    # so it loads on first use.
+    if name == "with_common_config":
+        from rlstack.trainers.trainer import with_common_config
+
+        return with_common_config
+    raise AttributeError(f"module 'rlstack.trainers' has no attribute {name!r}")

@@ -24,6 +24,9 @@ def test_with_common_config_merges_sub_dicts_and_leaves_common_config_alone():
     assert config["my_key"] == 3 and config["model"]["fcnet_hiddens"] == [8]
     assert config["model"]["fcnet_activation"] == COMMON_CONFIG["model"]["fcnet_activation"]
     assert "my_key" not in COMMON_CONFIG and COMMON_CONFIG["model"]["fcnet_hiddens"] != [8]
+    from rlstack.trainers import with_common_config as from_the_package  # 1.13's ray.rllib.agents path
+
+    assert from_the_package is with_common_config
 
 
 def test_task_settable_env_and_env_state():
