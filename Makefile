@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # constraints.txt pins every package CI installs (torch==2.13.0 CPU build among them).
 PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
 
-.PHONY: demo test test-unit test-learning bench bench-check soak chaos clean
+.PHONY: demo test test-unit test-learning test-compat bench bench-check soak chaos clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,12 @@ test-learning: $(VENV)/.installed
 	$(LEARNING) -m "not two_slots" -n 2 --dist loadgroup; first=$$?; \
 	$(LEARNING) -m two_slots; second=$$?; \
 	test $$first -eq 0 && test $$second -eq 0
+
+# RLlib 1.13's own example scripts (from the ray==1.13.0 wheel, cached in .compat-cache/),
+# after `rlstack migrate`, in torch and TF; the table goes to COMPAT.md.
+test-compat: $(VENV)/.installed
+	$(COMPILE)
+	$(PY) tests/compat/run_examples.py --write COMPAT.md
 
 # Each script prints one JSON line; BENCHMARKS.md records them with their commands.
 bench: $(VENV)/.installed-bench

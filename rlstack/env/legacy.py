@@ -56,6 +56,12 @@ class LegacyEnvAdapter(gym.Env):
         truncated = bool(done and info.pop("TimeLimit.truncated", False))
         return obs, reward, bool(done) and not truncated, truncated, info
 
+    @property
+    def unwrapped(self) -> Any:
+        """The old env itself (under any wrappers of its own), as ``isinstance`` checks
+        in user code expect."""
+        return getattr(self.env, "unwrapped", self.env)
+
     def __getattr__(self, name: str) -> Any:
         # The old env's own attributes and methods (a curriculum env's set_task, called
         # through foreach_env) stay reachable through the adapter.

@@ -398,7 +398,7 @@ def test_a_1x_env_class_that_subclasses_gymnasium_env_is_adapted():
     np.testing.assert_array_equal(obs, [0.0])
     assert info == {}
     env.set_task(3)  # the env's own method, through the adapter
-    assert env.env.length == 3
+    assert env.env.length == 3 and isinstance(env.unwrapped, _OneXCorridor)
     steps = [env.step(0) for _ in range(3)]
     assert [s[2] for s in steps] == [False, False, True] and all(len(s) == 5 for s in steps)
 
