@@ -121,7 +121,7 @@ def validate_multiagent_config(config: dict[str, Any], algorithm: str, supported
         raise ConfigError(f"multiagent.policy_map_capacity must be an integer >= 1, got {capacity!r}.")
     _check_function(multiagent["observation_fn"], "observation_fn")
     check_multiagent_functions(multiagent["policy_mapping_fn"], multiagent["policies_to_train"],
-                                sorted(policies) or [DEFAULT_POLICY_ID])
+                               sorted(policies) or [DEFAULT_POLICY_ID])
     from rlstack.trainers.config import validate_common_config
 
     for pid, spec in (policy_specs(config, algorithm) or {}).items():

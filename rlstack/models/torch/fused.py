@@ -102,9 +102,9 @@ class DenseGraph:
         stacked = []
         for i, ((pi, activation), (vf, _)) in enumerate(zip(self.pi_layers, self.vf_layers)):
             values, grads = [], []
-            for j, name in enumerate(("weight", "bias")):
+            for name in ("weight", "bias"):
                 a, b = getattr(pi, name), getattr(vf, name)
-                both = (self.stacked[i].weight, self.stacked[i].bias)[j].view(2, *a.shape) if self.stacked else None
+                both = getattr(self.stacked[i], name).view(2, *a.shape) if self.stacked else None
                 if both is None or a.data_ptr() != both[0].data_ptr() or b.data_ptr() != both[1].data_ptr():
                     # Weights become views of one tensor; in-place updates (the optimizer,
                     # set_weights, load_state_dict) keep them so.
