@@ -142,13 +142,6 @@ MISSING: dict[str, str] = {
                                               "itself (one encoder per key) for the default model",
     "rlstack.models.tf.complex_input_net": "rlstack's ModelCatalog builds Dict/Tuple observation encoders itself "
                                            "(one encoder per key) for the default model",
-    "rlstack.policies.policy_template": "rlstack has no policy templates: subclass "
-                                        "rlstack.policies.torch_policy.TorchPolicy or "
-                                        "rlstack.policies.tf_policy.TFPolicy and implement loss()",
-    "rlstack.policies.torch_policy_template": "rlstack has no policy templates (build_torch_policy): subclass "
-                                              "rlstack.policies.torch_policy.TorchPolicy and implement loss()",
-    "rlstack.policies.tf_policy_template": "rlstack has no policy templates (build_tf_policy): subclass "
-                                           "rlstack.policies.tf_policy.TFPolicy and implement loss()",
     "rlstack.policies.dynamic_tf_policy": "rlstack's TF policies are tf.function-compiled TF 2 code: subclass "
                                           "rlstack.policies.tf_policy.TFPolicy",
     "rlstack.policies.eager_tf_policy": "rlstack's TF policies are tf.function-compiled TF 2 code: subclass "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["BaseEnv"]
+__all__ = ["BaseEnv", "convert_to_base_env"]
 
 
 class BaseEnv:
@@ -23,3 +23,33 @@ class BaseEnv:
     def get_unwrapped(self) -> list[Any]:
         """Classic RLlib's older name of :meth:`get_sub_environments`."""
         return self.get_sub_environments()
+
+
+def convert_to_base_env(
+    env: Any,
+    make_env: Any = None,
+    num_envs: int = 1,
+    remote_envs: bool = False,
+    remote_env_batch_wait_ms: int = 0,
+    worker: Any = None,
+    restart_failed_sub_environments: bool = False,
+) -> BaseEnv:
+    """Classic RLlib's way to turn a user's env into the BaseEnv a rollout worker steps:
+    a BaseEnv as it is, else a vector of ``num_envs`` sub-envs, ``env`` first and
+    ``make_env(vector_index)`` for the rest (a MultiAgentEnv gives a multi-agent vector).
+
+    Raises:
+        NotImplementedError: For ``remote_envs`` (rlstack steps a worker's sub-envs in its
+            own process; use more rollout workers instead).
+    """
+    if isinstance(env, BaseEnv):
+        return env
+    if remote_envs:
+        raise NotImplementedError("rlstack steps a worker's sub-envs in the worker's process (remote_worker_envs "
+                                  "is not offered): raise num_workers to step envs in parallel.")
+    if num_envs > 1 and make_env is None:
+        raise TypeError(f"convert_to_base_env needs make_env (a function of the vector index) for num_envs={num_envs}.")
+    from rlstack.env.multi_agent_vector_env import make_vector_env
+
+    return make_vector_env(lambda i: env if i == 0 else make_env(i), num_envs, multi_agent=False,
+                           restart_failed=restart_failed_sub_environments)

@@ -140,10 +140,15 @@ def make_vector_env(make_one: Callable[[int], Any], num_envs: int, multi_agent: 
 
     Returns:
         The vector env; or the env itself when it is an :class:`ExternalEnv` (it runs its
-        own loop; the worker samples it with an ExternalEnvSampler).
+        own loop; the worker samples it with an ExternalEnvSampler) or a
+        :class:`VectorEnv` already.
     """
     first = make_one(0)
     if isinstance(first, ExternalEnv):
+        return first
+    if isinstance(first, VectorEnv):
+        # The creator built the whole vector (classic RLlib's custom VectorEnv): its own
+        # num_envs counts, not num_envs_per_worker.
         return first
     if not (multi_agent or isinstance(first, MultiAgentEnv)):
         built = {0: first}

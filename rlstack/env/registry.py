@@ -11,6 +11,7 @@ import gymnasium as gym
 import logging
 
 from rlstack.env import atari
+from rlstack.env.base_env import BaseEnv
 from rlstack.env.env_context import EnvContext
 from rlstack.env.external_env import ExternalEnv
 from rlstack.env.legacy import LegacyEnvAdapter, is_legacy_env
@@ -153,8 +154,10 @@ def make_env(
         env = spec(context)
     else:
         raise EnvError(f"config['env'] must be a name, an env class or a creator, got {type(spec).__name__}.")
-    if isinstance(env, ExternalEnv):
-        return env  # it runs its own loop (rlstack/env/external_env.py)
+    if isinstance(env, (ExternalEnv, BaseEnv)):
+        # An ExternalEnv runs its own loop (rlstack/env/external_env.py); a BaseEnv (a
+        # classic custom VectorEnv) steps its own sub-envs.
+        return env
     env = ensure_gymnasium_env(env, spec)
     if preprocessor_pref == "deepmind" and atari.is_atari(env):
         model_config = model_config or {}

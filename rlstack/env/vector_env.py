@@ -9,6 +9,12 @@ A sub-env whose ``step`` or ``reset`` raises either stops the run with an
 :class:`~rlstack.errors.EnvFailureError` naming it, or, with ``restart_failed``
 (``restart_failed_sub_environments``), is closed, rebuilt and reset while the other
 sub-envs go on; :attr:`VectorEnv.broken` then tells the caller which episodes broke.
+
+A class written to classic RLlib's VectorEnv API (built with ``observation_space``,
+``action_space`` and ``num_envs``; overriding ``vector_reset``, ``reset_at`` and
+``vector_step``, whose ``dones`` end episodes the caller then resets one by one) is
+driven through those methods: :meth:`VectorEnv.reset` and :meth:`VectorEnv.step` call
+them and reset each ended sub-env with ``reset_at``.
 """
 
 from __future__ import annotations
@@ -62,20 +68,35 @@ class VectorEnv(BaseEnv):
 
     def __init__(
         self,
-        make_one: Callable[[int], gym.Env],
-        num_envs: int,
+        make_one: Callable[[int], gym.Env] | None = None,
+        num_envs: int = 1,
         seeds: Sequence[int | None] | None = None,
         horizon: int | None = None,
         restart_failed: bool = False,
         no_done_at_end: bool = False,
         worker_index: int = 0,
         max_restarts_in_row: int = MAX_RESTARTS_IN_ROW,
+        *,
+        observation_space: gym.Space | None = None,
+        action_space: gym.Space | None = None,
     ) -> None:
+        if isinstance(make_one, gym.Space):
+            # Classic RLlib's positional form: VectorEnv(observation_space, action_space, num_envs).
+            observation_space, action_space, num_envs, seeds = make_one, num_envs, seeds, None
+            make_one = None
         self.make_one = make_one
-        self.envs = [make_one(i) for i in range(num_envs)]
-        self.num_envs = num_envs
-        self.observation_space = self.envs[0].observation_space
-        self.action_space = self.envs[0].action_space
+        self.num_envs = int(num_envs)
+        if make_one is None:
+            if observation_space is None or action_space is None:
+                raise TypeError("VectorEnv needs make_one (a function of the vector index that builds one "
+                                "sub-env), or classic RLlib's observation_space, action_space and num_envs "
+                                "with vector_reset, reset_at and vector_step overridden.")
+            # A subclass written to classic RLlib's API: it steps its own sub-envs.
+            self.envs = []
+        else:
+            self.envs = [make_one(i) for i in range(num_envs)]
+        self.observation_space = observation_space if observation_space is not None else self.envs[0].observation_space
+        self.action_space = action_space if action_space is not None else self.envs[0].action_space
         self._initial_seeds = list(seeds) if seeds is not None else [None] * num_envs
         self._seeds = list(self._initial_seeds)
         self.horizon = horizon
@@ -93,8 +114,58 @@ class VectorEnv(BaseEnv):
         self._restarts_in_row = np.zeros(num_envs, dtype=np.int64)
         self._restarts_of = np.zeros(num_envs, dtype=np.int64)
 
+    @staticmethod
+    def vectorize_gym_envs(
+        make_env: Callable[[int], gym.Env] | None = None,
+        existing_envs: Sequence[gym.Env] | None = None,
+        num_envs: int = 1,
+        action_space: gym.Space | None = None,
+        observation_space: gym.Space | None = None,
+        env_config: Any = None,
+        policy_config: Any = None,
+    ) -> VectorEnv:
+        """Classic RLlib's way to build a VectorEnv from single envs: ``existing_envs``
+        first, then ``make_env(vector_index)`` for the rest (``env_config`` and
+        ``policy_config`` are not used: ``make_env`` already holds what it needs)."""
+        existing = list(existing_envs or [])
+        if make_env is None and len(existing) < num_envs:
+            raise TypeError(f"vectorize_gym_envs got {len(existing)} existing envs for num_envs={num_envs}; "
+                            "pass make_env (a function of the vector index) to build the rest.")
+        return VectorEnv(lambda i: existing[i] if i < len(existing) else make_env(i), num_envs,
+                         observation_space=observation_space, action_space=action_space)
+
+    def _classic_api(self) -> bool:
+        # A subclass that overrides classic RLlib's vector_step steps its sub-envs itself.
+        return type(self).vector_step is not VectorEnv.vector_step
+
+    def vector_reset(self) -> list[Any]:
+        """Classic RLlib's name of :meth:`reset`; a classic subclass overrides it."""
+        return self.reset()
+
+    def reset_at(self, index: int | None = None) -> Any:
+        """Resets sub-env ``index`` (0 when None) and returns its first observation;
+        classic RLlib's name of :meth:`reset_one`, which a classic subclass overrides."""
+        return self.reset_one(0 if index is None else index)
+
+    def vector_step(self, actions: Sequence[Any]) -> tuple[list[Any], list[float], list[bool], list[dict]]:
+        """Classic RLlib's step, overridden by a classic subclass: ``(obs, rewards,
+        dones, infos)``, one per sub-env, without resetting ended ones."""
+        raise NotImplementedError(
+            "rlstack's VectorEnv steps with step(), which resets ended sub-envs itself and keeps terminated "
+            "apart from truncated; override vector_step (with vector_reset and reset_at) only in a subclass "
+            "written to classic RLlib's VectorEnv API.")
+
+    def try_render_at(self, index: int | None = None) -> Any:
+        """Renders sub-env ``index`` (0 when None), if it has a ``render`` method."""
+        envs = self.get_sub_environments()
+        env = envs[0 if index is None else index] if envs else None
+        return env.render() if env is not None and hasattr(env, "render") else None
+
     def reset(self) -> list[Any]:
         """Resets every sub-env (seeded on the first call) and returns their observations."""
+        if self._classic_api():
+            self._steps = [0] * self.num_envs
+            return list(self.vector_reset())
         observations = []
         for i in range(self.num_envs):
             try:
@@ -131,6 +202,8 @@ class VectorEnv(BaseEnv):
             EnvFailureError: If a sub-env raised and ``restart_failed`` is off, or it
                 keeps failing after restarts.
         """
+        if self._classic_api():
+            return self._classic_step(actions)
         n = self.num_envs
         if isinstance(actions, np.ndarray) and actions.ndim == 1 and actions.dtype.kind in "iu":
             # Discrete actions as Python ints: gymnasium's Discrete.contains (which envs
@@ -176,6 +249,35 @@ class VectorEnv(BaseEnv):
                 obs = self._next_episode(i)
             observations[i] = obs
         return observations, rewards, terminateds, truncateds, final_obs, infos
+
+    def _classic_step(
+        self, actions: Sequence[Any]
+    ) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray, dict[int, Any], list[dict]]:
+        """:meth:`step` of a subclass written to classic RLlib's API: its ``vector_step``,
+        then ``reset_at`` for each sub-env whose episode ended. A ``done`` counts as
+        terminal unless the info says ``TimeLimit.truncated`` or the horizon cut it."""
+        observations, rewards, dones, infos = self.vector_step(actions)
+        observations, infos = list(observations), [info or {} for info in infos]
+        n = self.num_envs
+        if len(observations) != n:
+            raise EnvError(f"{type(self).__name__}.vector_step returned {len(observations)} observations for "
+                           f"num_envs={n}; return one per sub-env.")
+        terminateds = np.zeros(n, dtype=bool)
+        truncateds = np.zeros(n, dtype=bool)
+        final_obs: dict[int, Any] = {}
+        for i in range(n):
+            self._steps[i] += 1
+            cut = self.horizon is not None and self._steps[i] >= self.horizon
+            if not (dones[i] or cut):
+                continue
+            truncated = cut and not dones[i] or bool(infos[i].get("TimeLimit.truncated", False))
+            if self.no_done_at_end:
+                truncated = True
+            terminateds[i], truncateds[i] = not truncated, truncated
+            final_obs[i] = observations[i]
+            self._steps[i] = 0
+            observations[i] = self.reset_at(i)
+        return observations, np.asarray(rewards, dtype=np.float32), terminateds, truncateds, final_obs, infos
 
     def _next_episode(self, index: int) -> Any:
         """Resets sub-env ``index`` after its episode came to its end (so its failures in
@@ -232,8 +334,9 @@ class VectorEnv(BaseEnv):
         return int(np.random.SeedSequence(entropy).generate_state(1)[0])
 
     def get_sub_environments(self) -> list[gym.Env]:
-        """The sub-envs, by vector index (a rebuilt one replaces the failed one)."""
-        return self.envs
+        """The sub-envs the env creator built, by vector index (a rebuilt one replaces
+        the failed one; an old-API env is given as itself, not as its adapter)."""
+        return [env.env if isinstance(env, LegacyEnvAdapter) else env for env in self.envs]
 
     def close(self) -> None:
         """Closes every sub-env."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ class EpisodeWindow:
         self.episodes.extend(episodes)
 
 
-def summarize_episodes(episodes: Iterable[EpisodeStats]) -> dict[str, float]:
+def reward_summary(episodes: Iterable[EpisodeStats]) -> dict[str, float]:
     """``episode_reward_mean/min/max`` and ``episode_len_mean`` over ``episodes``.
 
     With no finished episode the values are NaN: ``episode_reward_mean`` stays NaN until
@@ -58,13 +58,16 @@ def summarize_episodes(episodes: Iterable[EpisodeStats]) -> dict[str, float]:
     }
 
 
-def summarize_custom_metrics(episodes: Iterable[EpisodeStats]) -> dict[str, float]:
+def summarize_custom_metrics(episodes: Iterable[EpisodeStats], keep_custom_metrics: bool = False) -> dict[str, Any]:
     """``<name>_mean/_min/_max`` of each custom metric over ``episodes`` (classic RLlib's
-    naming); NaN values are left out, and a metric with none left reports NaN."""
+    naming); NaN values are left out, and a metric with none left reports NaN. With
+    ``keep_custom_metrics`` each metric keeps its list of values under its own name."""
     values: dict[str, list] = {}
     for episode in episodes:
         for name, value in episode.custom_metrics.items():
             values.setdefault(name, []).append(value)
+    if keep_custom_metrics:
+        return values
     summary: dict[str, float] = {}
     for name, metric_values in values.items():
         finite = [v for v in metric_values if not np.any(np.isnan(v))]
@@ -105,12 +108,43 @@ def policy_rewards(episodes: Iterable[EpisodeStats]) -> dict[str, dict[str, floa
             for name, fn in (("min", np.min), ("max", np.max), ("mean", np.mean))}
 
 
-def episode_results(episodes: Iterable[EpisodeStats]) -> dict[str, Any]:
-    """:func:`summarize_episodes` with ``policy_reward_*``, ``custom_metrics`` and
+def episode_results(episodes: Iterable[EpisodeStats], keep_custom_metrics: bool = False) -> dict[str, Any]:
+    """:func:`reward_summary` with ``policy_reward_*``, ``custom_metrics`` and
     ``hist_stats`` beside it."""
     episodes = list(episodes)
-    return {**summarize_episodes(episodes), **policy_rewards(episodes),
-            "custom_metrics": summarize_custom_metrics(episodes), "hist_stats": hist_stats(episodes)}
+    return {**reward_summary(episodes), **policy_rewards(episodes),
+            "custom_metrics": summarize_custom_metrics(episodes, keep_custom_metrics),
+            "hist_stats": hist_stats(episodes)}
+
+
+def summarize_episodes(episodes: Iterable[EpisodeStats], new_episodes: Iterable[EpisodeStats] | None = None,
+                       keep_custom_metrics: bool = False) -> dict[str, Any]:
+    """Classic RLlib's metrics dict over ``episodes``: :func:`episode_results` and
+    ``episodes_this_iter`` (the count of ``new_episodes``, else of ``episodes``)."""
+    episodes = list(episodes)
+    new = episodes if new_episodes is None else list(new_episodes)
+    return {**episode_results(episodes, keep_custom_metrics), "episodes_this_iter": len(new)}
+
+
+def collect_episodes(local_worker: Any = None, remote_workers: Sequence[Any] = (), to_be_collected: Sequence[Any] = (),
+                     timeout_seconds: float = 180) -> tuple[list[EpisodeStats], list[Any]]:
+    """The episodes the given rollout workers finished since they were last asked, and
+    (classic RLlib's second value) the pending requests, always empty here: the remote
+    workers are waited for, up to ``timeout_seconds``."""
+    episodes = list(local_worker.get_metrics()) if local_worker is not None else []
+    if remote_workers:
+        import ray
+
+        for worker_episodes in ray.get([w.get_metrics.remote() for w in remote_workers], timeout=timeout_seconds):
+            episodes.extend(worker_episodes)
+    return episodes, []
+
+
+def collect_metrics(local_worker: Any = None, remote_workers: Sequence[Any] = (), to_be_collected: Sequence[Any] = (),
+                    timeout_seconds: float = 180, keep_custom_metrics: bool = False) -> dict[str, Any]:
+    """:func:`summarize_episodes` of :func:`collect_episodes` (classic RLlib's call)."""
+    episodes, _ = collect_episodes(local_worker, remote_workers, to_be_collected, timeout_seconds)
+    return summarize_episodes(episodes, keep_custom_metrics=keep_custom_metrics)
 
 
 def off_policy_estimates(estimates: list[Any]) -> dict[str, dict[str, float]]:

@@ -59,6 +59,16 @@ _MAX_PENDING_STEPS = 1_000_000
 _MAX_FAILED_EMPTY_FRAGMENTS = 10
 
 
+# The RolloutWorker built last in this process (classic RLlib's get_global_worker()).
+_global_worker: RolloutWorker | None = None
+
+
+def get_global_worker() -> RolloutWorker | None:
+    """The rollout worker of the calling process (the last one built here), so that code
+    running inside a worker (an env, a callback) can reach it; None before any."""
+    return _global_worker
+
+
 def _has_float_box(space: gym.Space) -> bool:
     """Whether an observation of ``space`` can hold a NaN or inf (a float Box somewhere
     in it); integer Boxes (Atari frames), Discrete and friends cannot."""
@@ -117,6 +127,8 @@ class RolloutWorker:
         learns: bool = False,
         policy_specs: dict[str, PolicySpec] | None = None,
     ) -> None:
+        global _global_worker
+        _global_worker = self
         if env_registry:
             restore_registry(env_registry)
         if model_registry:
@@ -157,7 +169,8 @@ class RolloutWorker:
         # Classic default: Atari rewards are clipped to their sign under "deepmind" preprocessing.
         self._reward_clip = config.get("clip_rewards")
         if self._reward_clip is None and self.env is not None and config.get("preprocessor_pref") == "deepmind":
-            self._reward_clip = True if is_atari(self.env.envs[0]) else None
+            sub_envs = self.env.get_sub_environments()
+            self._reward_clip = True if sub_envs and is_atari(sub_envs[0]) else None
         # Numpy acting is opt-in: the algorithm supplies its framework-free postprocessing.
         numpy_class = resolve_class(numpy_policy_class) if numpy_policy_class is not None else NumpyPolicy
         self._build_args = BuildArgs(policy_class, worker_index, num_gpus, postprocess_fn, numpy_class, learns,
@@ -304,7 +317,7 @@ class RolloutWorker:
         others = f" (and {len(bad_rows) - 1} other sub-envs)" if len(bad_rows) > 1 else ""
         raise NonFiniteError(
             f"Non-finite {what} ({detail}) from sub-env {index}{others} (vector index) of rollout worker "
-            f"{self.worker_index} ({env_name(env.envs[index])}), {when(index) if callable(when) else when}, "
+            f"{self.worker_index} ({env_name(env.get_sub_environments()[index])}), {when(index) if callable(when) else when}, "
             f"after {self._env_steps} env steps on this worker. A NaN or inf from an env is a bug in the env "
             "(a division by zero, an overflow, an unset value) and would corrupt the weights: fix the env or "
             "wrap it to clean or clip its outputs. Sub-env restarts do not apply to this error."
@@ -779,7 +792,7 @@ class RolloutWorker:
         """
         if self.env is None:
             return []
-        return [func(env) for env in self.env.envs]
+        return [func(env) for env in self.env.get_sub_environments()]
 
     def foreach_env_with_context(self, func: Callable[[Any, EnvContext], Any]) -> list[Any]:
         """``[func(sub_env, env_context)]`` for each sub-env, the context carrying
@@ -787,7 +800,7 @@ class RolloutWorker:
         if self.env is None:
             return []
         context = EnvContext(self.config.get("env_config"), self.worker_index, 0, self.num_workers)
-        return [func(env, context.copy_with(vector_index=i)) for i, env in enumerate(self.env.envs)]
+        return [func(env, context.copy_with(vector_index=i)) for i, env in enumerate(self.env.get_sub_environments())]
 
     # ----- episodes and the callbacks around them -----------------------------------
 

@@ -327,6 +327,18 @@ class Policy(RecurrentPolicyMixin, ABC):
         """Adds algorithm columns (advantages, n-step returns) to one trajectory piece."""
         return batch
 
+    @classmethod
+    def with_updates(cls, **changes: Any) -> type:
+        """A subclass with some parts replaced by classic RLlib's template functions:
+        ``loss_fn``, ``postprocess_fn``, ``stats_fn``, ``name``, ... (see
+        :mod:`rlstack.policies.policy_template`); what is not given stays this class's.
+        1.13's way to change one part of a built-in policy, e.g.
+        ``PGTorchPolicy.with_updates(loss_fn=my_loss)``."""
+        from rlstack.policies.policy_template import build_policy_class
+
+        name = changes.pop("name", cls.__name__)
+        return build_policy_class(name, cls.framework, _base=cls, loss_fn=changes.pop("loss_fn", None), **changes)
+
     def learn_on_batch(self, batch: SampleBatch) -> dict[str, float]:
         """Improves the policy on a train batch and returns learner statistics.
 

@@ -229,6 +229,12 @@ COMMON_CONFIG: dict[str, Any] = {
     # instance, a dotted path "my_module.MyCallbacks", or classic RLlib's legacy dict
     # {"on_episode_end": fn, ...}. See rlstack.trainers.callbacks.
     "callbacks": DefaultCallbacks,
+    # === Curriculum ===
+    # A function (train_result, task_settable_env, env_context) -> task, called after each
+    # training iteration for every sub-env of the rollout workers that is a
+    # rlstack.env.apis.task_settable_env.TaskSettableEnv; the env's set_task() receives
+    # what it returns (classic RLlib's curriculum learning). None: tasks stay as they are.
+    "env_task_fn": None,
     # === Misc ===
     # Seeds numpy, the framework, and each sub-env (seed + 1000 * worker_index + vector_index).
     "seed": None,

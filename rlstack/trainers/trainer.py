@@ -17,8 +17,10 @@ import atexit
 import contextlib
 import copy
 import importlib
+import io
 import logging
 import os
+import tarfile
 import tempfile
 import time
 import warnings
@@ -211,10 +213,18 @@ class Trainer(tune.Trainable):
                               "PolicyServerInput(ioctx, address, port)) for the experience.")
         return True
 
-    def get_policy_class_path(self, config: dict[str, Any]) -> str:
+    def get_policy_class_path(self, config: dict[str, Any]) -> str | type[Policy]:
         """``"module:Class"`` of the policy class for ``config["framework"]``: the
         algorithm's :attr:`policy_classes` entry (a subclass that picks its policy from
-        other keys overrides this)."""
+        other keys overrides this), or the class itself where a subclass overrides
+        :meth:`get_default_policy_class` (classic RLlib's hook)."""
+        if type(self).get_default_policy_class is not Trainer.get_default_policy_class:
+            return self.get_default_policy_class(config)
+        if config["framework"] not in type(self).policy_classes:
+            raise ConfigError(
+                f"{type(self).__name__} names no policy class for framework={config['framework']!r}: declare "
+                "policy_classes = {'torch': 'module:TorchPolicyClass', 'tf': ...} on the trainer class, or "
+                "override get_default_policy_class(self, config) to return one.")
         return type(self).policy_classes[config["framework"]]
 
     def get_default_policy_class(self, config: dict[str, Any]) -> type[Policy]:
@@ -275,10 +285,10 @@ class Trainer(tune.Trainable):
                 "observation_space and action_space instead)."
             )
         check_installed(self.config["framework"])
-        policy_class_path = self.get_policy_class_path(self.config)
+        policy_class_path: str | type[Policy] = self.get_policy_class_path(self.config)
         seed_everything(self.config["seed"])
         if self.config["num_workers"] > 0 or self.config["evaluation_num_workers"] > 0:
-            ensure_ray(self.config, preload=policy_class_path)
+            ensure_ray(self.config, preload=policy_class_path if isinstance(policy_class_path, str) else None)
         # The worker set starts the remote workers first and then builds the driver's
         # policy, so the framework import here overlaps the workers' start-up.
         error = None
@@ -447,10 +457,27 @@ class Trainer(tune.Trainable):
             "config": self.config,
             **self.extra_results(),
         }
+        if cfg["env_task_fn"] is not None:
+            self._set_env_tasks(result)
         interval = cfg["evaluation_interval"]
         if interval and (self.iteration + 1) % interval == 0:
             result.update(self.evaluate())  # {"evaluation": metrics}
         return result
+
+    def _set_env_tasks(self, result: dict[str, Any]) -> None:
+        """Gives each task-settable sub-env of the rollout workers the task that
+        ``env_task_fn`` picks from this iteration's result."""
+        from rlstack.env.apis.task_settable_env import TaskSettableEnv
+
+        task_fn = self.config["env_task_fn"]
+        # What the workers need of the result: the whole dict would carry the config.
+        summary = {key: value for key, value in result.items() if key != "config"}
+
+        def set_task(env: Any, context: Any) -> None:
+            if isinstance(env, TaskSettableEnv):
+                env.set_task(task_fn(summary, env, context))
+
+        self.workers.foreach_env_with_context(set_task)
 
     def extra_results(self) -> dict[str, Any]:
         """Algorithm-specific entries of the result dict (replay buffer sizes, ...)."""
@@ -1051,6 +1078,31 @@ class Trainer(tune.Trainable):
             f"Cannot restore from a {type(checkpoint).__name__}; pass the path returned by save(), "
             "a ray.tune.Checkpoint or a Tune result."
         )
+
+    def save_to_object(self) -> bytes:
+        """A checkpoint as bytes (classic RLlib's in-memory checkpoint, e.g. to send a
+        trainer's state to another process): :meth:`save`'s directory as a tar archive,
+        which :meth:`restore_from_object` reads. It holds arrays and JSON, nothing pickled."""
+        with tempfile.TemporaryDirectory() as scratch:
+            directory = ckpt.save_atomic(os.path.join(scratch, "checkpoint"), self.save_checkpoint)
+            buffer = io.BytesIO()
+            with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+                archive.add(directory, arcname="checkpoint")
+            return buffer.getvalue()
+
+    def restore_from_object(self, obj: bytes) -> None:
+        """Restores the state :meth:`save_to_object` returned.
+
+        Raises:
+            CheckpointError: If ``obj`` is not such an archive.
+        """
+        with tempfile.TemporaryDirectory() as scratch:
+            try:
+                with tarfile.open(fileobj=io.BytesIO(obj), mode="r:gz") as archive:
+                    archive.extractall(scratch, filter="data")  # no links or paths outside scratch
+            except (tarfile.TarError, OSError, TypeError) as exc:
+                raise CheckpointError(f"restore_from_object needs the bytes save_to_object returned: {exc}") from exc
+            self._restore_from_directory(os.path.join(scratch, "checkpoint"))
 
     def _restore_from_directory(self, directory: str) -> None:
         if (Path(directory) / "_dict_checkpoint.pkl").exists():

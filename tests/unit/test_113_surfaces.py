@@ -79,3 +79,197 @@ def test_tf_one_hot_of_discrete_and_multi_discrete():
     assert encoded.tolist() == [[0, 1, 1, 0, 0]]
     with pytest.raises(ValueError, match="Discrete or MultiDiscrete"):
         one_hot(np.zeros(2), gym.spaces.Box(0, 1, (2,)))
+
+
+class _ClassicCounter(gym.Env):
+    """1.x API: obs-only reset, 4-tuple step; done after ``length`` steps."""
+
+    observation_space = gym.spaces.Box(-1.0, 1000.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length):
+        self.length, self.t = length, 0
+
+    def reset(self):
+        self.t = 0
+        return np.zeros(1, np.float32)
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], np.float32), 1.0, self.t >= self.length, {}
+
+
+def _classic_vector_env_class():
+    from rlstack.env.vector_env import VectorEnv
+
+    class ClassicVector(VectorEnv):
+        # Written to 1.13's VectorEnv API, as 1.13's examples/env/mock_env.py is.
+        def __init__(self, lengths):
+            self.subs = [_ClassicCounter(n) for n in lengths]
+            super().__init__(observation_space=self.subs[0].observation_space,
+                             action_space=self.subs[0].action_space, num_envs=len(lengths))
+            self.resets_at = []
+
+        def vector_reset(self):
+            return [env.reset() for env in self.subs]
+
+        def reset_at(self, index=None):
+            self.resets_at.append(index)
+            return self.subs[index].reset()
+
+        def vector_step(self, actions):
+            results = [env.step(a) for env, a in zip(self.subs, actions)]
+            return tuple(list(column) for column in zip(*results))
+
+        def get_sub_environments(self):
+            return self.subs
+
+    return ClassicVector
+
+
+def test_vector_env_written_to_the_1_13_api_is_stepped_through_its_own_methods():
+    venv = _classic_vector_env_class()([2, 3])
+    assert [float(o[0]) for o in venv.reset()] == [0.0, 0.0]
+    obs, rewards, terminateds, truncateds, final_obs, _ = venv.step([0, 1])
+    assert not terminateds.any() and final_obs == {}
+    obs, rewards, terminateds, truncateds, final_obs, _ = venv.step([0, 1])
+    # Sub-env 0 ended: its final observation is kept and it was reset with reset_at.
+    assert terminateds.tolist() == [True, False] and not truncateds.any()
+    assert float(final_obs[0][0]) == 2.0 and float(obs[0][0]) == 0.0 and float(obs[1][0]) == 2.0
+    assert venv.resets_at == [0] and rewards.tolist() == [1.0, 1.0]
+
+
+def test_vector_env_positional_1_13_constructor_and_vectorize_gym_envs():
+    from rlstack.env.vector_env import VectorEnv
+
+    space = gym.spaces.Discrete(3)
+    classic = VectorEnv(space, gym.spaces.Discrete(2), 4)
+    assert classic.observation_space is space and classic.num_envs == 4
+    with pytest.raises(NotImplementedError, match="vector_step"):
+        classic.vector_step([0] * 4)
+    venv = VectorEnv.vectorize_gym_envs(make_env=lambda i: gym.make("CartPole-v1"),
+                                        existing_envs=[gym.make("CartPole-v1")], num_envs=2)
+    assert len(venv.get_sub_environments()) == 2 and len(venv.vector_reset()) == 2
+
+
+def test_trainer_runs_a_custom_1_13_vector_env_from_the_creator():
+    from rlstack.trainers.pg import PGTrainer
+
+    vector_class = _classic_vector_env_class()
+    trainer = PGTrainer({"num_workers": 0, "train_batch_size": 60, "rollout_fragment_length": 30,
+                         "num_envs_per_worker": 5, "model": {"fcnet_hiddens": [8]}},
+                        env=lambda config: vector_class([3, 5]))
+    try:
+        result = trainer.train()
+        # The creator's vector counts (2 sub-envs), not num_envs_per_worker.
+        assert trainer.workers.local_worker().env.num_envs == 2
+        assert result["episodes_this_iter"] > 0 and 3.0 <= result["episode_reward_mean"] <= 5.0
+    finally:
+        trainer.stop()
+
+
+def test_convert_to_base_env_vectorizes_and_keeps_a_base_env():
+    from rlstack.env.base_env import BaseEnv, convert_to_base_env
+
+    base = convert_to_base_env(gym.make("CartPole-v1"), make_env=lambda i: gym.make("CartPole-v1"), num_envs=3)
+    assert isinstance(base, BaseEnv) and len(base.get_sub_environments()) == 3
+    assert convert_to_base_env(base) is base
+    with pytest.raises(NotImplementedError, match="num_workers"):
+        convert_to_base_env(gym.make("CartPole-v1"), remote_envs=True)
+
+
+def test_summarize_episodes_and_collect_metrics_give_1_13_keys():
+    from rlstack.evaluation.metrics import EpisodeStats, collect_episodes, collect_metrics, summarize_episodes
+
+    episodes = [EpisodeStats(10.0, 10, {"x": 1.0}), EpisodeStats(20.0, 20, {"x": 3.0})]
+    metrics = summarize_episodes(episodes, new_episodes=episodes[1:])
+    assert metrics["episode_reward_mean"] == 15.0 and metrics["episodes_this_iter"] == 1
+    assert metrics["custom_metrics"]["x_mean"] == 2.0 and metrics["hist_stats"]["episode_lengths"] == [10, 20]
+    assert summarize_episodes(episodes, keep_custom_metrics=True)["custom_metrics"] == {"x": [1.0, 3.0]}
+
+    class Worker:
+        def get_metrics(self):
+            return list(episodes)
+
+    found, pending = collect_episodes(Worker())
+    assert found == episodes and pending == []
+    assert collect_metrics(local_worker=Worker())["episode_reward_max"] == 20.0
+
+
+def test_algorithm_packages_export_their_policy_classes_without_importing_tf():
+    import subprocess
+    import sys
+
+    code = ("import sys, rlstack.trainers.ppo as ppo, rlstack.trainers.dqn as dqn;"
+            "assert ppo.PPOTorchPolicy.__name__ == 'PPOTorchPolicy' and 'PPOTFPolicy' in dir(ppo);"
+            "assert dqn.DQNTorchPolicy.framework == 'torch';"
+            "assert 'tensorflow' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_save_to_object_round_trip_and_get_global_worker():
+    from rlstack.evaluation.rollout_worker import get_global_worker
+    from rlstack.trainers.pg import PGTrainer
+
+    config = {"num_workers": 0, "train_batch_size": 40, "rollout_fragment_length": 40, "seed": 1,
+              "model": {"fcnet_hiddens": [8]}}
+    trainer = PGTrainer(config, env="CartPole-v1")
+    other = PGTrainer(config, env="CartPole-v1")
+    try:
+        assert get_global_worker() is other.workers.local_worker()
+        trainer.train()
+        blob = trainer.save_to_object()
+        assert isinstance(blob, bytes)
+        other.restore_from_object(blob)
+        obs = np.zeros(4, np.float32)
+        assert other.compute_single_action(obs, explore=False) == trainer.compute_single_action(obs, explore=False)
+        assert other.iteration == trainer.iteration == 1
+        from rlstack.errors import CheckpointError
+
+        with pytest.raises(CheckpointError, match="save_to_object"):
+            other.restore_from_object(b"not an archive")
+    finally:
+        trainer.stop()
+        other.stop()
+
+
+def test_env_task_fn_sets_each_task_settable_sub_env_after_an_iteration():
+    from rlstack.env.apis.task_settable_env import TaskSettableEnv
+    from rlstack.trainers.pg import PGTrainer
+
+    class Levels(TaskSettableEnv):
+        observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, config):
+            self.level = 0
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            return np.zeros(1, np.float32), 1.0, True, False, {}
+
+        def get_task(self):
+            return self.level
+
+        def set_task(self, task):
+            self.level = task
+
+    seen = []
+
+    def next_level(result, env, context):
+        seen.append((result["training_iteration"] if "training_iteration" in result else None,
+                     context.vector_index))
+        return env.get_task() + 1
+
+    trainer = PGTrainer({"num_workers": 0, "num_envs_per_worker": 2, "train_batch_size": 10,
+                         "rollout_fragment_length": 5, "env_task_fn": next_level,
+                         "model": {"fcnet_hiddens": [4]}}, env=Levels)
+    try:
+        trainer.train()
+        trainer.train()
+        levels = trainer.workers.local_worker().foreach_env(lambda env: env.get_task())
+        assert levels == [2, 2] and sorted(index for _, index in seen) == [0, 0, 1, 1]
+    finally:
+        trainer.stop()

@@ -51,6 +51,12 @@ class TorchModelV2(ModelV2):
         if isinstance(self, nn.Module) and "_parameters" not in self.__dict__:
             nn.Module.__init__(self)
 
+    @property
+    def tower_stats(self) -> dict[str, Any]:
+        """A dict a classic RLlib torch loss may write statistics into (1.13 gathered it
+        from each GPU tower); rlstack keeps what is written and reads nothing from it."""
+        return self.__dict__.setdefault("_tower_stats", {})
+
     def variables(self, as_dict: bool = False) -> list[torch.Tensor] | dict[str, torch.Tensor]:
         """Every parameter and buffer (``state_dict()``), as a list or by name."""
         state = self.state_dict()  # type: ignore[attr-defined]

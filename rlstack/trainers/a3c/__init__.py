@@ -11,6 +11,8 @@ TRAINERS = {
 PUBLIC = {
     "A2C_DEFAULT_CONFIG": "rlstack.trainers.a3c.a2c:A2C_DEFAULT_CONFIG",
     "DEFAULT_CONFIG": "rlstack.trainers.a3c.a3c:DEFAULT_CONFIG",
+    "A3CTFPolicy": "rlstack.trainers.a3c.a3c_tf_policy:A3CTFPolicy",
+    "A3CTorchPolicy": "rlstack.trainers.a3c.a3c_torch_policy:A3CTorchPolicy",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -6,6 +6,10 @@ from rlstack.trainers.registry import lazy_exports
 
 # The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
 TRAINERS = {"APPO": "rlstack.trainers.appo.appo:APPOTrainer"}
-PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.appo.appo:DEFAULT_CONFIG"}
+PUBLIC = {
+    "DEFAULT_CONFIG": "rlstack.trainers.appo.appo:DEFAULT_CONFIG",
+    "APPOTFPolicy": "rlstack.trainers.appo.appo_tf_policy:APPOTFPolicy",
+    "APPOTorchPolicy": "rlstack.trainers.appo.appo_torch_policy:APPOTorchPolicy",
+}
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -5,6 +5,10 @@ from rlstack.trainers.registry import lazy_exports
 
 # The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
 TRAINERS = {"ARS": "rlstack.trainers.ars.ars:ARSTrainer"}
-PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.ars.ars:DEFAULT_CONFIG"}
+PUBLIC = {
+    "DEFAULT_CONFIG": "rlstack.trainers.ars.ars:DEFAULT_CONFIG",
+    "ARSTFPolicy": "rlstack.trainers.ars.ars_tf_policy:ARSTFPolicy",
+    "ARSTorchPolicy": "rlstack.trainers.ars.ars_torch_policy:ARSTorchPolicy",
+}
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

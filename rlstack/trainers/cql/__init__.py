@@ -5,7 +5,11 @@ from rlstack.trainers.registry import lazy_exports
 
 # The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
 TRAINERS = {"CQL": "rlstack.trainers.cql.cql:CQLTrainer"}
-PUBLIC = {"CQL_DEFAULT_CONFIG": "rlstack.trainers.cql.cql:CQL_DEFAULT_CONFIG",
-          "DEFAULT_CONFIG": "rlstack.trainers.cql.cql:CQL_DEFAULT_CONFIG"}
+PUBLIC = {
+    "CQL_DEFAULT_CONFIG": "rlstack.trainers.cql.cql:CQL_DEFAULT_CONFIG",
+    "DEFAULT_CONFIG": "rlstack.trainers.cql.cql:CQL_DEFAULT_CONFIG",
+    "CQLTFPolicy": "rlstack.trainers.cql.cql_tf_policy:CQLTFPolicy",
+    "CQLTorchPolicy": "rlstack.trainers.cql.cql_torch_policy:CQLTorchPolicy",
+}
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

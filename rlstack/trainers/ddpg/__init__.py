@@ -15,6 +15,8 @@ PUBLIC = {
     # 1.13 exported TD3 from its DDPG package; the trainer is rlstack.trainers.td3's.
     "TD3Trainer": "rlstack.trainers.ddpg.td3:TD3Trainer",
     "TD3_DEFAULT_CONFIG": "rlstack.trainers.ddpg.td3:TD3_DEFAULT_CONFIG",
+    "DDPGTFPolicy": "rlstack.trainers.ddpg.ddpg_tf_policy:DDPGTFPolicy",
+    "DDPGTorchPolicy": "rlstack.trainers.ddpg.ddpg_torch_policy:DDPGTorchPolicy",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -12,6 +12,8 @@ PUBLIC = {
     "APEX_DEFAULT_CONFIG": "rlstack.trainers.dqn.apex:APEX_DEFAULT_CONFIG",
     "ApexTrainer": "rlstack.trainers.dqn.apex:ApexTrainer",
     "DEFAULT_CONFIG": "rlstack.trainers.dqn.dqn:DEFAULT_CONFIG",
+    "DQNTFPolicy": "rlstack.trainers.dqn.dqn_tf_policy:DQNTFPolicy",
+    "DQNTorchPolicy": "rlstack.trainers.dqn.dqn_torch_policy:DQNTorchPolicy",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -5,6 +5,10 @@ from rlstack.trainers.registry import lazy_exports
 
 # The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
 TRAINERS = {"ES": "rlstack.trainers.es.es:ESTrainer"}
-PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.es.es:DEFAULT_CONFIG"}
+PUBLIC = {
+    "DEFAULT_CONFIG": "rlstack.trainers.es.es:DEFAULT_CONFIG",
+    "ESTFPolicy": "rlstack.trainers.es.es_tf_policy:ESTFPolicy",
+    "ESTorchPolicy": "rlstack.trainers.es.es_torch_policy:ESTorchPolicy",
+}
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -8,6 +8,8 @@ TRAINERS = {"IMPALA": "rlstack.trainers.impala.impala:IMPALATrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.impala.impala:DEFAULT_CONFIG",
     "ImpalaTrainer": "rlstack.trainers.impala.impala:ImpalaTrainer",
+    "ImpalaTFPolicy": "rlstack.trainers.impala.impala_tf_policy:ImpalaTFPolicy",
+    "ImpalaTorchPolicy": "rlstack.trainers.impala.impala_torch_policy:ImpalaTorchPolicy",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

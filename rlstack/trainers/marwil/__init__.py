@@ -12,6 +12,8 @@ TRAINERS = {
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.marwil.marwil:DEFAULT_CONFIG",
     "BC_DEFAULT_CONFIG": "rlstack.trainers.marwil.bc:BC_DEFAULT_CONFIG",
+    "MARWILTFPolicy": "rlstack.trainers.marwil.marwil_tf_policy:MARWILTFPolicy",
+    "MARWILTorchPolicy": "rlstack.trainers.marwil.marwil_torch_policy:MARWILTorchPolicy",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

@@ -8,6 +8,8 @@ TRAINERS = {"PG": "rlstack.trainers.pg.pg:PGTrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.pg.pg:DEFAULT_CONFIG",
     "post_process_advantages": "rlstack.trainers.pg.pg_policy:post_process_advantages",
+    "PGTFPolicy": "rlstack.trainers.pg.pg_tf_policy:PGTFPolicy",
+    "PGTorchPolicy": "rlstack.trainers.pg.pg_torch_policy:PGTorchPolicy",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

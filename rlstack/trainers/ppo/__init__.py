@@ -8,6 +8,8 @@ PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.ppo.ppo:DEFAULT_CONFIG",
     # 1.13 exported APPO from its PPO package too (`from ray.rllib.agents.ppo import APPOTrainer`).
     "APPOTrainer": "rlstack.trainers.ppo.appo:APPOTrainer",
+    "PPOTFPolicy": "rlstack.trainers.ppo.ppo_tf_policy:PPOTFPolicy",
+    "PPOTorchPolicy": "rlstack.trainers.ppo.ppo_torch_policy:PPOTorchPolicy",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)

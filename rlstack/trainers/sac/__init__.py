@@ -4,6 +4,10 @@ from rlstack.trainers.registry import lazy_exports
 
 # The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
 TRAINERS = {"SAC": "rlstack.trainers.sac.sac:SACTrainer"}
-PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.sac.sac:DEFAULT_CONFIG"}
+PUBLIC = {
+    "DEFAULT_CONFIG": "rlstack.trainers.sac.sac:DEFAULT_CONFIG",
+    "SACTFPolicy": "rlstack.trainers.sac.sac_tf_policy:SACTFPolicy",
+    "SACTorchPolicy": "rlstack.trainers.sac.sac_torch_policy:SACTorchPolicy",
+}
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, TRAINERS, PUBLIC)
