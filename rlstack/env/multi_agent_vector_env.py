@@ -95,7 +95,9 @@ class MultiAgentVectorEnv(VectorEnv):
             self._steps[i] += 1
             all_terminated = bool(terminated.get(ALL, False))
             all_truncated = bool(truncated.get(ALL, False)) and not all_terminated
-            if self.horizon is not None and self._steps[i] >= self.horizon and not all_terminated:
+            horizon_cut = (self.horizon is not None and self._steps[i] >= self.horizon
+                           and not (all_terminated or all_truncated))
+            if horizon_cut:
                 all_truncated = True
             if self.no_done_at_end:
                 # 1.x's no_done_at_end: every end is a cut, bootstrapped from the last obs.
@@ -107,7 +109,10 @@ class MultiAgentVectorEnv(VectorEnv):
             rewards[i], terminateds[i], truncateds[i], infos[i] = reward, terminated, truncated, info
             if all_terminated or all_truncated:
                 final_obs[i] = obs
-                obs = self._next_episode(i)
+                if horizon_cut and self.soft_horizon:
+                    self._steps[i] = 0  # the record ends; the env's episode goes on from obs
+                else:
+                    obs = self._next_episode(i)
             observations[i] = obs
         return observations, rewards, terminateds, truncateds, final_obs, infos
 

@@ -61,6 +61,9 @@ class VectorEnv(BaseEnv):
         horizon: Truncate episodes after this many steps (None: the env's own limit).
         no_done_at_end: Record every episode end as a truncation, never as terminal
             (1.x's ``no_done_at_end``): value targets bootstrap from the last observation.
+        soft_horizon: At the ``horizon``, end the episode's record (a truncation) but
+            not the env's episode: the next record starts from the same state, without
+            a reset (1.x's ``soft_horizon``).
         restart_failed: Close, rebuild and reset a sub-env whose ``step`` or ``reset``
             raises, instead of raising :class:`EnvFailureError`.
         worker_index: The rollout worker this runs in, for messages.
@@ -76,6 +79,7 @@ class VectorEnv(BaseEnv):
         no_done_at_end: bool = False,
         worker_index: int = 0,
         max_restarts_in_row: int = MAX_RESTARTS_IN_ROW,
+        soft_horizon: bool = False,
         *,
         observation_space: gym.Space | None = None,
         action_space: gym.Space | None = None,
@@ -101,6 +105,7 @@ class VectorEnv(BaseEnv):
         self._seeds = list(self._initial_seeds)
         self.horizon = horizon
         self.no_done_at_end = no_done_at_end
+        self.soft_horizon = soft_horizon
         self.restart_failed = restart_failed
         self.max_restarts_in_row = max_restarts_in_row
         self.worker_index = worker_index
@@ -238,7 +243,8 @@ class VectorEnv(BaseEnv):
             rewards[i] = reward
             infos[i] = info
             steps[i] += 1
-            if self.horizon is not None and steps[i] >= self.horizon and not terminated:
+            horizon_cut = self.horizon is not None and steps[i] >= self.horizon and not (terminated or truncated)
+            if horizon_cut:
                 truncated = True
             if terminated and self.no_done_at_end:
                 terminated, truncated = False, True
@@ -246,7 +252,10 @@ class VectorEnv(BaseEnv):
                 terminateds[i] = bool(terminated)
                 truncateds[i] = bool(truncated) and not terminated
                 final_obs[i] = obs
-                obs = self._next_episode(i)
+                if horizon_cut and self.soft_horizon:
+                    steps[i] = 0  # the record ends; the env's episode goes on from obs
+                else:
+                    obs = self._next_episode(i)
             observations[i] = obs
         return observations, rewards, terminateds, truncateds, final_obs, infos
 

@@ -155,6 +155,7 @@ class RolloutWorker:
                 restart_failed=bool(config.get("restart_failed_sub_environments", False)),
                 max_restarts_in_row=int(config.get("num_consecutive_env_restarts_tolerance", 10)),
                 no_done_at_end=bool(config.get("no_done_at_end", False)),
+                soft_horizon=bool(config.get("soft_horizon", False)),
                 worker_index=worker_index,
             )
         # An ExternalEnv runs its own loop: sampled by an ExternalEnvSampler (see sample()).

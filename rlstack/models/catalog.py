@@ -80,6 +80,9 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "zero_mean": True,
     # Not used: one observation encoding for every space (see models/preprocessors.py).
     "custom_preprocessor": None,
+    # Not used: 1.x chose between two implementations of its default models; rlstack has
+    # one of each, built the same for either value.
+    "_use_default_native_models": False,
     # Name given to ModelCatalog.register_custom_action_dist (or the class itself), or
     # None for the built-in distribution of the action space.
     "custom_action_dist": None,

@@ -25,9 +25,10 @@ NO_OP_KEYS: dict[str, tuple[tuple[Any, ...], str, tuple[str, ...] | None]] = {
                                    ("IMPALA", "APPO")),
     "num_data_loader_buffers": ((1,), "rlstack's learner keeps one batch at a time on its one device",
                                 ("IMPALA", "APPO")),
-    # 1.x's soft_horizon=True kept an episode going past `horizon` (only the metrics cut it);
-    # rlstack truncates and resets at the horizon, 1.x's False.
-    "soft_horizon": ((False,), "rlstack truncates and resets an episode at its horizon", None),
+    # 1.x could compress observations in sample batches (LZ4); rlstack's batches hold them
+    # as plain arrays (1.x's default, False).
+    "compress_observations": ((False,), "rlstack keeps observations as plain arrays in its batches and replay "
+                              "buffers (for Atari replay memory, lower buffer_size)", None),
     # 1.x could run each sub-env as a Ray actor of its own; rlstack steps them inside the
     # worker (1.x's default, False).
     "remote_worker_envs": ((False,), "rlstack steps a worker's sub-envs inside the worker process", None),

@@ -47,6 +47,13 @@ COMMON_CONFIG: dict[str, Any] = {
     # so value targets bootstrap from the last observation (for envs that end on a time
     # limit that is not part of the task and do not say so with `truncated`).
     "no_done_at_end": False,
+    # At the horizon, end the episode's record (truncated, bootstrapped) but not the env's
+    # episode: the next record continues from the same state without a reset (1.x's key,
+    # for envs whose episodes never end).
+    "soft_horizon": False,
+    # With rollout workers, also build the envs in the driver's local worker (1.x's key):
+    # callbacks or code there may then reach them (foreach_env, get_sub_environments).
+    "create_env_on_driver": False,
     # Reward clipping: None (off, except the sign for Atari envs under "deepmind"
     # preprocessing), False (off), True (sign of the reward) or a float bound.
     "clip_rewards": None,

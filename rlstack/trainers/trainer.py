@@ -74,6 +74,12 @@ logger = logging.getLogger(__name__)
 __all__ = ["COMMON_CONFIG", "DEFAULT_POLICY_ID", "Trainer", "with_common_config"]
 
 
+def _overrides(cls: type, method: str) -> bool:
+    """Whether a subclass of Trainer defines ``method`` itself. By name, not identity: in
+    a Ray actor the class's methods are wrapped (with their names kept)."""
+    return getattr(cls, method).__qualname__ != f"Trainer.{method}"
+
+
 class Trainer(tune.Trainable):
     """Base class of rlstack trainers (``PPOTrainer`` and friends).
 
@@ -218,7 +224,7 @@ class Trainer(tune.Trainable):
         algorithm's :attr:`policy_classes` entry (a subclass that picks its policy from
         other keys overrides this), or the class itself where a subclass overrides
         :meth:`get_default_policy_class` (classic RLlib's hook)."""
-        if type(self).get_default_policy_class is not Trainer.get_default_policy_class:
+        if _overrides(type(self), "get_default_policy_class"):
             return self.get_default_policy_class(config)
         if config["framework"] not in type(self).policy_classes:
             raise ConfigError(
@@ -295,6 +301,7 @@ class Trainer(tune.Trainable):
         try:
             self.workers = WorkerSet(self.config["env"], policy_class_path, self.config,
                                      self.rollout_worker_count(self.config),
+                                     local_env=bool(self.config["create_env_on_driver"]),
                                      postprocess_fn=type(self).postprocess_fn,
                                      numpy_policy_class=type(self).numpy_policy_class,
                                      remote_workers_learn=type(self).remote_workers_learn,

@@ -273,3 +273,53 @@ def test_env_task_fn_sets_each_task_settable_sub_env_after_an_iteration():
         assert levels == [2, 2] and sorted(index for _, index in seen) == [0, 0, 1, 1]
     finally:
         trainer.stop()
+
+
+def test_soft_horizon_ends_the_record_but_not_the_env_episode():
+    from rlstack.env.vector_env import VectorEnv
+
+    hard = VectorEnv(lambda i: _LegacyCounterEnv(100), 1, horizon=2)
+    soft = VectorEnv(lambda i: _LegacyCounterEnv(100), 1, horizon=2, soft_horizon=True)
+    for venv in (hard, soft):
+        venv.reset()
+        venv.step([0])
+    _, _, terminated, truncated, final_obs, _ = hard.step([0])
+    assert truncated.tolist() == [True] and not terminated.any() and float(final_obs[0][0]) == 2.0
+    obs, _, terminated, truncated, final_obs, _ = soft.step([0])
+    # The record is cut as a truncation, and the env goes on from where it was.
+    assert truncated.tolist() == [True] and float(final_obs[0][0]) == 2.0 and float(obs[0][0]) == 2.0
+    obs, _, _, truncated, _, _ = soft.step([0])
+    assert float(obs[0][0]) == 3.0 and not truncated.any()
+
+
+class _LegacyCounterEnv(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1000.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length):
+        self.length, self.t = length, 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], np.float32), 1.0, self.t >= self.length, False, {}
+
+
+def test_create_env_on_driver_gives_the_local_worker_envs(ray_local):
+    from rlstack.trainers.pg import PGTrainer
+
+    config = {"num_workers": 1, "train_batch_size": 50, "rollout_fragment_length": 50,
+              "model": {"fcnet_hiddens": [4]}}
+    plain = PGTrainer(config, env="CartPole-v1")
+    try:
+        assert plain.workers.local_worker().foreach_env(lambda env: 1) == []
+    finally:
+        plain.stop()
+    trainer = PGTrainer({**config, "create_env_on_driver": True}, env="CartPole-v1")
+    try:
+        assert trainer.workers.local_worker().foreach_env(lambda env: 1) == [1]
+    finally:
+        trainer.stop()

@@ -15,4 +15,9 @@ from rlstack.models.tf.distributions import (
     TFActionDistribution,
 )
 
-__all__ = ["Categorical", "DiagGaussian", "MultiCategorical", "SquashedGaussian", "TFActionDistribution"]
+# 1.13's framework-free base, which its TF module re-exported and custom TF distributions
+# subclassed; rlstack's TF base has the same constructor and methods.
+ActionDistribution = TFActionDistribution
+
+__all__ = ["ActionDistribution", "Categorical", "DiagGaussian", "MultiCategorical", "SquashedGaussian",
+           "TFActionDistribution"]
