@@ -125,7 +125,15 @@ def arguments_for(script: Path, framework: str) -> list[str]:
 
 
 def first_error(output: str) -> str:
-    """The line that names the error (the last ``...Error: ...`` line), else the last line."""
+    """The line that names the error (the last ``...Error: ...`` line), else the last line;
+    for a failed Tune trial, that line of the trial's ``error.txt``, which Tune's own
+    message only points to."""
+    trial_errors = re.findall(r"Error file: (\S+)", output)
+    for path in trial_errors:
+        error_file = Path(path)
+        if error_file.is_file():
+            output = error_file.read_text(encoding="utf-8", errors="replace")
+            break
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line for line in lines if re.match(r"^[\w.]*(Error|Exception|Exit)\b.*", line)]
     text = (errors or lines or [""])[-1]
