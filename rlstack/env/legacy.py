@@ -29,6 +29,9 @@ class LegacyEnvAdapter(gym.Env):
             are used when present.
     """
 
+    # get_sub_environments() gives the env inside, the object the user's creator built.
+    wraps_user_env = True
+
     def __init__(self, env: Any) -> None:
         self.env = env
         self.observation_space = env.observation_space

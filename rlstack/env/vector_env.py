@@ -49,6 +49,14 @@ def env_name(env: gym.Env) -> str:
         return type(env).__name__
 
 
+def user_env(env: Any) -> Any:
+    """The object the env creator built, under the adapters and wrappers rlstack put
+    around it (those whose class sets ``wraps_user_env``)."""
+    while getattr(type(env), "wraps_user_env", False):
+        env = env.env
+    return env
+
+
 class VectorEnv(BaseEnv):
     """``num_envs`` sub-envs made by ``make_one(vector_index)``.
 
@@ -345,7 +353,7 @@ class VectorEnv(BaseEnv):
     def get_sub_environments(self) -> list[gym.Env]:
         """The sub-envs the env creator built, by vector index (a rebuilt one replaces
         the failed one; an old-API env is given as itself, not as its adapter)."""
-        return [env.env if isinstance(env, LegacyEnvAdapter) else env for env in self.envs]
+        return [user_env(env) for env in self.envs]
 
     def close(self) -> None:
         """Closes every sub-env."""

@@ -20,6 +20,7 @@ then dropped from the batch and from the episode metrics and counted in
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +34,7 @@ from rlstack.env.atari import is_atari
 from rlstack.env.registry import make_env, restore_registry
 from rlstack.env.multi_agent_vector_env import MultiAgentVectorEnv, make_vector_env
 from rlstack.env.vector_env import VectorEnv, env_name
+from rlstack.env.wrappers.recording import RenderAndRecord
 from rlstack.errors import ConfigError, EnvError, EnvFailureError, NonFiniteError
 from rlstack.evaluation import recurrent_states
 from rlstack.evaluation.evaluation_episodes import run_episodes
@@ -823,6 +825,18 @@ class RolloutWorker:
 
     def _make_sub_env(self, env_spec: Any, context: EnvContext) -> gym.Env:
         env = make_env(env_spec, context, self.config.get("preprocessor_pref"), self.config.get("model"))
+        record = self.config.get("record_env")
+        # 1.x rendered one sub-env: the first of the local worker, or of worker 1 when
+        # there are remote workers.
+        render = bool(self.config.get("render_env")) and context.vector_index == 0 and \
+            self.worker_index == min(1, self.num_workers)
+        if (record or render) and isinstance(env, gym.Env):
+            folder = None
+            if record:
+                # The trainer made a relative folder absolute (under its logdir).
+                folder = record if isinstance(record, str) else os.path.join(os.getcwd(), "videos")
+            env = RenderAndRecord(env, render=render, folder=folder,
+                                  prefix=f"worker-{self.worker_index}-env-{context.vector_index}")
         if "on_sub_environment_created" in self._hooks:
             self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=context)
         return env

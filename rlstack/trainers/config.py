@@ -236,6 +236,14 @@ COMMON_CONFIG: dict[str, Any] = {
     # instance, a dotted path "my_module.MyCallbacks", or classic RLlib's legacy dict
     # {"on_episode_end": fn, ...}. See rlstack.trainers.callbacks.
     "callbacks": DefaultCallbacks,
+    # === Rendering and recording ===
+    # Call render() on one sub-env after every step (the local worker's first, or remote
+    # worker 1's): for envs that draw in a window of their own.
+    "render_env": False,
+    # Record every sub-env's episodes as mp4 files (needs rlstack[video]): True for
+    # <logdir>/videos, or a folder (a relative one is under the trainer's logdir). Each
+    # env's render() must return an RGB array. Usually set in evaluation_config.
+    "record_env": False,
     # === Curriculum ===
     # A function (train_result, task_settable_env, env_context) -> task, called after each
     # training iteration for every sub-env of the rollout workers that is a

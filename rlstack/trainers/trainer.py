@@ -279,6 +279,11 @@ class Trainer(tune.Trainable):
         self.config = self.merge_and_validate(config)
         if self.config["output"] == "logdir":
             self.config["output"] = self.logdir  # each worker writes its files into the trial's directory
+        for section in (self.config, self.config.get("evaluation_config") or {}):
+            if section.get("record_env"):
+                # Videos go under the trial's directory unless a folder is given absolutely.
+                folder = section["record_env"] if isinstance(section["record_env"], str) else "videos"
+                section["record_env"] = os.path.join(self.logdir, folder)
         # Tune's reset() replaces self.config with the raw new config before calling
         # reset_config(); this copy is what the workers actually run with.
         self._active_config = self.config

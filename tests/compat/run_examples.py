@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import re
 import shutil
@@ -52,6 +53,9 @@ FIXTURE_PATCHES: tuple[tuple[str, str, str], ...] = (
     (r"\bnp\.product\(", "np.prod(", "numpy 2 removed np.product"),
     (r"\blocal_dir=", "storage_path=", "Ray 2.x's tune.run names it storage_path"),
 )
+
+# Ray's CPU count for the examples (see run_one).
+LOGICAL_CPUS = 4
 
 # Scripts that cannot run on a 2-core CPU machine without outside software.
 SKIPPED: dict[str, str] = {
@@ -143,7 +147,11 @@ def first_error(output: str) -> str:
 def run_one(script: Path, framework: str, timeout: float) -> tuple[str, str]:
     """``(verdict, first error)`` of one script in one framework."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(script.parent.parent), str(ROOT)]),
-           "RLSTACK_RESULTS_DIR": str(script.parent.parent / "results"), "PYTHONWARNINGS": "ignore"}
+           "RLSTACK_RESULTS_DIR": str(script.parent.parent / "results"), "PYTHONWARNINGS": "ignore",
+           # The examples were written for machines with 4 cores or more (PPO's default: a
+           # driver and 2 rollout workers, a CPU each); Ray gets 4 logical CPUs on this
+           # 2-core machine instead of leaving their trials pending.
+           "RAY_OVERRIDE_RESOURCES": json.dumps({"CPU": LOGICAL_CPUS})}
     env.pop("RAY_ADDRESS", None)
     command = [sys.executable, str(script), *arguments_for(script, framework)]
     try:
@@ -195,7 +203,7 @@ def main() -> int:
             f"# RLlib 1.13's examples on rlstack\n\n`{command}`, {datetime.date.today().isoformat()}: each top-level "
             f"script of `ray==1.13.0`'s `ray/rllib/examples/`, after `rlstack migrate` ({summary.removeprefix('rlstack migrate: ')}) "
             f"and the fixture patches below, run once per framework with short stop criteria where the script takes "
-            f"them. Ran to the end: {counts}.\n\n{table}\n\nFixture patches (not rlstack's to make):\n\n{patches}\n\n"
+            f"them, Ray given {LOGICAL_CPUS} logical CPUs on a 2-core machine. Ran to the end: {counts}.\n\n{table}\n\nFixture patches (not rlstack's to make):\n\n{patches}\n\n"
             f"Not run here:\n\n{skipped}\n", encoding="utf-8")
     return 0
 

@@ -3,6 +3,8 @@ and behaves as 1.13 documented it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -321,5 +323,52 @@ def test_create_env_on_driver_gives_the_local_worker_envs(ray_local):
     trainer = PGTrainer({**config, "create_env_on_driver": True}, env="CartPole-v1")
     try:
         assert trainer.workers.local_worker().foreach_env(lambda env: 1) == [1]
+    finally:
+        trainer.stop()
+
+
+class _PaintedCorridor(gym.Env):
+    """1.x API, rendering with 1.x's render(mode=...)."""
+
+    observation_space = gym.spaces.Box(0.0, 10.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+    metadata = {"render.modes": ["rgb_array"]}
+
+    def __init__(self, config=None):
+        self.t = 0
+        self.renders = 0
+
+    def reset(self):
+        self.t = 0
+        return np.zeros(1, np.float32)
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], np.float32), 1.0, self.t >= 3, {}
+
+    def render(self, mode="human"):
+        self.renders += 1
+        return np.full((16, 16, 3), 40 * self.t, np.uint8)
+
+
+def test_record_env_writes_each_episode_under_the_logdir_and_render_env_renders(tmp_path):
+    pytest.importorskip("moviepy")
+    from rlstack.trainers.pg import PGTrainer
+
+    trainer = PGTrainer({"num_workers": 0, "train_batch_size": 9, "rollout_fragment_length": 9,
+                         "record_env": "clips", "model": {"fcnet_hiddens": [4]}}, env=_PaintedCorridor)
+    try:
+        trainer.train()
+        videos = sorted(p.name for p in (Path(trainer.logdir) / "clips").iterdir())
+        assert videos[:3] == ["worker-0-env-0-episode-0.mp4", "worker-0-env-0-episode-1.mp4",
+                              "worker-0-env-0-episode-2.mp4"]
+    finally:
+        trainer.stop()
+    trainer = PGTrainer({"num_workers": 0, "train_batch_size": 9, "rollout_fragment_length": 9,
+                         "render_env": True, "model": {"fcnet_hiddens": [4]}}, env=_PaintedCorridor)
+    try:
+        trainer.train()
+        # After each reset and each step of the sampled episodes.
+        assert trainer.workers.local_worker().foreach_env(lambda env: env.renders)[0] >= 9
     finally:
         trainer.stop()
