@@ -86,11 +86,25 @@ def is_legacy_env(env: Any) -> bool:
     """True when ``env`` has the old gym API: not a gymnasium env but shaped like an old
     gym one, or a single-agent ``gymnasium.Env`` whose ``reset()`` takes no ``seed``."""
     if isinstance(env, gym.Env):
-        return not isinstance(env, MultiAgentEnv) and not _reset_takes_seed(env)
+        return not isinstance(env, MultiAgentEnv) and not reset_takes_seed(env)
     return all(hasattr(env, name) for name in ("reset", "step", "observation_space", "action_space"))
 
 
-def _reset_takes_seed(env: gym.Env) -> bool:
+def reset_takes_seed(env: Any) -> bool:
+    """Whether ``env.reset`` accepts gymnasium's ``seed`` keyword (found once per env
+    class: the signature is read on the first call and kept)."""
+    cls = type(env)
+    known = _SEEDED_RESET.get(cls)
+    if known is None:
+        known = _SEEDED_RESET[cls] = _signature_takes_seed(env)
+    return known
+
+
+# reset_takes_seed's answers, by env class.
+_SEEDED_RESET: dict[type, bool] = {}
+
+
+def _signature_takes_seed(env: Any) -> bool:
     try:
         parameters = inspect.signature(env.reset).parameters.values()
     except (TypeError, ValueError):  # a builtin or C-implemented reset: trust it

@@ -15,6 +15,7 @@ from typing import Any
 import gymnasium as gym
 
 from rlstack.env.external_env import ExternalEnv
+from rlstack.env.legacy import reset_takes_seed
 from rlstack.env.multi_agent_env import ALL, DEFAULT_AGENT_ID, MultiAgentEnv
 from rlstack.env.vector_env import VectorEnv
 from rlstack.errors import EnvError
@@ -52,7 +53,14 @@ class MultiAgentVectorEnv(VectorEnv):
     def reset_one(self, index: int, seed: int | None = None) -> dict[Any, Any]:
         """Resets sub-env ``index`` and returns its first observations by agent id."""
         self._steps[index] = 0
-        result = self.envs[index].reset(seed=seed)
+        env = self.envs[index]
+        if reset_takes_seed(env):
+            result = env.reset(seed=seed)
+        else:
+            # A 1.x MultiAgentEnv: reset() without arguments (seeded through seed() if it has one).
+            if seed is not None and hasattr(env, "seed"):
+                env.seed(seed)
+            result = env.reset()
         if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], dict):
             return result[0]
         if isinstance(result, dict):

@@ -52,6 +52,12 @@ FIXTURE_PATCHES: tuple[tuple[str, str, str], ...] = (
      "Python 3.10 removed the collections aliases"),
     (r"\bnp\.product\(", "np.prod(", "numpy 2 removed np.product"),
     (r"\blocal_dir=", "storage_path=", "Ray 2.x's tune.run names it storage_path"),
+    (r"(?m)^(\s*)next_obs, reward, done, info = super\(\)\.step\(action\)$",
+     r"\1next_obs, reward, terminated, truncated, info = super().step(action)\n\1done = terminated or truncated",
+     "1.13's StatelessCartPole / StatelessPendulum subclass gym's envs, whose step() gymnasium's now answer "
+     "with 5 values (a line `rlstack migrate` cannot know to change; a user fixes it by hand)"),
+    (r"(?m)^(\s*)init_obs = super\(\)\.reset\(\)$", r"\1init_obs, _ = super().reset()",
+     "the same envs' reset(): gymnasium's parent returns (obs, info)"),
 )
 
 # Ray's CPU count for the examples (see run_one).

@@ -372,3 +372,34 @@ def test_record_env_writes_each_episode_under_the_logdir_and_render_env_renders(
         assert trainer.workers.local_worker().foreach_env(lambda env: env.renders)[0] >= 9
     finally:
         trainer.stop()
+
+
+def test_1_x_multi_agent_env_without_seed_in_reset_and_with_four_dicts_from_step():
+    from rlstack.env.multi_agent_env import MultiAgentEnv
+    from rlstack.env.multi_agent_vector_env import MultiAgentVectorEnv
+
+    class OldGame(MultiAgentEnv):
+        observation_space = gym.spaces.Discrete(3)
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self):
+            super().__init__()
+            self.t, self.seeded = 0, None
+
+        def seed(self, seed=None):
+            self.seeded = seed
+
+        def reset(self):
+            self.t = 0
+            return {"a": 0, "b": 0}
+
+        def step(self, action_dict):
+            self.t += 1
+            done = self.t >= 2
+            return {"a": self.t, "b": self.t}, {"a": 1.0, "b": 2.0}, {"__all__": done}, {}
+
+    venv = MultiAgentVectorEnv(lambda i: OldGame(), 1, seeds=[7])
+    assert venv.reset() == [{"a": 0, "b": 0}] and venv.envs[0].seeded == 7
+    venv.step([{"a": 0, "b": 1}])
+    obs, rewards, terminateds, truncateds, final_obs, _ = venv.step([{"a": 0, "b": 1}])
+    assert terminateds[0]["__all__"] and final_obs[0] == {"a": 2, "b": 2} and obs[0] == {"a": 0, "b": 0}
