@@ -154,7 +154,6 @@ MISSING: dict[str, str] = {
                                                "fn(agent_obs, worker, base_env, policies, episode, **kwargs) -> "
                                                "agent_obs; 1.13's ObservationFunction base class is not needed",
     # --- utils -------------------------------------------------------------------------
-    "rlstack.utils.filter": "rlstack's observation filters are rlstack.utils.filters (MeanStdFilter, NoFilter)",
     "rlstack.utils.spaces": "rlstack has no Repeated/Simplex spaces; it takes gymnasium's Box, Discrete, "
                             "MultiDiscrete, Dict and Tuple",
     "rlstack.utils.sgd": "rlstack's minibatches come from SampleBatch.minibatches() (rlstack.sample_batch) and "

@@ -65,7 +65,9 @@ COMMON_CONFIG: dict[str, Any] = {
     "normalize_actions": True,
     # Box actions: clip to the bounds (when not normalised).
     "clip_actions": False,
-    # "NoFilter" or "MeanStdFilter" (running mean/std normalisation, synced across workers).
+    # "NoFilter" or "MeanStdFilter" (running mean/std normalisation, synced across workers),
+    # or classic RLlib's custom filter: a function of the observation shape returning a
+    # rlstack.utils.filter.Filter (see rlstack.utils.filters.ClassicFilter).
     "observation_filter": "NoFilter",
     # Sync MeanStdFilter statistics across workers after every iteration.
     "synchronize_filters": True,
@@ -417,8 +419,9 @@ def validate_common_config(config: dict[str, Any]) -> None:
     _require(isinstance(config["restart_failed_sub_environments"], bool),
              "restart_failed_sub_environments must be True or False, got "
              f"{config['restart_failed_sub_environments']!r}.")
-    _require(config["observation_filter"] in FILTERS,
-             f"observation_filter={config['observation_filter']!r} is not allowed; use one of {', '.join(FILTERS)}.")
+    _require(config["observation_filter"] in FILTERS or callable(config["observation_filter"]),
+             f"observation_filter={config['observation_filter']!r} is not allowed; use one of {', '.join(FILTERS)}, "
+             "or a function of the observation shape that returns a filter (rlstack.utils.filter.Filter).")
     _require(isinstance(config["gamma"], numbers.Real) and 0.0 <= config["gamma"] <= 1.0,
              f"gamma must be in [0, 1], got {config['gamma']!r}.")
     _require(isinstance(config["lr"], numbers.Real) and config["lr"] > 0, f"lr must be > 0, got {config['lr']!r}.")

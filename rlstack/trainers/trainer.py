@@ -1199,10 +1199,11 @@ class Trainer(tune.Trainable):
         """
         local = self.workers.local_worker()
         if local.policies is None:
-            return {}, {"policy_state": self.learner_policy.get_state(), "filters": local.get_filter_state()}
+            return {}, {"policy_state": self.learner_policy.get_state(),
+                        "filters": _filter_arrays(local.get_filter_state())}
         files = {pid: f"policy_state_{i}" for i, pid in enumerate(local.policy_map)}
         arrays = {files[pid]: policy.get_state() for pid, policy in local.policy_map.items()}
-        filters = local.get_filter_state()
+        filters = {pid: _filter_arrays(state) for pid, state in local.get_filter_state().items()}
         arrays["filters"] = {f"{files[pid][len('policy_state_'):]}/{name}": value
                              for pid, state in filters.items() for name, value in state.items()}
         return {"policies": files}, arrays
@@ -1276,6 +1277,15 @@ class Trainer(tune.Trainable):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={env_spec_name(self.config.get('env'))!r}, framework={self.config.get('framework')!r})"
+
+
+def _filter_arrays(state: dict[str, Any]) -> dict[str, np.ndarray]:
+    # A classic custom filter's state is the filter object; checkpoints hold arrays only.
+    arrays = {name: value for name, value in state.items() if isinstance(value, np.ndarray)}
+    if len(arrays) < len(state):
+        logger.warning("The custom observation filter's statistics are not saved in the checkpoint (it has no "
+                       "get_state() of numpy arrays); a restored trainer starts them afresh.")
+    return arrays
 
 
 def with_common_config(extra_config: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,9 @@ workers, so every worker normalises with the same statistics (classic RLlib sema
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from rlstack.errors import ConfigError
@@ -133,12 +136,60 @@ class MeanStdFilter:
         self.running.merge(other)
 
 
-def make_filter(name: str, shape: tuple[int, ...]) -> NoFilter | MeanStdFilter:
-    """Builds the filter named by ``observation_filter``.
+class ClassicFilter:
+    """A filter written to classic RLlib's ``Filter`` API (``observation_filter=lambda
+    shape: MyFilter(shape)``), synced between workers through its own methods:
+    ``copy()`` + ``reset_buffer()`` on each worker, ``apply_changes(other,
+    with_buffer=False)`` on the driver, ``as_serializable()`` + ``sync(other)`` back.
+
+    Its statistics travel between processes as the filter object itself; a checkpoint
+    keeps them only if the filter also has ``get_state()`` / ``set_state()`` with numpy
+    arrays (checkpoints hold arrays, never pickled objects).
+
+    Args:
+        inner: The classic filter.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __call__(self, obs: np.ndarray, update: bool = True) -> np.ndarray:
+        return np.asarray(self.inner(obs, update=update), dtype=np.float32)
+
+    def get_state(self) -> dict[str, Any]:
+        """The filter object (for syncing), or its own arrays where it has get_state()."""
+        own = getattr(self.inner, "get_state", None)
+        return dict(own()) if own is not None else {"filter": self.inner.as_serializable()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Takes the statistics of :meth:`get_state`."""
+        if "filter" in state and not isinstance(state["filter"], np.ndarray):
+            self.inner.sync(state["filter"])
+        elif state and hasattr(self.inner, "set_state"):
+            self.inner.set_state(state)
+
+    def flush_buffer(self) -> dict[str, Any]:
+        """This copy (with what it saw since the last sync), after which its buffer restarts."""
+        copy = self.inner.copy()
+        self.inner.reset_buffer()
+        return {"filter": copy}
+
+    def apply_buffer(self, buffer: dict[str, Any]) -> None:
+        """Merges a worker's copy from :meth:`flush_buffer` into these statistics."""
+        if buffer:
+            self.inner.apply_changes(buffer["filter"], with_buffer=False)
+
+
+def make_filter(name: str | Callable[[tuple[int, ...]], Any], shape: tuple[int, ...]) -> Any:
+    """Builds the filter named by ``observation_filter``, or, for a function of the
+    observation shape (classic RLlib's custom filter), the :class:`ClassicFilter` of what
+    it returns.
 
     Raises:
         ConfigError: For an unknown filter name.
     """
+    if callable(name):
+        return ClassicFilter(name(tuple(shape)))
     if name == "NoFilter":
         return NoFilter()
     if name == "MeanStdFilter":

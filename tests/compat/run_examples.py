@@ -50,6 +50,8 @@ FIXTURE_PATCHES: tuple[tuple[str, str, str], ...] = (
      "the examples' own helper modules (envs, models, policies) are 1.13's files under test"),
     (r"\bcollections\.(Iterable|Mapping|Sequence)\b", r"collections.abc.\1",
      "Python 3.10 removed the collections aliases"),
+    (r"\bfrom collections import (Iterable|Mapping|Sequence)\b", r"from collections.abc import \1",
+     "the same aliases, imported by name"),
     (r"\bnp\.product\(", "np.prod(", "numpy 2 removed np.product"),
     (r"\blocal_dir=", "storage_path=", "Ray 2.x's tune.run names it storage_path"),
     (r"(?m)^(\s*)next_obs, reward, done, info = super\(\)\.step\(action\)$",

@@ -403,3 +403,50 @@ def test_1_x_multi_agent_env_without_seed_in_reset_and_with_four_dicts_from_step
     venv.step([{"a": 0, "b": 1}])
     obs, rewards, terminateds, truncateds, final_obs, _ = venv.step([{"a": 0, "b": 1}])
     assert terminateds[0]["__all__"] and final_obs[0] == {"a": 2, "b": 2} and obs[0] == {"a": 0, "b": 0}
+
+
+class _CountingFilter:
+    """A classic custom filter: subtracts the mean of everything the copies saw."""
+
+    def __init__(self, shape, total=0.0, count=0, buffer=(0.0, 0)):
+        self.shape, self.total, self.count, self.buffer = shape, total, count, buffer
+
+    def __call__(self, x, update=True):
+        x = np.asarray(x)
+        if update:
+            self.buffer = (self.buffer[0] + float(x.sum()), self.buffer[1] + x.size)
+        return x - (self.total / self.count if self.count else 0.0)
+
+    def copy(self):
+        return _CountingFilter(self.shape, self.total, self.count, self.buffer)
+
+    def reset_buffer(self):
+        self.buffer = (0.0, 0)
+
+    def apply_changes(self, other, with_buffer=False):
+        self.total, self.count = self.total + other.buffer[0], self.count + other.buffer[1]
+
+    def as_serializable(self):
+        return self.copy()
+
+    def sync(self, other):
+        self.total, self.count = other.total, other.count
+
+
+def test_classic_custom_observation_filter_is_synced_from_the_workers(ray_local, tmp_path):
+    from rlstack.trainers.pg import PGTrainer
+    from rlstack.utils.filter import Filter  # 1.13's base class path
+
+    assert callable(Filter.clear_buffer)
+    trainer = PGTrainer({"num_workers": 1, "train_batch_size": 40, "rollout_fragment_length": 40,
+                         "observation_filter": lambda shape: _CountingFilter(shape),
+                         "model": {"fcnet_hiddens": [4]}}, env="CartPole-v1")
+    try:
+        trainer.train()
+        local = trainer.workers.local_worker().filter.inner
+        # The remote worker's 40 steps (4 numbers each, and the observation after the
+        # last) reached the driver's copy; the driver's own copy saw nothing.
+        assert local.count == 41 * 4
+        trainer.save(str(tmp_path / "checkpoint"))  # the filter object is not written into it
+    finally:
+        trainer.stop()
