@@ -268,6 +268,11 @@ class RolloutWorker:
             self.callbacks.on_create_policy(policy_id=policy_id, policy=policy)
 
     @property
+    def policy_config(self) -> dict:
+        """The config this worker's policies were built with (classic RLlib's name)."""
+        return self.config
+
+    @property
     def num_env_restarts(self) -> int:
         """Sub-env restarts (``restart_failed_sub_environments``) since this worker was built."""
         return self.env.num_restarts if self.env is not None else 0

@@ -95,10 +95,13 @@ class WorkerSet:
             remote_cls = ray.remote(RolloutWorker)
             registry, models = registered_envs(), ModelCatalog.registered_models(config.get("model") or {})
             placements = self._placements(config, num_workers)
-            policy_path = policy_class if isinstance(policy_class, str) else class_path(policy_class)
+            # The class travels as an import path (a worker acting in numpy never imports
+            # it), except one defined in the driver's script, which only exists here: Ray
+            # sends that one by value.
+            policy_path = policy_class if isinstance(policy_class, str) or policy_class.__module__ == "__main__" \
+                else class_path(policy_class)
 
             def make_remote(position: int) -> Any:
-                # The class travels as an import path: a worker acting in numpy never imports it.
                 return remote_cls.options(**options, scheduling_strategy=placements[position]).remote(
                     env_spec, policy_path, config, worker_index=position + 1, num_workers=num_workers,
                     env_registry=registry, model_registry=models, num_gpus=config["num_gpus_per_worker"],

@@ -246,6 +246,11 @@ COMMON_CONFIG: dict[str, Any] = {
     # <logdir>/videos, or a folder (a relative one is under the trainer's logdir). Each
     # env's render() must return an RGB array. Usually set in evaluation_config.
     "record_env": False,
+    # === Custom evaluation ===
+    # A function (trainer, eval_workers) -> metrics dict that replaces the built-in
+    # evaluation (classic RLlib's hook): it samples the evaluation WorkerSet its own way;
+    # train() reports what it returns as result["evaluation"]. None: the built-in one.
+    "custom_eval_function": None,
     # === Curriculum ===
     # A function (train_result, task_settable_env, env_context) -> task, called after each
     # training iteration for every sub-env of the rollout workers that is a

@@ -49,7 +49,13 @@ from rlstack.policies.policy_map import PolicySpec
 from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from rlstack.trainers import checkpoint as ckpt
-from rlstack.trainers.config import COMMON_CONFIG, evaluation_config_of, merge_config, validate_common_config
+from rlstack.trainers.config import (
+    COMMON_CONFIG,
+    RENAMED_KEYS,
+    evaluation_config_of,
+    merge_config,
+    validate_common_config,
+)
 from rlstack.trainers.multi_agent import (
     as_policy_id,
     as_policy_spec,
@@ -771,6 +777,9 @@ class Trainer(tune.Trainable):
         if workers.num_remote_workers:
             weights_ref, filter_ref = ray.put(weights), ray.put(filter_state)
             workers.call_healthy(lambda w: [w.set_weights.remote(weights_ref), w.set_filter_state.remote(filter_ref)])
+        if cfg["custom_eval_function"] is not None:
+            # Classic RLlib's hook: the function runs the evaluation workers its own way.
+            return {"evaluation": cfg["custom_eval_function"](self, workers)}
         duration = cfg["evaluation_duration"]
         by_episodes = cfg["evaluation_duration_unit"] == "episodes"
         if workers.num_remote_workers:
@@ -1248,7 +1257,11 @@ class Trainer(tune.Trainable):
     def default_resource_request(cls, config: dict[str, Any]) -> PlacementGroupFactory:
         """One bundle for the driver (CPU + ``num_gpus``), one per rollout worker and one
         per evaluation worker, placed with ``placement_strategy``."""
-        cfg = merge_config(cls._default_config, config, cls._name)
+        # Only the trainer's own keys count (1.13 let a function trainable's config carry
+        # keys of its own, e.g. an iteration count, into this call).
+        known = {key: value for key, value in (config or {}).items()
+                 if RENAMED_KEYS.get(key, key) in cls._default_config}
+        cfg = merge_config(cls._default_config, known, cls._name)
         worker_bundle = worker_resources(cfg)
         bundles = [{"CPU": cfg["num_cpus_for_driver"], "GPU": 0 if cfg["_fake_gpus"] else cfg["num_gpus"]}]
         bundles += [dict(worker_bundle) for _ in range(cfg["num_workers"])]

@@ -60,6 +60,11 @@ FIXTURE_PATCHES: tuple[tuple[str, str, str], ...] = (
      "with 5 values (a line `rlstack migrate` cannot know to change; a user fixes it by hand)"),
     (r"(?m)^(\s*)init_obs = super\(\)\.reset\(\)$", r"\1init_obs, _ = super().reset()",
      "the same envs' reset(): gymnasium's parent returns (obs, info)"),
+    (r"(?m)^(\s*)obs = self\.env\.reset\(\)$", r"\1obs, _ = self.env.reset()",
+     "1.13's MockVectorEnv (env/mock_env.py) resets a gym.make('CartPole-v0'), now gymnasium's"),
+    (r"(?m)^(\s*)obs, rew, done, info = self\.env\.step\(actions\[i\]\)$",
+     r"\1obs, rew, terminated, truncated, info = self.env.step(actions[i])\n\1done = terminated or truncated",
+     "and steps it, getting gymnasium's 5 values"),
 )
 
 # Ray's CPU count for the examples (see run_one).
@@ -77,6 +82,7 @@ SKIPPED: dict[str, str] = {
     "unity3d_env_local.py": "needs a Unity3D game binary",
     "vizdoom_with_attention_net.py": "needs ViZDoom",
     "sb2rllib_sb_example.py": "Stable-Baselines 2 (TensorFlow 1) is not installable",
+    "custom_loss.py": "1.13's placeholder that only raises: renamed to custom_model_loss_and_metrics.py",
 }
 
 

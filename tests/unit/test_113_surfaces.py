@@ -450,3 +450,35 @@ def test_classic_custom_observation_filter_is_synced_from_the_workers(ray_local,
         trainer.save(str(tmp_path / "checkpoint"))  # the filter object is not written into it
     finally:
         trainer.stop()
+
+
+def test_custom_eval_function_replaces_the_built_in_evaluation():
+    from rlstack.evaluation.metrics import collect_episodes, summarize_episodes
+    from rlstack.trainers.pg import PGTrainer
+
+    calls = []
+
+    def my_eval(trainer, eval_workers):
+        calls.append(eval_workers)
+        eval_workers.local_worker().sample()
+        episodes, _ = collect_episodes(eval_workers.local_worker())
+        return {**summarize_episodes(episodes), "foo": 1}
+
+    trainer = PGTrainer({"num_workers": 0, "train_batch_size": 50, "rollout_fragment_length": 50,
+                         "evaluation_interval": 1, "custom_eval_function": my_eval,
+                         "evaluation_config": {"batch_mode": "complete_episodes"},
+                         "model": {"fcnet_hiddens": [4]}}, env="CartPole-v1")
+    try:
+        result = trainer.train()
+        assert result["evaluation"]["foo"] == 1 and result["evaluation"]["episodes_this_iter"] >= 1
+        assert calls == [trainer.evaluation_workers]
+        assert trainer.workers.local_worker().policy_config is trainer.workers.local_worker().config
+    finally:
+        trainer.stop()
+
+
+def test_default_resource_request_ignores_a_function_trainables_own_keys():
+    from rlstack.trainers.ppo import PPOTrainer
+
+    request = PPOTrainer.default_resource_request({"train-iterations": 3, "num_workers": 1})
+    assert request.required_resources["CPU"] == 2
