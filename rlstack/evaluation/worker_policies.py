@@ -12,6 +12,7 @@ config)``, and acts itself.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,6 +68,20 @@ class BuildArgs:
     numpy_class: type[Policy]
     learns: bool
     has_env: bool
+
+
+def algorithm_defaults(policy_class: type) -> dict:
+    """The DEFAULT_CONFIG of the rlstack algorithm package that defines ``policy_class``
+    (or the first of its bases from one), else ``{}``."""
+    for cls in policy_class.__mro__:
+        parts = cls.__module__.split(".")
+        if parts[:2] == ["rlstack", "trainers"] and len(parts) > 3:
+            # Imported when asked: the algorithm packages are a layer above this one.
+            package = importlib.import_module(".".join(parts[:3]))
+            defaults = getattr(package, "DEFAULT_CONFIG", None)
+            if isinstance(defaults, dict):
+                return defaults
+    return {}
 
 
 def build_policy(args: BuildArgs, observation_space: gym.Space, action_space: gym.Space, config: dict,
@@ -252,7 +267,11 @@ class WorkerPolicyMap:
         else:
             # A user's policy acts as it is; one with a state (1.13's get_initial_state())
             # gets its state per agent, carried from step to step by the sampler.
-            policy = resolve_class(spec.policy_class)(spec.observation_space, spec.action_space, config)
+            policy_class = resolve_class(spec.policy_class)
+            # Another algorithm's policy (a DQN policy in a PPO trainer, 1.13's two-trainer
+            # pattern) finds its own algorithm's keys beneath the trainer's, as in 1.13.
+            config = {**algorithm_defaults(policy_class), **config}
+            policy = policy_class(spec.observation_space, spec.action_space, config)
             adapt_compute_actions(policy)
             acting, shares = policy, False
         self.policies[pid], self.acting[pid], self._shares[pid] = policy, acting, shares

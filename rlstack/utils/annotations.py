@@ -11,6 +11,7 @@ what they cannot mark.
 from __future__ import annotations
 
 import inspect
+import logging
 from typing import Any, Callable, TypeVar
 
 __all__ = [
@@ -24,6 +25,15 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+# Private methods of 1.13's Policy that its example policies override and rlstack's
+# sampler never calls (its batches are built without dummy-batch loss initialisation).
+_CLASSIC_INTERNALS = frozenset({
+    "_get_dummy_batch_from_view_requirements",
+    "_initialize_loss_from_dummy_batch",
+})
 
 
 def override(cls: type) -> Callable[[T], T]:
@@ -55,6 +65,11 @@ def override(cls: type) -> Callable[[T], T]:
         name = getattr(method, "__name__", None)
         if isinstance(method, (staticmethod, classmethod)):
             name = method.__func__.__name__
+        if name in _CLASSIC_INTERNALS and not hasattr(cls, name):
+            qualname = getattr(getattr(method, "__func__", method), "__qualname__", name)
+            logger.warning("%s overrides classic RLlib's internal %s.%s, which rlstack does not have or call: "
+                           "the method is never used.", qualname, cls.__name__, name)
+            return method
         if name is None or not hasattr(cls, name):
             qualname = getattr(getattr(method, "__func__", method), "__qualname__", name)
             raise NameError(f"{qualname} does not override any method of {cls.__name__}: {cls.__name__} has no "

@@ -82,6 +82,8 @@ SKIPPED: dict[str, str] = {
     "unity3d_env_local.py": "needs a Unity3D game binary",
     "vizdoom_with_attention_net.py": "needs ViZDoom",
     "sb2rllib_sb_example.py": "Stable-Baselines 2 (TensorFlow 1) is not installable",
+    "multi_agent_independent_learning.py": "PettingZoo's Waterworld needs its sisl extra (pymunk), not installed here",
+    "multi_agent_parameter_sharing.py": "PettingZoo's Waterworld needs its sisl extra (pymunk), not installed here",
     "custom_loss.py": "1.13's placeholder that only raises: renamed to custom_model_loss_and_metrics.py",
 }
 
