@@ -163,9 +163,10 @@ class Policy(RecurrentPolicyMixin, ABC):
         if not custom:
             return self._make_attention_model(model_config) if model_config.get("use_attention") else None
         model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)
-        args = (model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,
-                model_config, "model")
-        custom_kwargs = model_config.get("custom_model_config", {})
+        algorithm_kwargs = self.custom_model_kwargs(model_class)
+        num_outputs = algorithm_kwargs.pop("num_outputs", self.dist_spec.num_outputs)
+        args = (model_obs_space(self.observation_space), self.action_space, num_outputs, model_config, "model")
+        custom_kwargs = {**algorithm_kwargs, **model_config.get("custom_model_config", {})}
         try:
             model = model_class(*args, **custom_kwargs)
         except TypeError as exc:
@@ -184,6 +185,12 @@ class Policy(RecurrentPolicyMixin, ABC):
                 "get_initial_state() returns [] "
                 "(e.g. stack past observations with a gymnasium wrapper).")
         return model
+
+    def custom_model_kwargs(self, model_class: type) -> dict[str, Any]:
+        """What the algorithm gives a custom model class beside ``custom_model_config``
+        (and ``num_outputs``, if it differs from the action distribution's input size):
+        1.13's DQN gave its Q-model bases the Q-head's keys. None by default."""
+        return {}
 
     def model_metrics(self) -> dict[str, Any]:
         """The model's ``metrics()`` read out as numbers (scalars as floats, others as

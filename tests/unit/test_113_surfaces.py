@@ -482,3 +482,49 @@ def test_default_resource_request_ignores_a_function_trainables_own_keys():
 
     request = PPOTrainer.default_resource_request({"train-iterations": 3, "num_workers": 1})
     assert request.required_resources["CPU"] == 2
+
+
+def _q_model_class(framework):
+    """A 1.13-style custom Q-model: an embedding in forward(), the Q-head from the base."""
+    if framework == "torch":
+        from rlstack.models.torch.fcnet import FullyConnectedNetwork as FC
+        from rlstack.trainers.dqn.dqn_torch_model import DQNTorchModel as Base
+    else:
+        from rlstack.models.tf.fcnet import FullyConnectedNetwork as FC
+        from rlstack.trainers.dqn.distributional_q_tf_model import DistributionalQTFModel as Base
+
+    class EmbeddingQModel(Base):
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name, **kw):
+            super().__init__(obs_space, action_space, num_outputs, model_config, name, **kw)
+            self.embed = FC(obs_space, action_space, num_outputs, model_config, name + "_embed")
+            self.head_keys = kw
+
+        def forward(self, input_dict, state, seq_lens):
+            return self.embed(input_dict)[0], state
+
+    return EmbeddingQModel
+
+
+def test_dqn_q_model_bases_take_the_dqn_head_keys_and_learn(framework):
+    from rlstack.trainers.dqn import DQNTrainer
+
+    trainer = DQNTrainer({"framework": framework, "num_workers": 0, "hiddens": [16], "dueling": True,
+                          "model": {"custom_model": _q_model_class(framework), "fcnet_hiddens": [32]},
+                          "learning_starts": 100, "train_batch_size": 32, "rollout_fragment_length": 4,
+                          "min_sample_timesteps_per_reporting": 200}, env="CartPole-v1")
+    try:
+        model = trainer.get_policy().model
+        assert model.head_keys["q_hiddens"] == (16,) and model.head_keys["dueling"] is True
+        assert model.num_outputs == 32  # the embedding: the last of fcnet_hiddens, as in 1.13
+        before = {k: np.copy(v) for k, v in trainer.get_policy().get_weights().items()}
+        trainer.train()
+        after = trainer.get_policy().get_weights()
+        changed = [k for k in before if not np.allclose(before[k], after[k])]
+        assert any("advantage" in k for k in changed) and any("value_module" in k or "value" in k for k in changed)
+    finally:
+        trainer.stop()
+    from rlstack.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="num_atoms=51"):
+        DQNTrainer({"framework": framework, "num_workers": 0, "num_atoms": 51,
+                    "model": {"custom_model": _q_model_class(framework)}}, env="CartPole-v1")

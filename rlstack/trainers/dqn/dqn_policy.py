@@ -5,6 +5,7 @@ and the numpy acting policy that rollout workers use (no framework import)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -36,6 +37,22 @@ def q_model_spec(policy: Policy) -> QModelSpec:
                                          config["hiddens"], config["dueling"], num_atoms=config["num_atoms"],
                                          v_min=config["v_min"], v_max=config["v_max"], noisy=config["noisy"],
                                          sigma0=config["sigma0"])
+
+
+def q_model_kwargs(config: dict) -> dict[str, Any]:
+    """What a custom model built on 1.13's Q-model bases (``DQNTorchModel``,
+    ``DistributionalQTFModel``) gets from the DQN config, as 1.13 passed it: the Q-head's
+    keys, and as ``num_outputs`` the embedding size its ``forward`` returns (the last of
+    ``fcnet_hiddens`` where the head has hidden layers, else one per action)."""
+    hiddens = list(config["hiddens"])
+    kwargs: dict[str, Any] = {
+        "q_hiddens": tuple(hiddens), "dueling": bool(config["dueling"]), "num_atoms": int(config["num_atoms"]),
+        "use_noisy": bool(config["noisy"]), "v_min": config["v_min"], "v_max": config["v_max"],
+        "sigma0": config["sigma0"],
+    }
+    if hiddens:
+        kwargs["num_outputs"] = int(([256] + list(config.get("model", {}).get("fcnet_hiddens", [])))[-1])
+    return kwargs
 
 
 def uses_rainbow_heads(config: dict) -> bool:

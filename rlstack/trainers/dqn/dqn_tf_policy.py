@@ -18,7 +18,7 @@ from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.tf_policy import TFPolicy, get_model_weights, set_model_weights
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.dqn.dqn_policy import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
-                                            postprocess_q_learning, q_model_spec)
+                                            postprocess_q_learning, q_model_kwargs, q_model_spec)
 
 
 def q_values_of(model: ModelV2, obs: tf.Tensor) -> tf.Tensor:
@@ -86,6 +86,13 @@ class DQNTFPolicy(TFPolicy):
 
     def model_spec(self) -> QModelSpec:
         return q_model_spec(self)
+
+    def custom_model_kwargs(self, model_class: type) -> dict:
+        # 1.13's Q-model base (a custom model's forward gives an embedding; the base
+        # adds the Q-head) takes the DQN config's head keys.
+        from rlstack.trainers.dqn.distributional_q_tf_model import DistributionalQTFModel
+
+        return q_model_kwargs(self.config) if issubclass(model_class, DistributionalQTFModel) else {}
 
     def bind_worker(self, worker_index: int, num_workers: int) -> None:
         super().bind_worker(worker_index, num_workers)

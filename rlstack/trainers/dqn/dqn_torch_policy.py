@@ -22,7 +22,8 @@ from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.torch_policy import GradFn, TorchPolicy, load_model_weights, model_weights
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.dqn.dqn_policy import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
-                                            postprocess_q_learning, q_model_spec, uses_rainbow_heads)
+                                            postprocess_q_learning, q_model_kwargs, q_model_spec,
+                                            uses_rainbow_heads)
 
 
 def project_distribution(rewards: torch.Tensor, bootstrap: torch.Tensor, probs: torch.Tensor,
@@ -85,6 +86,13 @@ class DQNTorchPolicy(TorchPolicy):
 
     def model_spec(self) -> QModelSpec:
         return q_model_spec(self)
+
+    def custom_model_kwargs(self, model_class: type) -> dict:
+        # 1.13's Q-model base (a custom model's forward gives an embedding; the base
+        # adds the Q-head) takes the DQN config's head keys.
+        from rlstack.trainers.dqn.dqn_torch_model import DQNTorchModel
+
+        return q_model_kwargs(self.config) if issubclass(model_class, DQNTorchModel) else {}
 
     def bind_worker(self, worker_index: int, num_workers: int) -> None:
         super().bind_worker(worker_index, num_workers)
