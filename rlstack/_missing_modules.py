@@ -110,9 +110,6 @@ MISSING: dict[str, str] = {
     "rlstack.env.group_agents_wrapper": "agent groups (MultiAgentEnv.with_agent_groups, for QMIX) are not "
                                         "implemented; multi-agent envs are (rlstack.env.multi_agent_env)",
     # --- offline data, execution plans, replay buffers ---------------------------------
-    "rlstack.execution.rollout_ops": "rlstack has no execution-plan operators; training_step() calls "
-                                     "rlstack.evaluation.worker_set.synchronous_parallel_sample(workers, "
-                                     "max_env_steps=...) and WorkerSet.sample() directly",
     "rlstack.execution.train_ops": "rlstack has no execution-plan operators; a trainer's training_step() "
                                    "calls policy.learn_on_batch(batch) and workers.sync_weights()",
     "rlstack.execution.replay_ops": "rlstack has no execution-plan operators; its replay buffers are "

@@ -106,6 +106,12 @@ def build_policy(args: BuildArgs, observation_space: gym.Space, action_space: gy
         policy_class.pin_threads(config)
     policy = policy_class(observation_space, action_space, config, num_gpus=args.num_gpus,
                           sampling_seed=sampling_seed)
+    if policy.framework not in ("torch", "tf", "numpy"):
+        # A hand-written Policy subclass: 1.13's compute_actions; without a value function
+        # its rows get no bootstrap values (as in a multi-agent run).
+        adapt_compute_actions(policy)
+        if type(policy).compute_values is Policy.compute_values:
+            policy.needs_bootstrap_value = False
     if not ((args.worker_index == 0 or args.learns) and numpy_acting and args.has_env
             and getattr(policy, "builtin_model", False)):
         return policy, policy, False

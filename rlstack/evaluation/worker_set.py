@@ -96,10 +96,11 @@ class WorkerSet:
             registry, models = registered_envs(), ModelCatalog.registered_models(config.get("model") or {})
             placements = self._placements(config, num_workers)
             # The class travels as an import path (a worker acting in numpy never imports
-            # it), except one defined in the driver's script, which only exists here: Ray
-            # sends that one by value.
-            policy_path = policy_class if isinstance(policy_class, str) or policy_class.__module__ == "__main__" \
-                else class_path(policy_class)
+            # it), except one that no path reaches (defined in the driver's script or in a
+            # function), which Ray sends by value.
+            by_value = not isinstance(policy_class, str) and (
+                policy_class.__module__ == "__main__" or "<locals>" in policy_class.__qualname__)
+            policy_path = policy_class if isinstance(policy_class, str) or by_value else class_path(policy_class)
 
             def make_remote(position: int) -> Any:
                 return remote_cls.options(**options, scheduling_strategy=placements[position]).remote(
@@ -554,15 +555,18 @@ def _kill_quietly(handle: Any) -> None:
         pass
 
 
-def synchronous_parallel_sample(workers: WorkerSet, max_env_steps: int | None = None,
-                                max_agent_steps: int | None = None) -> SampleBatch | MultiAgentBatch:
+def synchronous_parallel_sample(worker_set: WorkerSet, max_env_steps: int | None = None,
+                                max_agent_steps: int | None = None, concat: bool = True,
+                                ) -> SampleBatch | MultiAgentBatch | list[SampleBatch | MultiAgentBatch]:
     """Samples from every worker in rounds until at least ``max_env_steps`` env steps (or
-    ``max_agent_steps`` agent steps: multi-agent ``count_steps_by: agent_steps``).
+    ``max_agent_steps`` agent steps: multi-agent ``count_steps_by: agent_steps``); with
+    neither, one round (one ``sample()`` of each remote worker, or of the local one).
 
     Args:
-        workers: The worker set.
+        worker_set: The worker set.
         max_env_steps: Env steps to collect (``train_batch_size``).
         max_agent_steps: Agent steps to collect instead.
+        concat: Return one batch (else the list of the workers' batches, as 1.13 did).
 
     Returns:
         All the rounds' batches concatenated (a MultiAgentBatch from multi-agent workers).
@@ -570,13 +574,15 @@ def synchronous_parallel_sample(workers: WorkerSet, max_env_steps: int | None = 
     batches: list[SampleBatch | MultiAgentBatch] = []
     steps = 0
     target = max_env_steps if max_agent_steps is None else max_agent_steps
-    while steps < target:
-        for batch in workers.sample():
+    while target is None or steps < target:
+        for batch in worker_set.sample():
             batches.append(batch)
             steps += batch.count if max_agent_steps is None else batch.agent_steps()
-    if workers.config.get("input", "sampler") != "sampler":
+        if target is None:
+            break
+    if worker_set.config.get("input", "sampler") != "sampler":
         batches = _common_columns(batches)
-    return concat_samples(batches)
+    return concat_samples(batches) if concat else batches
 
 
 def _common_columns(batches: list[SampleBatch | MultiAgentBatch]) -> list[SampleBatch | MultiAgentBatch]:

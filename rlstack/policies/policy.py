@@ -334,6 +334,14 @@ class Policy(RecurrentPolicyMixin, ABC):
         """Adds algorithm columns (advantages, n-step returns) to one trajectory piece."""
         return batch
 
+    def _create_exploration(self) -> Any:
+        """Classic RLlib's exploration object for a hand-written policy (1.13's examples
+        keep it as ``self.exploration``): the ``exploration_config`` it was made from.
+        rlstack's own policies explore inside their acting code."""
+        from rlstack.utils.exploration import ExplorationConfig
+
+        return ExplorationConfig(dict(self.config.get("exploration_config") or {}))
+
     @classmethod
     def with_updates(cls, **changes: Any) -> type:
         """A subclass with some parts replaced by classic RLlib's template functions:

@@ -267,13 +267,33 @@ def lazy_exports(
 
 
 def install_tune_names() -> None:
-    """Makes Tune resolve :data:`ALGORITHMS` names to rlstack's trainers in this process:
-    now if ``ray.tune.registry`` is loaded, else as soon as it is (idempotent)."""
-    module = sys.modules.get(_TUNE_REGISTRY)
-    if module is not None:
-        _wrap_lookup(module)
-    elif not any(isinstance(finder, _TuneRegistryHook) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _TuneRegistryHook())
+    """Makes Tune resolve :data:`ALGORITHMS` names to rlstack's trainers in this process,
+    and ``ray.tune`` reachable as an attribute of ``ray`` without importing it first (1.13's
+    ``import ray.rllib.agents.ppo`` brought Tune in, so 1.13 scripts call ``ray.tune.run``
+    after a plain ``import ray``): now for modules already loaded, else as soon as they
+    are (idempotent)."""
+    for name, wrap in ((_TUNE_REGISTRY, _wrap_lookup), ("ray", _lazy_tune_attribute)):
+        module = sys.modules.get(name)
+        if module is not None:
+            wrap(module)
+        elif not any(isinstance(finder, _AfterImport) and finder.fullname == name for finder in sys.meta_path):
+            sys.meta_path.insert(0, _AfterImport(name, wrap))
+
+
+def _lazy_tune_attribute(module: ModuleType) -> None:
+    original = getattr(module, "__getattr__", None)
+    if getattr(original, "_rlstack_tune", False):
+        return
+
+    def __getattr__(name: str) -> Any:
+        if name == "tune":
+            return importlib.import_module("ray.tune")  # sets ray.tune: later lookups skip this
+        if original is None:
+            raise AttributeError(f"module 'ray' has no attribute {name!r}")
+        return original(name)
+
+    __getattr__._rlstack_tune = True  # type: ignore[attr-defined]
+    module.__getattr__ = __getattr__  # type: ignore[attr-defined]
 
 
 def _wrap_lookup(module: ModuleType) -> None:
@@ -293,11 +313,15 @@ def _wrap_lookup(module: ModuleType) -> None:
     module._has_trainable = _has_trainable
 
 
-class _TuneRegistryHook(importlib.abc.MetaPathFinder):
-    """Wraps Tune's lookup right after ``ray.tune.registry`` is first imported."""
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``wrap(module)`` right after the module ``fullname`` is first imported."""
+
+    def __init__(self, fullname: str, wrap: Callable[[ModuleType], None]) -> None:
+        self.fullname = fullname
+        self.wrap = wrap
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != _TUNE_REGISTRY:
+        if fullname != self.fullname:
             return None
         sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -307,7 +331,7 @@ class _TuneRegistryHook(importlib.abc.MetaPathFinder):
 
         def exec_and_wrap(module: ModuleType) -> None:
             exec_module(module)
-            _wrap_lookup(module)
+            self.wrap(module)
 
         spec.loader.exec_module = exec_and_wrap  # type: ignore[method-assign]
         return spec

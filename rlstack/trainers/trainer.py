@@ -173,6 +173,13 @@ class Trainer(tune.Trainable):
 
     # ----- the algorithm's part -------------------------------------------------------
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "get_default_config" in vars(cls):
+            # Classic RLlib's way to give a Trainer subclass its defaults: overriding
+            # get_default_config() (typically returning with_common_config({...})).
+            cls._default_config = cls.get_default_config()
+
     @classmethod
     def get_default_config(cls) -> dict[str, Any]:
         """A deep copy of the algorithm's full default config."""
@@ -261,6 +268,11 @@ class Trainer(tune.Trainable):
         with self._timers["synch_weights"]:
             self.sync_learned_weights(info)
         return info
+
+    def training_iteration(self) -> dict[str, Any]:
+        """Classic RLlib's name for :meth:`training_step`: a subclass that overrides it
+        runs its own round of sampling and learning in ``train()``."""
+        return self.training_step()
 
     def learn_on_policy_batch(self, policy: Policy, batch: SampleBatch) -> dict[str, Any]:
         """How the synchronous :meth:`training_step` makes one policy learn on its rows of
@@ -417,7 +429,9 @@ class Trainer(tune.Trainable):
         learner_stats: dict[str, Any] = {}
         with self._timers["training_iteration"]:
             while True:
-                learner_stats = self.training_step()
+                # training_iteration is classic RLlib's name for a subclass's own round.
+                learner_stats = self.training_iteration() if _overrides(type(self), "training_iteration") \
+                    else self.training_step()
                 sampled = self.global_timestep() - steps_before
                 if cfg["min_time_s_per_reporting"] and time.time() - start < cfg["min_time_s_per_reporting"]:
                     continue

@@ -34,6 +34,7 @@ the OU amplitude are fractions of the action range's half width, as in the TD3 p
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -350,3 +351,29 @@ def make_action_noise(exploration_config: dict[str, Any], action_dim: int, seed:
         return PerWorkerGaussianNoise(exploration_config, action_dim, seed, worker_index, num_workers)
     kinds = {"GaussianNoise": GaussianNoise, "OrnsteinUhlenbeckNoise": OrnsteinUhlenbeckNoise}
     return kinds[kind](exploration_config, action_dim, seed)
+
+
+@dataclass
+class ExplorationConfig:
+    """What ``Policy._create_exploration()`` gives a hand-written policy: its
+    ``exploration_config``. It keeps no state (a checkpoint has nothing of it to save);
+    choosing exploratory actions is the policy's own ``compute_actions``.
+
+    Attributes:
+        config: The ``exploration_config`` dict (``type`` and its arguments).
+    """
+
+    config: dict[str, Any]
+
+    def get_state(self) -> dict[str, Any]:
+        """Nothing: the config is rebuilt from the trainer's config."""
+        return {}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Takes :meth:`get_state`'s empty state."""
+
+    def get_exploration_action(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            "rlstack's policies explore inside their own compute_actions; a hand-written policy picks its "
+            "exploratory actions in its compute_actions too (this object only holds exploration_config).")
+

@@ -50,3 +50,26 @@ def explained_variance(y: "torch.Tensor", pred: "torch.Tensor") -> "torch.Tensor
     y_var = torch.var(y, dim=0, correction=0)
     diff_var = torch.var(y - pred, dim=0, correction=0)
     return torch.clamp(1.0 - diff_var / y_var, min=-1.0)
+
+
+def one_hot(x: "torch.Tensor", space: Any) -> "torch.Tensor":
+    """``x`` (a tensor of actions or observations of ``space``) one-hot encoded, as
+    float32: ``[B, n]`` for ``Discrete(n)``, the components' encodings side by side for
+    ``MultiDiscrete`` (``[B, sum(nvec)]``); :func:`rlstack.utils.tf_utils.one_hot`'s twin.
+
+    Raises:
+        ValueError: For another space, naming it.
+    """
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    if isinstance(space, gym.spaces.Discrete):
+        return F.one_hot(x.long() - int(space.start), int(space.n)).float()
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        nvec = np.asarray(space.nvec).reshape(-1)
+        starts = np.asarray(space.start).reshape(-1)
+        x = x.long().reshape(-1, len(nvec))
+        return torch.cat([F.one_hot(x[:, i] - int(starts[i]), int(n)).float() for i, n in enumerate(nvec)], dim=-1)
+    raise ValueError(f"one_hot takes a Discrete or MultiDiscrete space, got {space!r}.")

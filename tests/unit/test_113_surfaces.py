@@ -72,15 +72,22 @@ def test_compute_advantages_1_13_signature_and_layout():
         compute_advantages(SampleBatch({"rewards": rewards}), 0.0, use_gae=True, use_critic=False)
 
 
-def test_tf_one_hot_of_discrete_and_multi_discrete():
-    pytest.importorskip("tensorflow")
-    from rlstack.utils.tf_utils import one_hot
+def test_one_hot_of_discrete_and_multi_discrete(framework):
+    if framework == "torch":
+        import torch
 
-    assert one_hot(np.array([0, 2]), gym.spaces.Discrete(3)).numpy().tolist() == [[1, 0, 0], [0, 0, 1]]
-    encoded = one_hot(np.array([[1, 0]]), gym.spaces.MultiDiscrete([2, 3])).numpy()
+        from rlstack.utils.torch_utils import one_hot
+
+        as_input = torch.as_tensor
+    else:
+        from rlstack.utils.tf_utils import one_hot
+
+        as_input = np.asarray
+    assert one_hot(as_input(np.array([0, 2])), gym.spaces.Discrete(3)).numpy().tolist() == [[1, 0, 0], [0, 0, 1]]
+    encoded = one_hot(as_input(np.array([[1, 0]])), gym.spaces.MultiDiscrete([2, 3])).numpy()
     assert encoded.tolist() == [[0, 1, 1, 0, 0]]
     with pytest.raises(ValueError, match="Discrete or MultiDiscrete"):
-        one_hot(np.zeros(2), gym.spaces.Box(0, 1, (2,)))
+        one_hot(as_input(np.zeros(2)), gym.spaces.Box(0, 1, (2,)))
 
 
 class _ClassicCounter(gym.Env):
@@ -528,3 +535,51 @@ def test_dqn_q_model_bases_take_the_dqn_head_keys_and_learn(framework):
     with pytest.raises(ConfigError, match="num_atoms=51"):
         DQNTrainer({"framework": framework, "num_workers": 0, "num_atoms": 51,
                     "model": {"custom_model": _q_model_class(framework)}}, env="CartPole-v1")
+
+
+def test_a_1_13_custom_trainer_with_its_own_defaults_and_training_iteration():
+    from rlstack.execution.rollout_ops import synchronous_parallel_sample
+    from rlstack.policies.policy import Policy
+    from rlstack.trainers.trainer import Trainer, with_common_config
+
+    class RandomPolicy(Policy):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.exploration = self._create_exploration()
+
+        def compute_actions(self, obs_batch, state_batches=None, **kwargs):
+            return [self.action_space.sample() for _ in obs_batch], [], {}
+
+    defaults = with_common_config({"_disable_execution_plan_api": True, "my_rounds": 2})
+
+    class RandomTrainer(Trainer):
+        @classmethod
+        def get_default_config(cls):
+            return defaults
+
+        def get_default_policy_class(self, config):
+            return RandomPolicy
+
+        def training_iteration(self):
+            for _ in range(self.config["my_rounds"]):
+                for batch in synchronous_parallel_sample(worker_set=self.workers, concat=False):
+                    self.count_sampled(batch)
+            return {}
+
+    trainer = RandomTrainer({"rollout_fragment_length": 20}, env="CartPole-v1")
+    try:
+        result = trainer.train()
+        # 2 rounds of one 20-step fragment from each of the 2 default workers.
+        assert result["timesteps_total"] == 80 and result["episodes_this_iter"] >= 1
+        assert trainer.get_policy().exploration.config == trainer.config["exploration_config"]
+    finally:
+        trainer.stop()
+
+
+def test_ray_tune_is_an_attribute_of_ray_once_rlstack_is_imported():
+    import subprocess
+    import sys
+
+    code = ("import sys, rlstack.trainers.ppo as ppo, ray; assert 'ray.tune' not in sys.modules;"
+            "assert callable(ray.tune.run) and 'ray.tune' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
