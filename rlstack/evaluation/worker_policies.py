@@ -369,7 +369,7 @@ class WorkerPolicyMap:
             except KeyError as exc:
                 raise EnvError(f"{type(env).__name__} returned an observation for agent {agent_id!r} (mapped to policy "
                                f"{policy_id!r}), but its {kind}_space has no space for it: {exc.args[0]}") from None
-            if expected != given:
+            if expected is not None and expected != given:  # None: the env declares no spaces
                 raise ConfigError(
                     f"Agent {agent_id!r} is mapped to policy {policy_id!r}, whose {kind} space is {given}, but the "
                     f"env's {kind} space for that agent is {expected}. Give {policy_id!r} the agent's spaces (None "
