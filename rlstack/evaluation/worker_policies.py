@@ -364,6 +364,8 @@ class WorkerPolicyMap:
     def _check_spaces(self, agent_id: Any, policy_id: str, env: Any) -> None:
         spec = self.specs[policy_id]
         for kind, given in (("observation", spec.observation_space), ("action", spec.action_space)):
+            if kind == "observation" and (self.config.get("multiagent") or {}).get("observation_fn"):
+                continue  # observation_fn gives the policies observations of its own making
             try:
                 expected = agent_space(env, agent_id, kind)
             except KeyError as exc:

@@ -28,12 +28,14 @@ T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
-# Private methods of 1.13's Policy that its example policies override and rlstack's
-# sampler never calls (its batches are built without dummy-batch loss initialisation).
-_CLASSIC_INTERNALS = frozenset({
-    "_get_dummy_batch_from_view_requirements",
-    "_initialize_loss_from_dummy_batch",
-})
+# Methods 1.x code overrides that the base classes rlstack uses no longer define, and what
+# becomes of such an override: private methods of 1.13's Policy (rlstack's sampler builds
+# no dummy batches), and gym's Env.seed, which gymnasium's Env dropped.
+_CLASSIC_INTERNALS = {
+    "_get_dummy_batch_from_view_requirements": "rlstack does not have or call it: the method is never used",
+    "_initialize_loss_from_dummy_batch": "rlstack does not have or call it: the method is never used",
+    "seed": "gymnasium's Env has no seed(); rlstack calls a 1.x env's seed(n) itself when it seeds the env",
+}
 
 
 def override(cls: type) -> Callable[[T], T]:
@@ -67,8 +69,8 @@ def override(cls: type) -> Callable[[T], T]:
             name = method.__func__.__name__
         if name in _CLASSIC_INTERNALS and not hasattr(cls, name):
             qualname = getattr(getattr(method, "__func__", method), "__qualname__", name)
-            logger.warning("%s overrides classic RLlib's internal %s.%s, which rlstack does not have or call: "
-                           "the method is never used.", qualname, cls.__name__, name)
+            logger.warning("%s overrides %s.%s of classic RLlib / gym: %s.", qualname, cls.__name__, name,
+                           _CLASSIC_INTERNALS[name])
             return method
         if name is None or not hasattr(cls, name):
             qualname = getattr(getattr(method, "__func__", method), "__qualname__", name)

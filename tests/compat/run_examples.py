@@ -70,6 +70,11 @@ FIXTURE_PATCHES: tuple[tuple[str, str, str], ...] = (
     (r"(?m)^(\s*)obs, rew, done, info = self\.env\.step\(actions\[i\]\)$",
      r"\1obs, rew, terminated, truncated, info = self.env.step(actions[i])\n\1done = terminated or truncated",
      "and steps it, getting gymnasium's 5 values"),
+    (r"(?m)^(\s*)return self\.frozen_lake\.reset\(\)$", r"\1return self.frozen_lake.reset()[0]",
+     "1.13's CurriculumCapableEnv resets a gym.make('FrozenLake-v1'), now gymnasium's"),
+    (r"(?m)^(\s*)s, r, d, i = self\.frozen_lake\.step\(action\)$",
+     r"\1s, r, terminated, truncated, i = self.frozen_lake.step(action)\n\1d = terminated or truncated",
+     "and steps it"),
 )
 
 # Ray's CPU count for the examples (see run_one).
