@@ -48,6 +48,26 @@ def test_override_accepts_a_real_override_and_rejects_a_misspelled_one():
                 return "typo"
 
 
+def test_override_of_a_1_x_method_the_new_bases_dropped_warns_instead(caplog):
+    import gymnasium as gym
+
+    from rlstack.policies.policy import Policy
+
+    with caplog.at_level("WARNING", logger="rlstack.utils.annotations"):
+        class OldEnv(gym.Env):
+            @override(gym.Env)
+            def seed(self, seed=None):
+                return [seed]
+
+        class OldPolicy(Policy):
+            @override(Policy)
+            def _get_dummy_batch_from_view_requirements(self, batch_size=1):
+                return {}
+
+    assert OldEnv().seed(3) == [3]
+    assert "seed(n) itself" in caplog.text and "never used" in caplog.text
+
+
 def test_override_without_its_class_argument_is_an_error():
     with pytest.raises(TypeError, match=r"@override\(BaseClass\)"):
         @override

@@ -228,6 +228,18 @@ def test_observation_fn_rewrites_what_the_policies_see():
     assert batch.policy_batches["pa"][B.OBS][:3, 0].tolist() == [0, 2, 4]
 
 
+def test_observation_fn_may_give_a_policy_observations_of_another_space():
+    # 1.13's centralized-critic pattern: the policy sees more than the env's space for the
+    # agent (here its observation twice).
+    def with_other(agent_obs, worker, base_env, policies, episode, **kwargs):
+        return {agent: np.concatenate([obs, obs]) for agent, obs in agent_obs.items()}
+
+    wide = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    policies = {pid: PolicySpec(None, wide, None, {}) for pid in ("pa", "pb")}
+    batch = make_worker(multiagent={**BY_NAME, "policies": policies, "observation_fn": with_other}).sample()
+    assert batch.policy_batches["pa"][B.OBS].shape[1] == 2
+
+
 # ----- callbacks -------------------------------------------------------------------------------------------
 
 class Recorder(DefaultCallbacks):
