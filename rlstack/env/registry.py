@@ -161,7 +161,11 @@ def make_env(
     env = ensure_gymnasium_env(env, spec)
     if preprocessor_pref == "deepmind" and atari.is_atari(env):
         model_config = model_config or {}
-        env = atari.wrap_atari(env, dim=int(model_config.get("dim", 84)), framestack=bool(model_config.get("framestack", True)))
+        dim = int(model_config.get("dim", 84))
+        if dim < 8:
+            raise EnvError(f"model.dim={dim} is too small for Atari screens (preprocessor_pref='deepmind'); use 84 "
+                           "or 42.")
+        env = atari.wrap_atari(env, dim=dim, framestack=bool(model_config.get("framestack", True)))
     return env
 
 

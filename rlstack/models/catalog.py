@@ -19,7 +19,7 @@ import numpy as np
 
 from rlstack.errors import ConfigError, did_you_mean
 from rlstack.models.attention import ATTENTION_DEFAULTS, check_attention_config
-from rlstack.models.preprocessors import Preprocessor
+from rlstack.models.preprocessors import Preprocessor, get_preprocessor
 from rlstack.models.prev_inputs import PrevInputsSpec
 from rlstack.models.specs import LayerSpec, LSTMSpec, ModelSpec, QModelSpec, build_encoder, dense_stack
 
@@ -155,8 +155,11 @@ def validate_model_config(model_config: dict) -> None:
         elif value not in ACTIVATIONS:
             raise ConfigError(f"model.{key}={value!r} is not supported; allowed: {', '.join(ACTIVATIONS)}.")
     dim = model_config.get("dim", MODEL_DEFAULTS["dim"])
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 8:
-        raise ConfigError(f"model.dim must be an integer >= 8 (the side of Atari screens, e.g. 84 or 42); got {dim!r}.")
+    # Atari screens need 8 or more (checked where an Atari env is wrapped); other models
+    # may read dim for their own image sizes, as 1.13's did.
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise ConfigError(f"model.dim must be a positive integer (the side of Atari screens, e.g. 84 or 42); "
+                          f"got {dim!r}.")
     if not isinstance(model_config.get("framestack", True), bool):
         raise ConfigError(f"model.framestack must be True or False; got {model_config['framestack']!r}.")
     for key in ("fcnet_hiddens", "post_fcnet_hiddens"):
@@ -293,6 +296,12 @@ class ModelCatalog:
         from rlstack.models.model_factory import get_action_dist
 
         return get_action_dist(action_space, config, dist_type, framework)
+
+    @staticmethod
+    def get_preprocessor_for_space(observation_space: gym.Space, options: dict | None = None) -> Any:
+        """Classic RLlib's preprocessor for ``observation_space``: ``.size``, ``.shape``,
+        ``.observation_space``, ``.transform(obs)`` (the encoding policies use)."""
+        return get_preprocessor(observation_space)(observation_space, options)
 
     @staticmethod
     def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int | None, model_config: dict,

@@ -583,3 +583,12 @@ def test_ray_tune_is_an_attribute_of_ray_once_rlstack_is_imported():
     code = ("import sys, rlstack.trainers.ppo as ppo, ray; assert 'ray.tune' not in sys.modules;"
             "assert callable(ray.tune.run) and 'ray.tune' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_model_catalog_preprocessor_for_a_space_encodes_as_policies_do():
+    from rlstack.models import ModelCatalog
+
+    space = gym.spaces.Dict({"a": gym.spaces.Discrete(3), "b": gym.spaces.Box(0.0, 1.0, (2,))})
+    preprocessor = ModelCatalog.get_preprocessor_for_space(space)
+    assert preprocessor.size == 5 and preprocessor.shape == (5,)
+    assert preprocessor.transform({"a": 1, "b": [0.5, 0.25]}).tolist() == [0.0, 1.0, 0.0, 0.5, 0.25]

@@ -109,7 +109,7 @@ def test_default_config_copy_is_deep():
     [
         ({"clip_rewards": -1}, "clip_rewards must be None (the default), False (off), True"),
         ({"preprocessor_pref": "rllib"}, "preprocessor_pref='rllib' is not supported"),
-        ({"model": {"dim": 0}}, "model.dim must be an integer >= 8"),
+        ({"model": {"dim": 0}}, "model.dim must be a positive integer"),
         ({"evaluation_duration": "auto"}, "'auto' is not supported"),
         ({"exploration_config": {"type": "EpsilonGreedy"}}, "explore by sampling"),
         ({"optimizer": {"type": "SGD"}}, "remove the optimizer key"),
