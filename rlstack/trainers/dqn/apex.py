@@ -14,7 +14,7 @@ from rlstack.trainers.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, Dist
                                                  validate_distributed_replay_config)
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG as DQN_DEFAULT_CONFIG
 from rlstack.trainers.dqn.dqn import DQNTrainer, validate_dqn_config
-from rlstack.utils.exploration import per_worker_epsilon
+from rlstack.utils.exploration import EpsilonGreedy, per_worker_epsilon
 
 # Classic RLlib 1.x ApeX defaults, on top of DQN's.
 APEX_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
@@ -59,13 +59,15 @@ class ApeXTrainer(DistributedReplayTrainer):
                       "tf": "rlstack.trainers.dqn.dqn_tf_policy:DQNTFPolicy"}
 
     def extra_results(self) -> dict[str, Any]:
+        results = super().extra_results()
         num_workers = self.workers.num_remote_workers
         if self.config["exploration_config"].get("type") == "PerWorkerEpsilonGreedy":
-            epsilons = [per_worker_epsilon(i, num_workers) for i in range(1, num_workers + 1)]
-        else:
-            sampled = self._counters["num_env_steps_sampled"]
-            epsilons = [self.learner_policy.exploration.epsilon(sampled)] * num_workers
-        return {**super().extra_results(), "per_worker_epsilon": epsilons}
+            results["per_worker_epsilon"] = [per_worker_epsilon(i, num_workers) for i in range(1, num_workers + 1)]
+        elif isinstance(exploration := getattr(self.learner_policy, "exploration", None), EpsilonGreedy):
+            # (a multi-agent run's first policy may be another algorithm's, without one)
+            epsilon = exploration.epsilon(self._counters["num_env_steps_sampled"])
+            results["per_worker_epsilon"] = [epsilon] * num_workers
+        return results
 
 
 # RLlib 1.13's spelling (`from ray.rllib.agents.dqn import ApexTrainer`).

@@ -19,7 +19,7 @@ from rlstack.errors import ConfigError
 from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
 from rlstack.trainers.off_policy import REPLAY_CONFIG, OffPolicyTrainer, validate_replay_config
-from rlstack.utils.exploration import EXPLORATION_DEFAULTS, validate_exploration_config
+from rlstack.utils.exploration import EXPLORATION_DEFAULTS, EpsilonGreedy, validate_exploration_config
 
 # Classic RLlib 1.x DQN defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
@@ -130,5 +130,10 @@ class DQNTrainer(OffPolicyTrainer):
                       "tf": "rlstack.trainers.dqn.dqn_tf_policy:DQNTFPolicy"}
 
     def extra_results(self) -> dict[str, Any]:
-        return {**super().extra_results(),
-                "cur_epsilon": self.learner_policy.exploration.epsilon(self._counters["num_env_steps_sampled"])}
+        results = super().extra_results()
+        # The first policy's epsilon; in a multi-agent run it may be another algorithm's
+        # policy (1.13's two-trainer example), which has none.
+        exploration = getattr(self.learner_policy, "exploration", None)
+        if isinstance(exploration, EpsilonGreedy):
+            results["cur_epsilon"] = exploration.epsilon(self._counters["num_env_steps_sampled"])
+        return results
