@@ -32,10 +32,6 @@ NO_OP_KEYS: dict[str, tuple[tuple[Any, ...], str, tuple[str, ...] | None]] = {
     # 1.x could run each sub-env as a Ray actor of its own; rlstack steps them inside the
     # worker (1.x's default, False).
     "remote_worker_envs": ((False,), "rlstack steps a worker's sub-envs inside the worker process", None),
-    # 1.x could evaluate while the next training step ran; rlstack evaluates after it
-    # (1.x's default, False), with the same result keys.
-    "evaluation_parallel_to_training": ((False,), "rlstack evaluates after the training step of the "
-                                        "iteration, not beside it", None),
     # rlstack's V-trace uses each fragment's last step only as the bootstrap value (1.x's True).
     "vtrace_drop_last_ts": ((True,), "rlstack's V-trace uses each fragment's last step only to bootstrap",
                             ("IMPALA", "APPO")),

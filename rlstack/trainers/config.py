@@ -123,7 +123,9 @@ COMMON_CONFIG: dict[str, Any] = {
     # === Evaluation ===
     # Evaluate every this many training iterations; None: never (call evaluate()).
     "evaluation_interval": None,
-    # How much to evaluate each time, in evaluation_duration_unit.
+    # How much to evaluate each time, in evaluation_duration_unit; "auto" (with
+    # evaluation_parallel_to_training): rounds of one episode (or one fragment) per
+    # evaluation worker for as long as the training step takes, at least one round.
     "evaluation_duration": 10,
     # "episodes" or "timesteps".
     "evaluation_duration_unit": "episodes",
@@ -132,6 +134,9 @@ COMMON_CONFIG: dict[str, Any] = {
     "evaluation_config": {"explore": False},
     # Remote evaluation workers; 0 evaluates in the driver.
     "evaluation_num_workers": 0,
+    # Evaluate on the evaluation workers while the iteration's training step runs (with
+    # the weights from before it), instead of after it; needs evaluation_num_workers >= 1.
+    "evaluation_parallel_to_training": False,
     # === Reporting ===
     # Smooth episode_reward_mean and friends over this many recent episodes.
     "metrics_smoothing_episodes": 100,
@@ -473,9 +478,15 @@ def validate_common_config(config: dict[str, Any]) -> None:
     _require(clip is None or clip is True or clip is False or (isinstance(clip, numbers.Real) and not isinstance(clip, bool) and clip > 0),
              f"clip_rewards must be None (the default), False (off), True (sign of the reward) or a number > 0 (clip to [-x, x]); "
              f"got {clip!r}.")
-    _require(_is_int(config["evaluation_duration"]) and config["evaluation_duration"] >= 1,
-             f"evaluation_duration must be an integer >= 1 (episodes or timesteps, per evaluation_duration_unit); "
-             f"got {config['evaluation_duration']!r} ('auto' is not supported).")
+    parallel = config["evaluation_parallel_to_training"]
+    _require(isinstance(parallel, bool), f"evaluation_parallel_to_training must be True or False, got {parallel!r}.")
+    _require(not parallel or config["evaluation_num_workers"] >= 1,
+             "evaluation_parallel_to_training=True needs evaluation_num_workers >= 1: evaluation in the driver "
+             "would wait for the training step anyway.")
+    _require((_is_int(config["evaluation_duration"]) and config["evaluation_duration"] >= 1)
+             or (config["evaluation_duration"] == "auto" and parallel),
+             f"evaluation_duration must be an integer >= 1 (episodes or timesteps, per evaluation_duration_unit), "
+             f"or 'auto' with evaluation_parallel_to_training=True; got {config['evaluation_duration']!r}.")
     _require(not config["optimizer"],
              f"optimizer {config['optimizer']!r} is not supported; Adam is configured with lr, lr_schedule, "
              "adam_epsilon and grad_clip: remove the optimizer key.")

@@ -22,10 +22,12 @@ import logging
 import os
 import tarfile
 import tempfile
+import threading
 import time
 import warnings
 import weakref
 from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,7 @@ import rlstack
 from rlstack.env.registry import env_spec_name
 from rlstack.errors import CheckpointError, ConfigError
 from rlstack.evaluation.callbacks import make_callbacks, overridden_hooks, restorable_callbacks, with_callbacks_specs
-from rlstack.evaluation.metrics import EpisodeWindow, episode_results, off_policy_estimates
+from rlstack.evaluation.metrics import EpisodeStats, EpisodeWindow, episode_results, off_policy_estimates
 from rlstack.evaluation.worker_policies import class_path, resolve_class
 from rlstack.evaluation.worker_set import WorkerSet, worker_resources, worker_start_error
 from rlstack.policies.observations import check_observation
@@ -78,6 +80,11 @@ from rlstack.utils.timers import TimerStat
 logger = logging.getLogger(__name__)
 
 __all__ = ["COMMON_CONFIG", "DEFAULT_POLICY_ID", "Trainer", "with_common_config"]
+
+
+# Where evaluation_parallel_to_training runs an evaluation beside the training step (the
+# thread only waits on the evaluation workers, which are Ray actors).
+_EVALUATION_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rlstack-evaluation")
 
 
 def _overrides(cls: type, method: str) -> bool:
@@ -426,18 +433,18 @@ class Trainer(tune.Trainable):
         cfg = self.config
         start = time.time()
         steps_before = self.global_timestep()
-        learner_stats: dict[str, Any] = {}
-        with self._timers["training_iteration"]:
-            while True:
-                # training_iteration is classic RLlib's name for a subclass's own round.
-                learner_stats = self.training_iteration() if _overrides(type(self), "training_iteration") \
-                    else self.training_step()
-                sampled = self.global_timestep() - steps_before
-                if cfg["min_time_s_per_reporting"] and time.time() - start < cfg["min_time_s_per_reporting"]:
-                    continue
-                if cfg["min_sample_timesteps_per_reporting"] and sampled < cfg["min_sample_timesteps_per_reporting"]:
-                    continue
-                break
+        interval = cfg["evaluation_interval"]
+        evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
+        parallel_evaluation, training_done = None, threading.Event()
+        if evaluate_now and cfg["evaluation_parallel_to_training"]:
+            # Evaluated with the weights from before this training step, on the
+            # evaluation workers, while the training step runs here.
+            parallel_evaluation = _EVALUATION_THREAD.submit(
+                self._evaluation_metrics, self._prepared_evaluation_workers(), training_done)
+        try:
+            learner_stats = self._train_until_reporting(start, steps_before)
+        finally:
+            training_done.set()
         policy_map = self.workers.local_worker().policy_map
         for policy_id, policy_stats in learner_stats.items():
             if isinstance(policy_stats, dict) and policy_id in policy_map:
@@ -491,10 +498,27 @@ class Trainer(tune.Trainable):
         }
         if cfg["env_task_fn"] is not None:
             self._set_env_tasks(result)
-        interval = cfg["evaluation_interval"]
-        if interval and (self.iteration + 1) % interval == 0:
+        if parallel_evaluation is not None:
+            result["evaluation"] = parallel_evaluation.result()
+        elif evaluate_now:
             result.update(self.evaluate())  # {"evaluation": metrics}
         return result
+
+    def _train_until_reporting(self, start: float, steps_before: int) -> dict[str, Any]:
+        """Runs training steps until the iteration may report (``min_time_s_per_reporting``,
+        ``min_sample_timesteps_per_reporting``); returns the last one's learner stats."""
+        cfg = self.config
+        with self._timers["training_iteration"]:
+            while True:
+                # training_iteration is classic RLlib's name for a subclass's own round.
+                learner_stats = self.training_iteration() if _overrides(type(self), "training_iteration") \
+                    else self.training_step()
+                sampled = self.global_timestep() - steps_before
+                if cfg["min_time_s_per_reporting"] and time.time() - start < cfg["min_time_s_per_reporting"]:
+                    continue
+                if cfg["min_sample_timesteps_per_reporting"] and sampled < cfg["min_sample_timesteps_per_reporting"]:
+                    continue
+                return learner_stats
 
     def _set_env_tasks(self, result: dict[str, Any]) -> None:
         """Gives each task-settable sub-env of the rollout workers the task that
@@ -773,6 +797,11 @@ class Trainer(tune.Trainable):
             this evaluation; ``train()`` reports the same inner dict as
             ``result["evaluation"]``.
         """
+        return {"evaluation": self._evaluation_metrics(self._prepared_evaluation_workers())}
+
+    def _prepared_evaluation_workers(self) -> WorkerSet:
+        """The evaluation workers (built on first use) with the learner's current weights
+        and filter statistics."""
         cfg = self.config
         if self.evaluation_workers is None:
             eval_config = evaluation_config_of(cfg)
@@ -791,30 +820,33 @@ class Trainer(tune.Trainable):
         if workers.num_remote_workers:
             weights_ref, filter_ref = ray.put(weights), ray.put(filter_state)
             workers.call_healthy(lambda w: [w.set_weights.remote(weights_ref), w.set_filter_state.remote(filter_ref)])
+        return workers
+
+    def _evaluation_metrics(self, workers: WorkerSet, training_done: threading.Event | None = None) -> dict[str, Any]:
+        """Plays the evaluation on ``workers`` and returns its metrics. With
+        ``evaluation_duration: "auto"`` it plays rounds (one episode, or one fragment, per
+        worker) until ``training_done`` is set, at least one."""
+        cfg = self.config
         if cfg["custom_eval_function"] is not None:
             # Classic RLlib's hook: the function runs the evaluation workers its own way.
-            return {"evaluation": cfg["custom_eval_function"](self, workers)}
-        duration = cfg["evaluation_duration"]
+            return cfg["custom_eval_function"](self, workers)
         by_episodes = cfg["evaluation_duration_unit"] == "episodes"
-        if workers.num_remote_workers:
-            # A worker recreated or dropped on the way contributes what it finished.
-            positions = workers.healthy_positions()
-            shares = [duration // len(positions) + (1 if i < duration % len(positions) else 0)
-                      for i in range(len(positions))]
-            results = workers.call_each({p: (lambda w, n=n: _run_share(w, n, by_episodes))
-                                         for p, n in zip(positions, shares) if n > 0})
-            episodes = [e for batch in results.values() for e in batch]
-        else:
-            local = workers.local_worker()
-            episodes = local.run_episodes(duration, None) if by_episodes else local.run_episodes(None, duration)
-        return {"evaluation": {
+        auto = cfg["evaluation_duration"] == "auto"
+        per_worker = 1 if by_episodes else cfg["rollout_fragment_length"]
+        duration = per_worker * max(1, workers.num_remote_workers) if auto else cfg["evaluation_duration"]
+        episodes: list[EpisodeStats] = []
+        while True:
+            episodes += _play_evaluation(workers, duration, by_episodes)
+            if not auto or training_done is None or training_done.is_set():
+                break
+        return {
             **episode_results(episodes),
             "episodes_this_iter": len(episodes),
             "timesteps_this_iter": sum(e.length for e in episodes),
             # Sub-envs rebuilt during this evaluation (restart_failed_sub_environments);
             # their broken episodes are not among the episodes above.
             "num_env_restarts": workers.collect_env_restarts(),
-        }}
+        }
 
     # ----- multi-agent: the per-policy parts of a step, results and checkpoints ------------
 
@@ -1366,6 +1398,20 @@ def _renamed(old: str, old_value: Any, new: str, new_value: Any) -> Any:
     warnings.warn(f"compute_single_action({old}=...) is deprecated (as in RLlib 1.13); use {new}=... instead.",
                   DeprecationWarning, stacklevel=3)
     return old_value if new_value is None else new_value
+
+
+def _play_evaluation(workers: WorkerSet, duration: int, by_episodes: bool) -> list[EpisodeStats]:
+    # duration episodes (or timesteps) shared out among the evaluation workers.
+    if workers.num_remote_workers:
+        # A worker recreated or dropped on the way contributes what it finished.
+        positions = workers.healthy_positions()
+        shares = [duration // len(positions) + (1 if i < duration % len(positions) else 0)
+                  for i in range(len(positions))]
+        results = workers.call_each({p: (lambda w, n=n: _run_share(w, n, by_episodes))
+                                     for p, n in zip(positions, shares) if n > 0})
+        return [e for batch in results.values() for e in batch]
+    local = workers.local_worker()
+    return local.run_episodes(duration, None) if by_episodes else local.run_episodes(None, duration)
 
 
 def _run_share(worker: Any, n: int, by_episodes: bool) -> Any:

@@ -73,6 +73,12 @@ FIXTURE_PATCHES: tuple[tuple[str, str, str], ...] = (
     (r"(?m)^(\s*)obs, rew, done, info = self\.env\.step\(actions\[i\]\)$",
      r"\1obs, rew, terminated, truncated, info = self.env.step(actions[i])\n\1done = terminated or truncated",
      "and steps it, getting gymnasium's 5 values"),
+    (r"\bself\.wrapped\.reset\(\)", "self.wrapped.reset()[0]",
+     "1.13's ParametricActionsCartPole resets a gym.make('CartPole-v0'), now gymnasium's"),
+    (r"(?m)^(\s*)orig_obs, rew, done, info = self\.wrapped\.step\(actual_action\)$",
+     r"\1orig_obs, rew, terminated, truncated, info = self.wrapped.step(actual_action)\n"
+     r"\1done = terminated or truncated",
+     "and steps it"),
     (r"(?m)^(\s*)return self\.frozen_lake\.reset\(\)$", r"\1return self.frozen_lake.reset()[0]",
      "1.13's CurriculumCapableEnv resets a gym.make('FrozenLake-v1'), now gymnasium's"),
     (r"(?m)^(\s*)s, r, d, i = self\.frozen_lake\.step\(action\)$",
@@ -148,6 +154,13 @@ def migrate_and_patch(package: Path) -> str:
     return done.stderr.strip().splitlines()[-1]
 
 
+def framework_choices(script: Path) -> list[str] | None:
+    """The frameworks the script's ``--framework`` option accepts, where it lists them."""
+    source = script.read_text(encoding="utf-8")
+    found = re.search(r'"--framework",[^)]*?choices=\[([^\]]*)\]', source, re.S)
+    return re.findall(r'"(\w+)"', found.group(1)) if found else None
+
+
 def arguments_for(script: Path, framework: str) -> list[str]:
     """Short stop criteria and the framework, for the options the script's argparse has."""
     source = script.read_text(encoding="utf-8")
@@ -195,6 +208,9 @@ sys.meta_path.insert(0, _NoRLlib())
 
 def run_one(script: Path, framework: str, timeout: float) -> tuple[str, str]:
     """``(verdict, first error)`` of one script in one framework."""
+    choices = framework_choices(script)
+    if choices is not None and framework not in choices and not (framework == "tf" and "tf2" in choices):
+        return "n/a", ""  # the script does not offer this framework
     hide = script.parent.parent / "hide_rllib"
     hide.mkdir(exist_ok=True)
     (hide / "sitecustomize.py").write_text(HIDE_RLLIB, encoding="utf-8")
@@ -243,7 +259,8 @@ def main() -> int:
     header = "| example | " + " | ".join(frameworks) + " | first error |\n|---|" + "---|" * (len(frameworks) + 1)
     lines = [header] + [f"| {name} | " + " | ".join(v) + f" | {error.replace('|', '/')} |" for name, v, error in rows]
     passed = {f: sum(1 for _, v, _ in rows if v[i] == "ok") for i, f in enumerate(frameworks)}
-    counts = ", ".join(f"{f}: {n} of {len(rows)}" for f, n in passed.items())
+    offered = {f: sum(1 for _, v, _ in rows if v[i] != "n/a") for i, f in enumerate(frameworks)}
+    counts = ", ".join(f"{f}: {n} of {offered[f]}" for f, n in passed.items())
     table = "\n".join(lines)
     print(table)
     print(f"ran to the end: {counts}")
@@ -255,7 +272,8 @@ def main() -> int:
             f"# RLlib 1.13's examples on rlstack\n\n`{command}`, {datetime.date.today().isoformat()}: each top-level "
             f"script of `ray==1.13.0`'s `ray/rllib/examples/`, after `rlstack migrate` ({summary.removeprefix('rlstack migrate: ')}) "
             f"and the fixture patches below, run once per framework with short stop criteria where the script takes "
-            f"them, Ray given {LOGICAL_CPUS} logical CPUs on a 2-core machine. Ran to the end: {counts}.\n\n{table}\n\nFixture patches (not rlstack's to make):\n\n{patches}\n\n"
+            f"them, Ray given {LOGICAL_CPUS} logical CPUs on a 2-core machine and Ray's own RLlib hidden. Ran to "
+            f"the end: {counts} (`n/a`: the script's --framework does not offer it).\n\n{table}\n\nFixture patches (not rlstack's to make):\n\n{patches}\n\n"
             f"Not run here:\n\n{skipped}\n", encoding="utf-8")
     return 0
 

@@ -592,3 +592,29 @@ def test_model_catalog_preprocessor_for_a_space_encodes_as_policies_do():
     preprocessor = ModelCatalog.get_preprocessor_for_space(space)
     assert preprocessor.size == 5 and preprocessor.shape == (5,)
     assert preprocessor.transform({"a": 1, "b": [0.5, 0.25]}).tolist() == [0.0, 1.0, 0.0, 0.5, 0.25]
+
+
+def test_evaluation_parallel_to_training_evaluates_beside_the_training_step(ray_local):
+    from rlstack.errors import ConfigError
+    from rlstack.trainers.pg import PGTrainer
+
+    base = {"num_workers": 0, "train_batch_size": 200, "rollout_fragment_length": 200, "evaluation_interval": 1,
+            "evaluation_num_workers": 1, "evaluation_parallel_to_training": True,
+            "model": {"fcnet_hiddens": [4]}}
+    trainer = PGTrainer({**base, "evaluation_duration": "auto"}, env="CartPole-v1")
+    try:
+        for _ in range(2):
+            evaluation = trainer.train()["evaluation"]
+            # "auto": rounds of one episode per evaluation worker while the step trained.
+            assert evaluation["episodes_this_iter"] >= 1 and evaluation["episode_reward_mean"] > 0
+    finally:
+        trainer.stop()
+    trainer = PGTrainer({**base, "evaluation_duration": 3}, env="CartPole-v1")
+    try:
+        assert trainer.train()["evaluation"]["episodes_this_iter"] == 3
+    finally:
+        trainer.stop()
+    with pytest.raises(ConfigError, match="evaluation_num_workers >= 1"):
+        PGTrainer.merge_and_validate({**base, "evaluation_num_workers": 0})
+    with pytest.raises(ConfigError, match="'auto' with evaluation_parallel_to_training=True"):
+        PGTrainer.merge_and_validate({**base, "evaluation_parallel_to_training": False, "evaluation_duration": "auto"})

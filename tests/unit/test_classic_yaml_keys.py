@@ -135,7 +135,7 @@ def test_sac_files_keep_1_13s_sub_configs_and_replay_keys():
         get_trainer_class("SAC").merge_and_validate({"compress_observations": True})
 
 
-@pytest.mark.parametrize("key", ["remote_worker_envs", "evaluation_parallel_to_training"])
+@pytest.mark.parametrize("key", ["remote_worker_envs", "compress_observations"])
 def test_1_13_keys_at_their_default_are_accepted_and_other_values_named(key):
     trainer = get_trainer_class("PPO")
     assert key not in trainer.merge_and_validate({key: False})
