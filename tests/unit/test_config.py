@@ -110,7 +110,7 @@ def test_default_config_copy_is_deep():
         ({"clip_rewards": -1}, "clip_rewards must be None (the default), False (off), True"),
         ({"preprocessor_pref": "rllib"}, "preprocessor_pref='rllib' is not supported"),
         ({"model": {"dim": 0}}, "model.dim must be a positive integer"),
-        ({"evaluation_duration": "auto"}, "'auto' is not supported"),
+        ({"evaluation_duration": "auto"}, "'auto' with evaluation_parallel_to_training=True"),
         ({"exploration_config": {"type": "EpsilonGreedy"}}, "explore by sampling"),
         ({"optimizer": {"type": "SGD"}}, "remove the optimizer key"),
         ({"model": {"use_lstm": True, "max_seq_len": 0}}, "model.max_seq_len must be an integer >= 1"),
