@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rlstack.errors import ConfigError
@@ -46,11 +47,24 @@ def make_input_reader(config: dict, ioctx: IOContext) -> InputReader | None:
     return reader
 
 
+def registered_input(source: Any) -> Callable[[IOContext], InputReader] | None:
+    """The creator registered under the name ``source`` with Tune's
+    ``register_input(name, creator)`` (1.13's way to name a custom input), else None."""
+    if not isinstance(source, str) or source in ("sampler", "dataset"):
+        return None
+    from ray.tune.registry import registry_contains_input, registry_get_input
+
+    return registry_get_input(source) if registry_contains_input(source) else None
+
+
 def _reader(source: Any, ioctx: IOContext) -> InputReader:
     if isinstance(source, InputReader):
         return source
     if callable(source):
         return source(ioctx)
+    creator = registered_input(source)
+    if creator is not None:
+        return creator(ioctx)
     if source == "dataset":
         from rlstack.offline.dataset_reader import DatasetReader
 
@@ -152,7 +166,7 @@ def check_offline_config(config: dict) -> None:
         ConfigError: Naming the key, the value and the fix.
     """
     source = config.get("input", "sampler")
-    if source == "sampler":
+    if source == "sampler" or (isinstance(source, str) and registered_input(source) is not None):
         pass
     elif isinstance(source, (str, list, tuple)) and source != "dataset":
         from rlstack.offline.json_reader import expand_paths

@@ -107,6 +107,7 @@ SKIPPED: dict[str, str] = {
     "self_play_league_based_with_open_spiel.py": "needs OpenSpiel (pyspiel)",
     "offline_rl.py": "reads /path/to/my/json_file.json, a placeholder for experience the user recorded first",
     "custom_model_loss_and_metrics.py": "reads rllib/tests/data/cartpole/small.json, which the wheel does not ship",
+    "custom_input_api.py": "reads rllib/tests/data/pendulum/small.json, which the wheel does not ship",
     "custom_loss.py": "1.13's placeholder that only raises: renamed to custom_model_loss_and_metrics.py",
 }
 

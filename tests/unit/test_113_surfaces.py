@@ -618,3 +618,30 @@ def test_evaluation_parallel_to_training_evaluates_beside_the_training_step(ray_
         PGTrainer.merge_and_validate({**base, "evaluation_num_workers": 0})
     with pytest.raises(ConfigError, match="'auto' with evaluation_parallel_to_training=True"):
         PGTrainer.merge_and_validate({**base, "evaluation_parallel_to_training": False, "evaluation_duration": "auto"})
+
+
+def test_an_input_registered_with_tune_by_name_is_read(tmp_path):
+    from ray.tune.registry import register_input
+
+    from rlstack.offline.input_reader import InputReader
+    from rlstack.trainers.marwil import BCTrainer
+
+    class OneBatch(InputReader):
+        def __init__(self, ioctx):
+            self.ioctx = ioctx
+
+        def next(self):
+            n = 20
+            return SampleBatch({"obs": np.zeros((n, 4), np.float32), "actions": np.zeros(n, np.int64),
+                                "rewards": np.ones(n, np.float32), "terminateds": np.arange(n) % 10 == 9,
+                                "truncateds": np.zeros(n, bool), "eps_id": np.arange(n) // 10,
+                                "new_obs": np.zeros((n, 4), np.float32)})
+
+    register_input("my_reader", lambda ioctx: OneBatch(ioctx))
+    trainer = BCTrainer({"input": "my_reader", "num_workers": 0, "train_batch_size": 20,
+                         "model": {"fcnet_hiddens": [4]}}, env="CartPole-v1")
+    try:
+        assert isinstance(trainer.workers.local_worker().input_reader, OneBatch)
+        assert trainer.train()["info"]["num_env_steps_trained"] >= 20
+    finally:
+        trainer.stop()
