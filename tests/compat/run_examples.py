@@ -90,7 +90,7 @@ FIXTURE_PATCHES: tuple[tuple[str, str, str], ...] = (
 )
 
 # Ray's CPU count for the examples (see run_one).
-LOGICAL_CPUS = 4
+LOGICAL_CPUS = 6
 
 # Scripts that cannot run on a 2-core CPU machine without outside software.
 SKIPPED: dict[str, str] = {
@@ -220,9 +220,10 @@ def run_one(script: Path, framework: str, timeout: float) -> tuple[str, str]:
     (hide / "sitecustomize.py").write_text(HIDE_RLLIB, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hide), str(script.parent.parent), str(ROOT)]),
            "RLSTACK_RESULTS_DIR": str(script.parent.parent / "results"), "PYTHONWARNINGS": "ignore",
-           # The examples were written for machines with 4 cores or more (PPO's default: a
-           # driver and 2 rollout workers, a CPU each); Ray gets 4 logical CPUs on this
-           # 2-core machine instead of leaving their trials pending.
+           # The examples were written for bigger machines (PPO's default: a driver and 2
+           # rollout workers, a CPU each; 2 evaluation workers more in the parallel
+           # evaluation example); Ray gets LOGICAL_CPUS logical CPUs on this 2-core
+           # machine instead of leaving their trials pending.
            "RAY_OVERRIDE_RESOURCES": json.dumps({"CPU": LOGICAL_CPUS})}
     env.pop("RAY_ADDRESS", None)
     command = [sys.executable, str(script), *arguments_for(script, framework)]
