@@ -155,7 +155,7 @@ def migrate_and_patch(package: Path) -> str:
             patched = re.sub(pattern, replacement, patched)
         if patched != text:
             path.write_text(patched, encoding="utf-8")
-    return done.stderr.strip().splitlines()[-1]
+    return done.stderr.strip().splitlines()[-1].replace(" (listed above)", "")
 
 
 def framework_choices(script: Path) -> list[str] | None:
