@@ -106,6 +106,10 @@ class Policy(RecurrentPolicyMixin, ABC):
         self.dist_spec = action_dist_spec(action_space, config.get("model"))
         self.global_timestep = 0
         self.worker_index, self.num_workers = 0, 0
+        # 1.x's record of the columns the policy reads, by name (ViewRequirement); a
+        # hand-written policy may add to it, as 1.13's examples do. rlstack's samplers
+        # build their batches without reading it.
+        self.view_requirements: dict[str, Any] = {}
         if self.per_row_stats and self.shuffle_minibatches:
             raise TypeError(
                 f"{type(self).__name__} sets per_row_stats={self.per_row_stats!r} and shuffle_minibatches=True; "

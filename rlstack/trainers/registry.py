@@ -296,6 +296,17 @@ def _lazy_tune_attribute(module: ModuleType) -> None:
     module.__getattr__ = __getattr__  # type: ignore[attr-defined]
 
 
+# RLlib 1.13's trainable names that rlstack has no trainer for, and what each was: Tune's
+# lookup of one says so instead of "Unknown trainable".
+CLASSIC_ONLY_TRAINABLES = {
+    "AlphaStar": "AlphaStar (multi-agent league)", "AlphaZero": "AlphaZero", "BanditLinTS": "a linear bandit",
+    "BanditLinUCB": "a linear bandit", "CRR": "CRR (offline learning)", "DDPPO": "DD-PPO", "Dreamer": "Dreamer",
+    "DT": "the Decision Transformer", "MADDPG": "MADDPG (multi-agent)", "MAML": "MAML", "MBMPO": "MB-MPO",
+    "QMIX": "QMIX (multi-agent)", "R2D2": "R2D2 (recurrent Q-learning)", "RNNSAC": "RNNSAC (recurrent SAC)",
+    "SimpleQ": "SimpleQ (DQN with double_q, dueling and prioritized_replay off)", "SlateQ": "SlateQ",
+}
+
+
 def _wrap_lookup(module: ModuleType) -> None:
     original = module._has_trainable
     if getattr(original, "_rlstack_names", False):
@@ -307,7 +318,15 @@ def _wrap_lookup(module: ModuleType) -> None:
             # it does not know, in any process of the job) may have overwritten it.
             module.register_trainable(trainable_name, get_trainer_class(trainable_name))
             return True
-        return original(trainable_name)
+        if original(trainable_name):
+            return True
+        if trainable_name in CLASSIC_ONLY_TRAINABLES:
+            from rlstack._missing_modules import algorithms_summary  # an application-level module
+
+            raise ConfigError(f"Tune has no trainable {trainable_name!r}: "
+                              f"{CLASSIC_ONLY_TRAINABLES[trainable_name]} is RLlib 1.13's and not in rlstack; "
+                              f"{algorithms_summary()}.")
+        return False
 
     _has_trainable._rlstack_names = True  # type: ignore[attr-defined]
     module._has_trainable = _has_trainable

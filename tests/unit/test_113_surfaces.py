@@ -645,3 +645,31 @@ def test_an_input_registered_with_tune_by_name_is_read(tmp_path):
         assert trainer.train()["info"]["num_env_steps_trained"] >= 20
     finally:
         trainer.stop()
+
+
+def test_a_1_13_trainable_rlstack_lacks_is_named_by_tune_lookup():
+    import rlstack  # noqa: F401 - installs rlstack's names in Tune's lookup
+    from ray.tune.registry import get_trainable_cls
+
+    from rlstack.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="'RNNSAC': RNNSAC .recurrent SAC. is RLlib 1.13's and not in rlstack; "
+                                          "rlstack has .*PPO"):
+        get_trainable_cls("RNNSAC")
+    assert get_trainable_cls("PPO").__name__ == "PPOTrainer"
+
+
+def test_a_hand_written_policy_has_1_13s_view_requirements_record():
+    from rlstack.policies.policy import Policy
+    from rlstack.policies.view_requirement import ViewRequirement
+
+    class Heuristic(Policy):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.view_requirements.update({"state_in_0": ViewRequirement("state_out_0", shift=-1)})
+
+        def compute_actions(self, obs_batch, state_batches=None, **kwargs):
+            return [0 for _ in obs_batch], [], {}
+
+    policy = Heuristic(gym.spaces.Discrete(3), gym.spaces.Discrete(3), {})
+    assert policy.view_requirements["state_in_0"].data_col == "state_out_0"
