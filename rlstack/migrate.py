@@ -13,6 +13,11 @@ comments, relative imports and the layout of the file stay as they were (the rew
 works on LibCST's concrete syntax tree, which keeps every character it is not told to
 change).
 
+A script that names an algorithm to Tune by string (``tune.run("PPO", ...)``, an
+experiment's ``"run": "PPO"``) and imports nothing of RLlib gets ``import rlstack`` after its
+``import ray``: RLlib 1.x registered its algorithms with Tune by itself, and rlstack does
+so when it is imported.
+
 What cannot be migrated mechanically is reported by file and line, and left for a person:
 
 * an imported 1.13 name that rlstack does not have (the import's own error message says
@@ -106,12 +111,17 @@ def _as_expression(dotted: str) -> cst.Attribute | cst.Name:
 class _Migrator(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, algorithms: Iterable[str] = ()) -> None:
         super().__init__()
         self.path = path
         self.findings: list[Finding] = []
         # (line, module, names) of each rewritten `from rlstack... import ...`, checked later.
         self.imports: list[tuple[int, str, list[str]]] = []
+        self.algorithms = frozenset(algorithms)
+        # Whether the file imports RLlib / rlstack, and whether it names an algorithm to
+        # Tune by string (then it needs `import rlstack`, see the module docstring).
+        self.imports_library = False
+        self.names_trainable = False
 
     def _line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
@@ -174,10 +184,54 @@ class _Migrator(cst.CSTTransformer):
     # ----- dotted names in code ----------------------------------------------------------
 
     def visit_Import(self, node: cst.Import) -> bool:
+        if any((_dotted(alias.name) or "").split(".")[0] == "rlstack" or (_dotted(alias.name) or "").startswith("ray.rllib")
+               for alias in node.names):
+            self.imports_library = True
         return False  # rewritten in leave_Import; its dotted names are modules, not code
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        module = _dotted(node.module) if node.module is not None and not node.relative else None
+        if module and (module.split(".")[0] == "rlstack" or module.startswith("ray.rllib")):
+            self.imports_library = True
+        elif module == "ray" and not isinstance(node.names, cst.ImportStar) \
+                and any(_dotted(alias.name) == "rllib" for alias in node.names):
+            self.imports_library = True
         return False
+
+    # ----- algorithms named to Tune by string -----------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # tune.run("PPO", ...), ray.tune.run(...), tune.Tuner("PPO", ...).
+        func = _dotted(node.func) or ""
+        if func.split(".")[-1] in ("run", "Tuner") and "tune" in func.split(".") and node.args \
+                and node.args[0].keyword is None and self._is_algorithm(node.args[0].value):
+            self.names_trainable = True
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        # An experiment spec's "run": "PPO" (tune.run_experiments, YAML-like dicts).
+        if isinstance(node.key, cst.SimpleString) and node.key.evaluated_value == "run" \
+                and self._is_algorithm(node.value):
+            self.names_trainable = True
+
+    def _is_algorithm(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.SimpleString) and node.evaluated_value in self.algorithms
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if not self.names_trainable or self.imports_library:
+            return updated
+        # After the top-level `import ray` / `from ray import tune` (else the last
+        # top-level import), so the file's header keeps its order.
+        body = list(updated.body)
+        anchor = next((index for index, statement in enumerate(body) if _imports_ray(statement)), None)
+        if anchor is None:
+            imports = [i for i, statement in enumerate(body) if isinstance(statement, cst.SimpleStatementLine)
+                       and all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)]
+            docstring = bool(body) and isinstance(body[0], cst.SimpleStatementLine) \
+                and isinstance(body[0].body[0], cst.Expr) and isinstance(body[0].body[0].value, cst.SimpleString)
+            anchor = imports[-1] if imports else (0 if docstring else -1)
+        line = cst.parse_statement("import rlstack  # noqa: F401 - registers rlstack's algorithms with Tune by name\n")
+        body.insert(anchor + 1, line)
+        return updated.with_changes(body=body)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         # Read from the original chain: its inner links were rewritten on their own first
@@ -213,6 +267,19 @@ class _Migrator(cst.CSTTransformer):
                 f"write `{target.value}, info = ....reset()`"))
 
 
+def _imports_ray(statement: cst.CSTNode) -> bool:
+    # A top-level `import ray...` or `from ray... import ...` line.
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Import) and any((_dotted(a.name) or "").split(".")[0] == "ray" for a in small.names):
+            return True
+        if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None \
+                and (_dotted(small.module) or "").split(".")[0] == "ray":
+            return True
+    return False
+
+
 def _missing_names(module: str, names: Sequence[str]) -> str | None:
     # What is wrong with `from module import names` in this rlstack, or None.
     try:
@@ -241,8 +308,10 @@ def migrate_source(source: str, path: str = "<string>", check_names: bool = True
     Raises:
         libcst.ParserSyntaxError: If ``source`` is not valid Python.
     """
+    from rlstack.trainers.registry import ALGORITHMS
+
     module = cst.parse_module(source)
-    migrator = _Migrator(path)
+    migrator = _Migrator(path, ALGORITHMS)
     after = MetadataWrapper(module).visit(migrator).code
     findings = list(migrator.findings)
     if check_names:

@@ -84,9 +84,19 @@ class SampleBatch(dict):
     UNROLL_ID = "unroll_id"
     ACTION_PROB = "action_prob"
 
+    # 1.13's batch flags (see __init__).
+    is_training = False
+    time_major = False
+    zero_padded = False
+    max_seq_len: int | None = None
+
     def __init__(self, columns: Mapping[str, object] | None = None, **kwargs: object) -> None:
         super().__init__()
         merged = dict(columns or {}, **kwargs)
+        for flag in _CLASSIC_FLAGS.intersection(merged):
+            # 1.13's flags given as keywords (SampleBatch(obs=..., _is_training=False)): the
+            # batch's attributes, not columns.
+            setattr(self, flag[1:], merged.pop(flag))
         for key, value in merged.items():
             dict.__setitem__(self, key, _column(key, value))
         self._check_lengths()
@@ -215,6 +225,9 @@ class SampleBatch(dict):
     def __repr__(self) -> str:
         cols = ", ".join(f"{k}: {v.dtype}{list(v.shape)}" for k, v in self.items())
         return f"SampleBatch({self.count} rows; {cols})"
+
+
+_CLASSIC_FLAGS = frozenset({"_is_training", "_time_major", "_zero_padded", "_max_seq_len"})
 
 
 def _column(key: str, value: object) -> np.ndarray:

@@ -19,6 +19,7 @@ agent's own (``policy_reward_*``, by policy); callbacks get a :class:`MultiAgent
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from collections import defaultdict
@@ -145,6 +146,24 @@ def _bootstraps(policy: Policy) -> bool:
     # Rows bootstrap from V(s) where the policy wants it and has a value function (a
     # hand-written policy that does not learn need not).
     return policy.needs_bootstrap_value and type(policy).compute_values is not Policy.compute_values
+
+
+# Policy class -> whether its postprocess_trajectory takes 1.13's (other_agent_batches,
+# episode) after the batch: read once per class.
+_TAKES_OTHER_BATCHES: dict[type, bool] = {}
+
+
+def _takes_other_batches(policy: Policy) -> bool:
+    cls = type(policy)
+    found = _TAKES_OTHER_BATCHES.get(cls)
+    if found is None:
+        try:
+            parameters = list(inspect.signature(policy.postprocess_trajectory).parameters.values())
+        except (TypeError, ValueError):
+            parameters = []
+        found = len(parameters) >= 3 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
+        _TAKES_OTHER_BATCHES[cls] = found
+    return found
 
 
 class MultiAgentSampler:
@@ -293,14 +312,10 @@ class MultiAgentSampler:
                 observed.append((episode, obs[i], done_flags))
         self._observe(observed)
         bootstrap: dict[str, list] = defaultdict(list)
-        finished: list[tuple[MultiAgentRunningEpisode, _Agent]] = []
         for episode, step_obs, done_flags in observed:
             if done_flags is not None:
-                finished += self._close_rows(episode, step_obs, *done_flags, bootstrap)
+                self._close_rows(episode, step_obs, *done_flags, bootstrap)
         self._compute_bootstraps(bootstrap)
-        if self.training and not complete:
-            for episode, agent in finished:  # an agent's trajectory ended: its last piece
-                self._flush_agent(episode, agent, pieces)
         for episode, _, done_flags in observed:
             if done_flags is None:
                 self._hook("on_episode_start", self.call_start, episode)
@@ -428,11 +443,11 @@ class MultiAgentSampler:
                     episode.to_act[agent.agent_id] = processed[k]
 
     def _close_rows(self, episode: MultiAgentRunningEpisode, step_obs: dict, terminateds: dict, truncateds: dict,
-                    bootstrap: dict[str, list]) -> list[tuple[MultiAgentRunningEpisode, _Agent]]:
+                    bootstrap: dict[str, list]) -> None:
         """Ends the open steps of agents that observe again or are done (by their own flag
-        or the episode's end); a row then holds every reward since its action. Returns the
-        agents whose trajectory ended."""
-        finished = []
+        or the episode's end); a row then holds every reward since its action. A done
+        agent's rows wait for the episode's end or the fragment's cut, where every agent's
+        piece is postprocessed together (1.13's other_agent_batches)."""
         all_terminated, all_truncated = terminateds[ALL], truncateds[ALL]
         ends = all_terminated or all_truncated
         for agent_id, agent in episode.agents.items():
@@ -464,8 +479,6 @@ class MultiAgentSampler:
                     bootstrap[agent.policy_id].append((row, next_obs, agent))
             if terminated or truncated:
                 agent.done = True
-                finished.append((episode, agent))
-        return finished
 
     def _compute_bootstraps(self, requests: dict[str, list]) -> None:
         # requests: {policy_id: [(row, obs, agent)]}; a recurrent policy's V reads each
@@ -491,18 +504,50 @@ class MultiAgentSampler:
                     requests[agent.policy_id].append((agent.rows[-1], agent.last_obs, agent))
         self._compute_bootstraps(requests)
         for episode in self.episodes:
-            for agent in episode.agents.values():
-                self._flush_agent(episode, agent, pieces)
+            self._flush_episode(episode, pieces)
 
     def _flush_episode(self, episode: MultiAgentRunningEpisode, pieces: dict[str, list[SampleBatch]]) -> None:
-        for agent in episode.agents.values():
-            self._flush_agent(episode, agent, pieces)
+        self._flush_agents(episode, list(episode.agents.values()), pieces)
 
-    def _flush_agent(self, episode: MultiAgentRunningEpisode, agent: _Agent, pieces: dict[str, list[SampleBatch]]) -> None:
-        # The agent's closed rows as one trajectory piece, postprocessed by its policy.
-        rows, agent.rows = agent.rows, []
-        if not rows:
+    def _flush_agents(self, episode: MultiAgentRunningEpisode, agents: list[_Agent],
+                      pieces: dict[str, list[SampleBatch]]) -> None:
+        # Each agent's closed rows become one trajectory piece, postprocessed by its policy.
+        # As in 1.13, a policy whose postprocess_trajectory takes other_agent_batches (a
+        # centralized critic) and the on_postprocess_trajectory callback see every agent of
+        # the episode: {agent_id: (policy, its piece before postprocessing)}; an agent not
+        # flushed now shows its rows so far.
+        flushing = [agent for agent in agents if agent.rows]
+        if not flushing:
             return
+        raw = {agent.agent_id: self._piece(episode, agent) for agent in flushing}
+        wants_others = {agent.agent_id: _takes_other_batches(self.policies.acting[agent.policy_id])
+                        for agent in flushing}
+        originals: dict[Any, tuple[Any, SampleBatch]] = {}
+        if self.call_postprocess or any(wants_others.values()):
+            for agent in episode.agents.values():
+                piece = raw.get(agent.agent_id)
+                if piece is None and agent.rows:
+                    piece = self._piece(episode, agent)
+                if piece is not None:
+                    originals[agent.agent_id] = (self.policies.policies[agent.policy_id], SampleBatch(dict(piece)))
+        for agent in flushing:
+            agent.rows = []
+            acting = self.policies.acting[agent.policy_id]
+            piece = raw[agent.agent_id]
+            if wants_others[agent.agent_id]:
+                others = {aid: pair for aid, pair in originals.items() if aid != agent.agent_id}
+                piece = acting.postprocess_trajectory(piece, others, episode)
+            else:
+                piece = acting.postprocess_trajectory(piece)
+            if self.call_postprocess:
+                self.worker.callbacks.on_postprocess_trajectory(
+                    worker=self.worker, episode=episode, agent_id=agent.agent_id, policy_id=agent.policy_id,
+                    policies=self.policies.policies, postprocessed_batch=piece, original_batches=originals)
+            pieces[agent.policy_id].append(piece)
+
+    def _piece(self, episode: MultiAgentRunningEpisode, agent: _Agent) -> SampleBatch:
+        # The agent's closed rows as columns (its rows stay where they are).
+        rows = agent.rows
         acting = self.policies.acting[agent.policy_id]
         n = len(rows)
         columns: dict[str, Any] = {
@@ -519,16 +564,7 @@ class MultiAgentSampler:
             columns[_B.NEXT_OBS] = np.stack([row[6] for row in rows])
         for key in rows[0][5]:
             columns[key] = np.stack([row[5][key] for row in rows])
-        piece = SampleBatch(columns)
-        original = SampleBatch(dict(piece)) if self.call_postprocess else None
-        piece = acting.postprocess_trajectory(piece)
-        if self.call_postprocess:
-            policy = self.policies.policies[agent.policy_id]
-            self.worker.callbacks.on_postprocess_trajectory(
-                worker=self.worker, episode=episode, agent_id=agent.agent_id, policy_id=agent.policy_id,
-                policies=self.policies.policies, postprocessed_batch=piece,
-                original_batches={agent.agent_id: (policy, original)})
-        pieces[agent.policy_id].append(piece)
+        return SampleBatch(columns)
 
     def _hook(self, name: str, call: bool, episode: MultiAgentRunningEpisode) -> None:
         if call:

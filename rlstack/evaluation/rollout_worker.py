@@ -83,6 +83,38 @@ def _has_float_box(space: gym.Space) -> bool:
     return not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
 
 
+# 1.13's RolloutWorker keywords that name a config key, and the key.
+_CLASSIC_WORKER_KEYS = {"rollout_fragment_length": "rollout_fragment_length", "batch_mode": "batch_mode",
+                        "num_envs": "num_envs_per_worker", "seed": "seed", "observation_filter": "observation_filter",
+                        "clip_rewards": "clip_rewards"}
+
+
+def _classic_arguments(env_spec: Any, policy_class: Any, config: dict | None,
+                       classic: dict[str, Any]) -> tuple[Any, Any, dict]:
+    # RolloutWorker(env_creator=..., policy_spec=..., policy_config=..., ...): 1.13's keyword
+    # form, as (env_spec, policy_class, complete config).
+    from rlstack.trainers.config import COMMON_CONFIG, merge_config  # the trainers' defaults (a higher layer)
+
+    classic = dict(classic)
+    env_creator = classic.pop("env_creator", None)
+    spec = classic.pop("policy_spec", None) or classic.pop("policy", None)
+    policy_config = classic.pop("policy_config", None)
+    overrides = {_CLASSIC_WORKER_KEYS[key]: classic.pop(key) for key in list(classic) if key in _CLASSIC_WORKER_KEYS}
+    if classic:
+        raise TypeError(f"RolloutWorker() got unexpected keyword arguments {sorted(classic)}; of 1.13's keywords "
+                        f"rlstack takes env_creator, policy_spec (or policy), policy_config and "
+                        f"{', '.join(sorted(_CLASSIC_WORKER_KEYS))}; set other keys in policy_config.")
+    if env_spec is None and env_creator is None:
+        raise TypeError("RolloutWorker() needs an env: RolloutWorker(env_creator=lambda ctx: MyEnv(ctx), ...) "
+                        "(or rlstack's RolloutWorker(env, policy_class, config)).")
+    policy_class = policy_class or spec
+    if policy_class is None or not isinstance(policy_class, (type, str)):
+        raise TypeError(f"RolloutWorker() needs policy_spec=<a Policy class>, got {policy_class!r}; for several "
+                        "policies set policy_config['multiagent'] and use a Trainer's WorkerSet.")
+    merged = merge_config(COMMON_CONFIG, {**(config or {}), **(policy_config or {}), **overrides}, "RolloutWorker")
+    return env_spec if env_spec is not None else env_creator, policy_class, merged
+
+
 class RolloutWorker:
     """Collects experience with one policy in ``num_envs_per_worker`` sub-envs.
 
@@ -106,6 +138,11 @@ class RolloutWorker:
         policy_specs: The multi-agent policies (``multiagent.policies`` as the trainer
             completed them); None: single-agent, unless the env is a MultiAgentEnv.
 
+    1.13's keyword form builds a worker on its own, for custom workflows:
+    ``RolloutWorker(env_creator=..., policy_spec=MyPolicy, policy_config={...},
+    rollout_fragment_length=..., batch_mode=..., num_envs=...)`` (``policy`` is 1.13's older
+    name of ``policy_spec``), and :meth:`as_remote` makes it a Ray actor class.
+
     A multi-agent worker (policies configured, a MultiAgentEnv, or ``spaces`` given by
     policy id) holds its policies in :attr:`policies` (a :class:`WorkerPolicyMap`) and
     samples with :class:`~rlstack.evaluation.multi_agent_sampler.MultiAgentSampler`;
@@ -115,9 +152,9 @@ class RolloutWorker:
 
     def __init__(
         self,
-        env_spec: Any,
-        policy_class: type[Policy] | str,
-        config: dict,
+        env_spec: Any = None,
+        policy_class: type[Policy] | str | None = None,
+        config: dict | None = None,
         worker_index: int = 0,
         num_workers: int = 0,
         env_registry: dict | None = None,
@@ -128,9 +165,12 @@ class RolloutWorker:
         numpy_policy_class: type[Policy] | str | None = None,
         learns: bool = False,
         policy_specs: dict[str, PolicySpec] | None = None,
+        **classic: Any,
     ) -> None:
         global _global_worker
         _global_worker = self
+        if classic or config is None:
+            env_spec, policy_class, config = _classic_arguments(env_spec, policy_class, config, classic)
         if env_registry:
             restore_registry(env_registry)
         if model_registry:
@@ -666,6 +706,20 @@ class RolloutWorker:
                            "(configure several with multiagent.policies).")
         return policy_map[policy_id]
 
+    @classmethod
+    def as_remote(cls, num_cpus: float | None = None, num_gpus: float | None = None, memory: int | None = None,
+                  resources: dict[str, float] | None = None) -> Any:
+        """This class as a Ray actor class (1.13's ``RolloutWorker.as_remote()``), with the
+        resources each actor asks for."""
+        import ray
+
+        options = {"num_cpus": num_cpus, "num_gpus": num_gpus, "memory": memory, "resources": resources}
+        return ray.remote(**{key: value for key, value in options.items() if value is not None})(cls)
+
+    def for_policy(self, func: Callable[..., Any], policy_id: str = DEFAULT_POLICY_ID, **kwargs: Any) -> Any:
+        """``func(policy, **kwargs)`` for the policy ``policy_id`` (1.13's call)."""
+        return func(self.get_policy(policy_id), **kwargs)
+
     def foreach_policy(self, func: Callable[..., Any], **kwargs: Any) -> list[Any]:
         """``[func(policy, policy_id, **kwargs)]`` for every policy of this worker."""
         return [func(policy, policy_id, **kwargs) for policy_id, policy in self.policy_map.items()]
@@ -739,10 +793,13 @@ class RolloutWorker:
 
     def set_weights(self, weights: dict[str, Any], global_timestep: int | None = None) -> None:
         """Loads the learner's weights (a multi-agent worker's ``{policy_id: weights}``, of
-        some policies or all) and moves schedules to ``global_timestep``."""
+        some policies or all; a single policy's also as 1.13's ``{"default_policy": weights}``)
+        and moves schedules to ``global_timestep``."""
         if self.policies is not None:
             self.policies.set_weights(weights, global_timestep)
             return
+        if len(weights) == 1 and isinstance(weights.get(DEFAULT_POLICY_ID), dict):
+            weights = weights[DEFAULT_POLICY_ID]  # 1.13 keyed a single policy's weights too
         self.policy.set_weights(weights)
         if global_timestep is not None:
             self.policy.on_global_var_update(global_timestep)

@@ -26,6 +26,7 @@ from rlstack.errors import ConfigError, EnvError
 from rlstack.policies.numpy_policy import PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
 from rlstack.policies.policy_map import PolicyMap, PolicySpec
+from rlstack.policies.view_requirement import check_views
 from rlstack.sample_batch import DEFAULT_POLICY_ID
 from rlstack.utils.filters import make_filter
 from rlstack.utils.imports import import_object
@@ -104,8 +105,11 @@ def build_policy(args: BuildArgs, observation_space: gym.Space, action_space: gy
     if args.worker_index > 0:
         # Rollout workers share the machine's cores with each other and the learner.
         policy_class.pin_threads(config)
-    policy = policy_class(observation_space, action_space, config, num_gpus=args.num_gpus,
-                          sampling_seed=sampling_seed)
+    if _takes_rlstack_arguments(policy_class):
+        policy = policy_class(observation_space, action_space, config, num_gpus=args.num_gpus,
+                              sampling_seed=sampling_seed)
+    else:  # a Policy subclass written for 1.13: (observation_space, action_space, config)
+        policy = policy_class(observation_space, action_space, config)
     if policy.framework not in ("torch", "tf", "numpy"):
         # A hand-written Policy subclass: 1.13's compute_actions; without a value function
         # its rows get no bootstrap values (as in a multi-agent run).
@@ -138,12 +142,23 @@ def refresh_acting(policy: Policy, acting: Policy, shares: bool, weights: dict[s
         acting.on_global_var_update(policy.global_timestep)
 
 
+def _takes_rlstack_arguments(policy_class: type) -> bool:
+    # Whether the constructor takes rlstack's num_gpus / sampling_seed keywords.
+    try:
+        parameters = inspect.signature(policy_class).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind is p.VAR_KEYWORD or p.name == "num_gpus" for p in parameters)
+
+
 def adapt_compute_actions(policy: Policy) -> None:
     """Lets a user's policy written for 1.13 act where rlstack calls ``compute_actions``:
     its ``(actions, state_outs, extras)`` comes back as rlstack's ``(actions, extras)``
     (numpy), each state output as the extra ``state_out_<i>``; ``explore`` is passed only
     if its signature takes it, and ``state_batches`` only when given (a policy whose
-    ``get_initial_state()`` is not empty carries a state per agent)."""
+    ``get_initial_state()`` is not empty carries a state per agent). A policy that
+    declares views the samplers do not build is refused (``check_views``)."""
+    check_views(policy.view_requirements, f"policy {type(policy).__name__}")
     compute_actions = policy.compute_actions
     try:
         params = inspect.signature(compute_actions).parameters

@@ -318,8 +318,9 @@ class ModelCatalog:
             model_config: The ``model`` sub-dict of the config.
             framework: ``"torch"`` or ``"tf"`` (``"tf2"``, ``"tfe"``).
             name: The model's name.
-            model_interface: Accepted for old code; must be None or a ModelV2 class
-                the model already is.
+            model_interface: A ModelV2 class whose extra methods the model needs
+                (1.13's ``get_q_values`` heads): the model is built as a subclass of it
+                and of the chosen class, as 1.13 wrapped it.
             default_model: The class to build when no custom model is set.
             **model_kwargs: Extra constructor arguments (after ``custom_model_config``).
 

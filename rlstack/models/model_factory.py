@@ -76,6 +76,10 @@ def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int
     else:
         model_class = default_model or _builtin_model_class(obs_space, framework)
         kwargs = model_kwargs
+    if model_interface is not None and not issubclass(model_class, model_interface):
+        # As 1.13: the chosen model wrapped in the interface class, a subclass of both whose
+        # methods (get_q_values, ...) run over the chosen model's forward.
+        model_class = type(f"{model_interface.__name__}As{model_class.__name__}", (model_interface, model_class), {})
     try:
         model = model_class(obs_space, action_space, num_outputs, model_config, name, **kwargs)
     except TypeError as exc:
@@ -84,11 +88,6 @@ def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int
         if not kwargs or "unexpected keyword argument" not in str(exc):
             raise
         model = model_class(obs_space, action_space, num_outputs, model_config, name, **model_kwargs)
-    if model_interface is not None and not isinstance(model, model_interface):
-        raise ConfigError(
-            f"get_model_v2 built a {type(model).__name__}, which is not a {model_interface.__name__} "
-            "(model_interface). rlstack does not wrap models in interfaces; build the model class you need "
-            "directly, or leave model_interface out.")
     if not isinstance(model, ModelV2):
         raise ConfigError(
             f"get_model_v2 built a {type(model).__name__}, which is not a ModelV2. Subclass TorchModelV2 (with "

@@ -204,10 +204,19 @@ class ModelV2:
                 f"\"obs\" (classic RLlib's ModelV2 call); got {type(input_dict).__name__}. For a batch of flat "
                 "observations call model.policy_and_value(obs) (or model.q_values(obs) for Q-networks).")
         restored = dict(input_dict)
-        obs = input_dict["obs"]
+        if self.framework == "torch" and isinstance(input_dict.get("obs"), np.ndarray):
+            # 1.13's SampleBatch kept the torch tensors a script put in; rlstack's holds
+            # numpy arrays, which a torch model's forward cannot take.
+            import torch
+
+            restored = {key: torch.as_tensor(value) if isinstance(value, np.ndarray) else value
+                        for key, value in restored.items()}
+        obs = restored["obs"]
         restored.setdefault("obs_flat", obs)
-        # Classic RLlib's flag: True while the policy learns (a torch module's train mode).
-        restored.setdefault("is_training", bool(getattr(self, "training", False)))
+        # Classic RLlib's flag: True while the policy learns (a torch module's train mode),
+        # or as the batch says (1.13's SampleBatch(..., _is_training=...)).
+        flag = getattr(input_dict, "__dict__", {}).get("is_training")
+        restored.setdefault("is_training", bool(getattr(self, "training", False) if flag is None else flag))
         restored["obs"] = restore_original_dimensions(obs, self.obs_space, self.framework)
         with self.context():
             outputs, state_out = self.forward(restored, list(state or []), seq_lens)

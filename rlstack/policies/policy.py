@@ -21,6 +21,7 @@ from rlstack.models.modelv2 import ModelV2, model_obs_space
 from rlstack.models.preprocessors import Preprocessor
 # Re-exported: check_observation lived here.
 from rlstack.policies.observations import check_observation  # noqa: F401
+from rlstack.policies.view_requirement import check_views
 from rlstack.policies.policy_map import PolicySpec  # noqa: F401 - 1.13's ray.rllib.policy.policy.PolicySpec
 from rlstack.policies.recurrent import RecurrentPolicyMixin
 from rlstack.sample_batch import SampleBatch
@@ -181,6 +182,7 @@ class Policy(RecurrentPolicyMixin, ABC):
             model = model_class(*args)
         if not isinstance(model, ModelV2):
             return self.adapt_shortcut_model(model)
+        check_views(model.view_requirements, f"custom_model {model_class.__name__}")
         if len(model.get_initial_state()) and not self.supports_recurrent_models:
             raise ConfigError(
                 f"custom_model {model_class.__name__} is recurrent (get_initial_state() returns "

@@ -673,3 +673,86 @@ def test_a_hand_written_policy_has_1_13s_view_requirements_record():
 
     policy = Heuristic(gym.spaces.Discrete(3), gym.spaces.Discrete(3), {})
     assert policy.view_requirements["state_in_0"].data_col == "state_out_0"
+
+
+def test_get_model_v2_with_a_model_interface_wraps_the_default_model_as_1_13_did():
+    # 1.13's custom_model_api: an interface class adds a dueling Q-head over the default
+    # network built without its output layer (num_outputs=None).
+    import torch
+    from torch import nn
+
+    from rlstack.models.catalog import MODEL_DEFAULTS, ModelCatalog
+    from rlstack.models.torch.misc import SlimFC
+    from rlstack.models.torch.torch_modelv2 import TorchModelV2
+
+    class DuelingHead(TorchModelV2):
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+            nn.Module.__init__(self)
+            super().__init__(obs_space, action_space, None, model_config, name)
+            self.A = SlimFC(in_size=self.num_outputs, out_size=num_outputs)
+            self.V = SlimFC(in_size=self.num_outputs, out_size=1)
+
+        def get_q_values(self, features):
+            a = self.A(features)
+            return self.V(features) + a - a.mean(1, keepdim=True)
+
+    model = ModelCatalog.get_model_v2(gym.spaces.Box(-1.0, 1.0, (3,)), gym.spaces.Discrete(3), 3, MODEL_DEFAULTS,
+                                      framework="torch", model_interface=DuelingHead, name="dueling")
+    assert isinstance(model, DuelingHead)
+    features, _ = model(input_dict=SampleBatch(obs=torch.zeros(10, 3)))
+    assert tuple(features.shape) == (10, MODEL_DEFAULTS["fcnet_hiddens"][-1])
+    assert tuple(model.get_q_values(features).shape) == (10, 3)
+    assert {name.split(".")[0] for name, _ in model.named_parameters()} >= {"A", "V"}
+
+
+def test_a_model_that_reads_a_window_of_past_observations_fails_when_built():
+    from rlstack.errors import ConfigError
+    from rlstack.models.torch.torch_modelv2 import TorchModelV2
+    from rlstack.policies.view_requirement import ViewRequirement
+    from rlstack.trainers.pg import PGTrainer
+    from torch import nn
+
+    class FrameWindow(TorchModelV2, nn.Module):
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+            TorchModelV2.__init__(self, obs_space, action_space, num_outputs, model_config, name)
+            nn.Module.__init__(self)
+            self.view_requirements["prev_n_obs"] = ViewRequirement(data_col="obs", shift="-3:0", space=obs_space)
+            self.view_requirements["state_in_0"] = ViewRequirement("state_out_0", shift=-1)  # built: fine
+            self.head = nn.Linear(4, num_outputs)
+
+    with pytest.raises(ConfigError, match=r"FrameWindow declares the view 'prev_n_obs' = 'obs' at shift '-3:0'"):
+        PGTrainer(config={"framework": "torch", "num_workers": 0, "model": {"custom_model": FrameWindow}},
+                  env="CartPole-v1")
+
+
+def test_rollout_worker_built_with_1_13_keywords_for_a_custom_workflow():
+    from rlstack.evaluation.rollout_worker import RolloutWorker
+    from rlstack.policies.policy import Policy
+
+    class Constant(Policy):
+        def __init__(self, observation_space, action_space, config):
+            super().__init__(observation_space, action_space, config)
+            self.w = 1.0
+
+        def compute_actions(self, obs_batch, state_batches=None, prev_action_batch=None, prev_reward_batch=None,
+                            info_batch=None, episodes=None, **kwargs):
+            return np.zeros(len(obs_batch), dtype=np.int64), [], {}
+
+        def learn_on_batch(self, samples):
+            return {}
+
+        def get_weights(self):
+            return {"w": self.w}
+
+        def set_weights(self, weights):
+            self.w = weights["w"]
+
+    worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy=Constant,
+                           rollout_fragment_length=30, num_envs=2)
+    batch = worker.sample()
+    assert batch.count == 60 and set(batch["actions"].tolist()) == {0}
+    worker.set_weights({"default_policy": {"w": 3.0}})  # 1.13 keyed one policy's weights too
+    assert worker.for_policy(lambda p, scale: p.w * scale, scale=2) == 6.0
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments \['sample_async'\]"):
+        RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=Constant, sample_async=True)
+    assert RolloutWorker.as_remote(num_cpus=1).remote.__name__ == "remote"

@@ -90,6 +90,40 @@ def test_strings_comments_and_relative_imports_stay_as_they_were():
     assert not result.changed and result.diff() == ""
 
 
+def test_a_script_that_names_an_algorithm_to_tune_by_string_gets_import_rlstack():
+    # 1.13's Tune found RLlib's algorithms by itself; rlstack registers them when imported.
+    result = _migrated("""\
+        import argparse
+
+        import ray
+        from ray import tune
+
+        ray.init()
+        tune.run("PPO", config={"env": "CartPole-v1"})
+        """)
+    assert result.after.splitlines()[2:5] == [
+        "import ray", "import rlstack  # noqa: F401 - registers rlstack's algorithms with Tune by name",
+        "from ray import tune"]
+    experiments = _migrated("""\
+        \"\"\"Runs an experiment.\"\"\"
+        tune.run_experiments({"cartpole": {"run": "DQN", "env": "CartPole-v1"}})
+        """)
+    assert experiments.after.splitlines()[1].startswith("import rlstack")
+    # Not where the script already imports RLlib, nor for a name that is not an algorithm.
+    for source in ("""\
+            import ray.rllib.agents.ppo as ppo
+            from ray import tune
+            tune.run("PPO")
+            """, """\
+            from ray import tune
+            tune.run("my_trainable")
+            """, """\
+            from ray import tune
+            tune.run(experiment, name="PPO")
+            """):
+        assert "registers rlstack's algorithms" not in _migrated(source).after
+
+
 def test_gym_api_patterns_that_need_a_person_are_reported_with_their_lines():
     result = _migrated("""\
         import gym

@@ -273,6 +273,40 @@ def test_callbacks_see_every_agent():
     assert trajectories == [("a", "pa", 3, 3), ("b", "pb", 5, 5)]
 
 
+class CentralCritic(ScriptedPolicy):
+    """1.13's centralized-critic pattern: postprocess_trajectory reads the other agents'
+    pieces of the same episode."""
+
+    seen: list = []
+
+    def postprocess_trajectory(self, batch, other_agent_batches=None, episode=None):
+        CentralCritic.seen.append((int(batch[B.AGENT_INDEX][0]), batch.count,
+                                   {aid: piece.count for aid, (_, piece) in (other_agent_batches or {}).items()},
+                                   episode is not None))
+        return batch
+
+
+def test_a_policy_that_takes_other_agent_batches_sees_the_other_agents_of_its_episode():
+    CentralCritic.seen, Recorder.calls = [], []
+    # a ends after 3 steps, b after 5: a's piece waits for the episode's end, as in 1.13,
+    # so each sees the other's whole trajectory.
+    make_worker(policy_class=CentralCritic, callbacks=Recorder, rollout_fragment_length=5).sample()
+    assert sorted(CentralCritic.seen) == [(0, 3, {"b": 5}, True), (1, 5, {"a": 3}, True)]
+    originals = [call for call in Recorder.calls if call[0] == "trajectory"]
+    assert len(originals) == 2
+
+
+def test_on_postprocess_trajectory_gets_every_agents_original_batch():
+    seen = []
+
+    class Both(DefaultCallbacks):
+        def on_postprocess_trajectory(self, *, agent_id, original_batches, **kwargs):
+            seen.append((agent_id, {aid: piece.count for aid, (_, piece) in original_batches.items()}))
+
+    make_worker(callbacks=Both, rollout_fragment_length=5).sample()
+    assert sorted(seen) == [("a", {"a": 3, "b": 5}), ("b", {"a": 3, "b": 5})]
+
+
 # ----- errors that name the agent and the policy -------------------------------------------------------------
 
 def test_an_agent_mapped_to_a_policy_that_does_not_exist():
