@@ -13,9 +13,9 @@ comments, relative imports and the layout of the file stay as they were (the rew
 works on LibCST's concrete syntax tree, which keeps every character it is not told to
 change).
 
-A script that names an algorithm to Tune by string (``tune.run("PPO", ...)``, an
-experiment's ``"run": "PPO"``) and imports nothing of RLlib gets ``import rlstack`` after its
-``import ray``: RLlib 1.x registered its algorithms with Tune by itself, and rlstack does
+A script that calls Tune and names an algorithm by string (``tune.run("PPO", ...)``, an
+experiment's ``"run": "PPO"``, a ``--run`` option's ``default="PPO"``) and imports nothing of
+RLlib gets ``import rlstack`` after its ``import ray``: RLlib 1.x registered its algorithms with Tune by itself, and rlstack does
 so when it is imported.
 
 What cannot be migrated mechanically is reported by file and line, and left for a person:
@@ -121,7 +121,8 @@ class _Migrator(cst.CSTTransformer):
         # Whether the file imports RLlib / rlstack, and whether it names an algorithm to
         # Tune by string (then it needs `import rlstack`, see the module docstring).
         self.imports_library = False
-        self.names_trainable = False
+        self.calls_tune = False
+        self.names_algorithm = False
 
     def _line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
@@ -201,23 +202,19 @@ class _Migrator(cst.CSTTransformer):
     # ----- algorithms named to Tune by string -----------------------------------------------
 
     def visit_Call(self, node: cst.Call) -> None:
-        # tune.run("PPO", ...), ray.tune.run(...), tune.Tuner("PPO", ...).
-        func = _dotted(node.func) or ""
-        if func.split(".")[-1] in ("run", "Tuner") and "tune" in func.split(".") and node.args \
-                and node.args[0].keyword is None and self._is_algorithm(node.args[0].value):
-            self.names_trainable = True
+        # tune.run(...), ray.tune.run(...), tune.Tuner(...), tune.run_experiments(...).
+        parts = (_dotted(node.func) or "").split(".")
+        if parts[-1] in ("run", "Tuner", "run_experiments") and "tune" in parts[:-1]:
+            self.calls_tune = True
 
-    def visit_DictElement(self, node: cst.DictElement) -> None:
-        # An experiment spec's "run": "PPO" (tune.run_experiments, YAML-like dicts).
-        if isinstance(node.key, cst.SimpleString) and node.key.evaluated_value == "run" \
-                and self._is_algorithm(node.value):
-            self.names_trainable = True
-
-    def _is_algorithm(self, node: cst.BaseExpression) -> bool:
-        return isinstance(node, cst.SimpleString) and node.evaluated_value in self.algorithms
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        # "PPO" as tune.run's argument, an experiment's "run": "PPO", or argparse's
+        # default="PPO" of a --run option the script hands to Tune.
+        if node.evaluated_value in self.algorithms:
+            self.names_algorithm = True
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
-        if not self.names_trainable or self.imports_library:
+        if not (self.calls_tune and self.names_algorithm) or self.imports_library:
             return updated
         # After the top-level `import ray` / `from ray import tune` (else the last
         # top-level import), so the file's header keeps its order.

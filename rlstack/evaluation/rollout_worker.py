@@ -713,8 +713,9 @@ class RolloutWorker:
         resources each actor asks for."""
         import ray
 
-        options = {"num_cpus": num_cpus, "num_gpus": num_gpus, "memory": memory, "resources": resources}
-        return ray.remote(**{key: value for key, value in options.items() if value is not None})(cls)
+        options = {key: value for key, value in {"num_cpus": num_cpus, "num_gpus": num_gpus, "memory": memory,
+                                                 "resources": resources}.items() if value is not None}
+        return ray.remote(**options)(cls) if options else ray.remote(cls)
 
     def for_policy(self, func: Callable[..., Any], policy_id: str = DEFAULT_POLICY_ID, **kwargs: Any) -> Any:
         """``func(policy, **kwargs)`` for the policy ``policy_id`` (1.13's call)."""

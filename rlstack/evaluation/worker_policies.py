@@ -23,6 +23,7 @@ import numpy as np
 
 from rlstack.env.multi_agent_env import agent_space, spaces_by_agent
 from rlstack.errors import ConfigError, EnvError
+from rlstack.models.preprocessors import Preprocessor, get_preprocessor
 from rlstack.policies.numpy_policy import PostprocessFn, numpy_inference_applies
 from rlstack.policies.policy import Policy
 from rlstack.policies.policy_map import PolicyMap, PolicySpec
@@ -109,7 +110,7 @@ def build_policy(args: BuildArgs, observation_space: gym.Space, action_space: gy
         policy = policy_class(observation_space, action_space, config, num_gpus=args.num_gpus,
                               sampling_seed=sampling_seed)
     else:  # a Policy subclass written for 1.13: (observation_space, action_space, config)
-        policy = policy_class(observation_space, action_space, config)
+        policy = construct_classic_policy(policy_class, observation_space, action_space, config)
     if policy.framework not in ("torch", "tf", "numpy"):
         # A hand-written Policy subclass: 1.13's compute_actions; without a value function
         # its rows get no bootstrap values (as in a multi-agent run).
@@ -140,6 +141,21 @@ def refresh_acting(policy: Policy, acting: Policy, shares: bool, weights: dict[s
         elif not shares:
             acting.set_weights(weights)
         acting.on_global_var_update(policy.global_timestep)
+
+
+def construct_classic_policy(policy_class: type, observation_space: gym.Space, action_space: gym.Space,
+                             config: dict) -> Policy:
+    """A hand-written policy (neither torch, TF nor numpy) built as 1.13 built it: with
+    the observation space its observations arrive in, preprocessed (a one-hot Box for a
+    Discrete space, one flat Box for Dict / Tuple; ``.original_space`` the env's), while
+    the worker encodes the env's observations with the env space's preprocessor."""
+    if getattr(policy_class, "framework", "") in ("torch", "tf", "numpy") \
+            or isinstance(observation_space, gym.spaces.Box):
+        return policy_class(observation_space, action_space, config)
+    preprocessor = get_preprocessor(observation_space)(observation_space)
+    policy = policy_class(preprocessor.observation_space, action_space, config)
+    policy.preprocessor = Preprocessor(observation_space)
+    return policy
 
 
 def _takes_rlstack_arguments(policy_class: type) -> bool:
@@ -292,7 +308,7 @@ class WorkerPolicyMap:
             # Another algorithm's policy (a DQN policy in a PPO trainer, 1.13's two-trainer
             # pattern) finds its own algorithm's keys beneath the trainer's, as in 1.13.
             config = {**algorithm_defaults(policy_class), **config}
-            policy = policy_class(spec.observation_space, spec.action_space, config)
+            policy = construct_classic_policy(policy_class, spec.observation_space, spec.action_space, config)
             adapt_compute_actions(policy)
             acting, shares = policy, False
         self.policies[pid], self.acting[pid], self._shares[pid] = policy, acting, shares

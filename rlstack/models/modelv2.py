@@ -218,8 +218,13 @@ class ModelV2:
         flag = getattr(input_dict, "__dict__", {}).get("is_training")
         restored.setdefault("is_training", bool(getattr(self, "training", False) if flag is None else flag))
         restored["obs"] = restore_original_dimensions(obs, self.obs_space, self.framework)
+        if state is None:
+            # 1.13's model(train_batch): the state and sequence lengths from the batch.
+            state = [input_dict[f"state_in_{i}"] for i in range(len(self.get_initial_state()))
+                     if f"state_in_{i}" in input_dict]
+            seq_lens = input_dict.get("seq_lens") if seq_lens is None else seq_lens
         with self.context():
-            outputs, state_out = self.forward(restored, list(state or []), seq_lens)
+            outputs, state_out = self.forward(restored, list(state), seq_lens)
         if not isinstance(state_out, (list, tuple)):
             raise ValueError(
                 f"{type(self).__name__}.forward must return (outputs, state_out) with state_out a list "

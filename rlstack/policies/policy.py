@@ -128,8 +128,8 @@ class Policy(RecurrentPolicyMixin, ABC):
         spec = ModelCatalog.get_model_spec(self.observation_space, self.action_space, self.config.get("model", {}))
         if spec.lstm is not None and not self.supports_recurrent_models:
             raise ConfigError(
-                f"model.use_lstm=True, but {type(self).__name__} does not train recurrent models yet; use PPO, A2C, "
-                "A3C or IMPALA, or set use_lstm=False.")
+                f"model.use_lstm=True, but {type(self).__name__} does not train recurrent models yet; use PPO, PG, "
+                "A2C, A3C or IMPALA, or set use_lstm=False.")
         return spec
 
     def bind_worker(self, worker_index: int, num_workers: int) -> None:
@@ -170,7 +170,12 @@ class Policy(RecurrentPolicyMixin, ABC):
         model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)
         algorithm_kwargs = self.custom_model_kwargs(model_class)
         num_outputs = algorithm_kwargs.pop("num_outputs", self.dist_spec.num_outputs)
-        args = (model_obs_space(self.observation_space), self.action_space, num_outputs, model_config, "model")
+        # use_lstm around a custom model (1.13's auto-wrapping): the model is built with
+        # num_outputs=None, its outputs are the LSTM's inputs (see wrap_in_lstm).
+        wrap = bool(model_config.get("use_lstm")) and isinstance(model_class, type) \
+            and issubclass(model_class, ModelV2) and not model_class.__dict__.get("forward_rnn")
+        args = (model_obs_space(self.observation_space), self.action_space, None if wrap else num_outputs,
+                model_config, "model")
         custom_kwargs = {**algorithm_kwargs, **model_config.get("custom_model_config", {})}
         try:
             model = model_class(*args, **custom_kwargs)
@@ -183,14 +188,24 @@ class Policy(RecurrentPolicyMixin, ABC):
         if not isinstance(model, ModelV2):
             return self.adapt_shortcut_model(model)
         check_views(model.view_requirements, f"custom_model {model_class.__name__}")
+        if wrap and not len(model.get_initial_state()):
+            model = self.wrap_in_lstm(model, num_outputs)
         if len(model.get_initial_state()) and not self.supports_recurrent_models:
             raise ConfigError(
                 f"custom_model {model_class.__name__} is recurrent (get_initial_state() returns "
                 f"{len(model.get_initial_state())} state tensors), which {type(self).__name__} does not support "
-                "yet; recurrent models train with PPO, A2C, A3C and IMPALA. Use one of those, or a model whose "
+                "yet; recurrent models train with PPO, PG, A2C, A3C and IMPALA. Use one of those, or a model whose "
                 "get_initial_state() returns [] "
                 "(e.g. stack past observations with a gymnasium wrapper).")
         return model
+
+    def wrap_in_lstm(self, model: ModelV2, num_outputs: int) -> ModelV2:
+        """``use_lstm`` around a custom model built with ``num_outputs=None`` (its
+        ``num_outputs`` then the size of its outputs): an LSTM of ``lstm_cell_size`` over
+        them, and the action and value heads on the LSTM's output. Each framework's policy
+        base defines it."""
+        raise ConfigError(f"model.use_lstm around custom_model {type(model).__name__} is not supported by "
+                          f"{type(self).__name__}; make the custom model recurrent itself (a RecurrentNetwork).")
 
     def custom_model_kwargs(self, model_class: type) -> dict[str, Any]:
         """What the algorithm gives a custom model class beside ``custom_model_config``

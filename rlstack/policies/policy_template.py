@@ -165,7 +165,10 @@ def build_policy_class(
                                       "template a loss_fn or leave the policy out of policies_to_train.")
         # Columns a postprocess function added as float64 (numpy's default) are float32,
         # the dtype of every other float column and of the model's outputs.
-        batch = _LossBatch({key: as_float32(value) for key, value in train_batch.items()})
+        # A recurrent model's padded sequences as 1.13 laid them out: step columns as rows
+        # [S * T, ...], state_in_* and seq_lens per sequence (ModelV2's call reads them).
+        rows, _ = self.unroll(train_batch)
+        batch = _LossBatch({key: as_float32(value) for key, value in rows.items()})
         make_dist = self.action_dist if framework == "torch" else self.action_distribution
         out = loss_fn(self, self.model, _DistClass(make_dist), batch)
         losses = list(out) if isinstance(out, (list, tuple)) else [out]

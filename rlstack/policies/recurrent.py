@@ -81,7 +81,8 @@ class RecurrentPolicyMixin:
 
     def initial_state_batch(self, n: int) -> list[np.ndarray]:
         """The initial state for ``n`` rows: one ``[n, ...]`` array per state tensor."""
-        return [np.repeat(value[None], n, axis=0) for value in self.get_initial_state()]
+        # np.asarray: a hand-written 1.13 policy's state may be plain Python numbers.
+        return [np.repeat(np.asarray(value)[None], n, axis=0) for value in self.get_initial_state()]
 
     @property
     def prev_inputs(self) -> PrevInputsSpec | None:

@@ -137,6 +137,13 @@ class TorchPolicy(TorchLearner):
             self.dist_class, self._dist_arg = DISTRIBUTIONS[self.dist_spec.kind], self.dist_spec
         self._init_learner(config)
 
+    def wrap_in_lstm(self, model: ModelV2, num_outputs: int) -> ModelV2:
+        """See :meth:`Policy.wrap_in_lstm`: a :class:`LSTMAroundModel`."""
+        from rlstack.models.torch.recurrent_net import LSTMAroundModel
+
+        return LSTMAroundModel(model, model_obs_space(self.observation_space), self.action_space, num_outputs,
+                               self.config.get("model", {}), "model")
+
     def adapt_shortcut_model(self, model: Any) -> ModelV2:
         """Wraps a shortcut custom model (an ``nn.Module`` called on flat observations that
         returns ``(dist_inputs, values)``) in :class:`ShortcutTorchModel`.

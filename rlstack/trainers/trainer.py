@@ -1114,12 +1114,18 @@ class Trainer(tune.Trainable):
         """Writes a checkpoint and returns its directory.
 
         Outside Tune this returns the checkpoint's path (a ``str``), by default
-        ``<logdir>/checkpoint_<iteration>``, written atomically. Under Tune it returns
-        what Tune expects (Tune manages the directory and its upload).
+        ``<logdir>/checkpoint_<iteration>``, written atomically: ``checkpoint_dir`` itself
+        when it is new, empty or an earlier rlstack checkpoint (replaced), else (a folder
+        holding other files, such as a Tune trial's) a new ``checkpoint_<iteration>``
+        inside it, where 1.13 always wrote. Under Tune it returns what Tune expects (Tune
+        manages the directory and its upload).
         """
         if self._storage is not None:
             return super().save(checkpoint_dir)
-        target = checkpoint_dir or os.path.join(self.logdir, f"checkpoint_{self.iteration:06d}")
+        name = f"checkpoint_{self.iteration:06d}"
+        target = Path(checkpoint_dir or os.path.join(self.logdir, name))
+        if target.is_dir() and not (target / ckpt.METADATA_FILE).is_file() and any(target.iterdir()):
+            target = target / name
         return ckpt.save_atomic(target, self.save_checkpoint)
 
     def restore(self, checkpoint_path: Any) -> None:

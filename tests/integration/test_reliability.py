@@ -143,14 +143,19 @@ def test_replacing_a_checkpoint_is_one_atomic_exchange(tmp_path, monkeypatch):
 
 
 def test_save_never_replaces_a_directory_that_is_not_a_checkpoint(tmp_path):
+    # A folder holding other files gets the checkpoint in a new subfolder (1.13's layout).
     precious = tmp_path / "experiments"
     precious.mkdir()
     (precious / "notes.txt").write_text("keep me")
     trainer = PPOTrainer(SMALL, "CartPole-v1")
-    with pytest.raises(CheckpointError, match="exists and is not an rlstack checkpoint.*Pass a new path"):
-        trainer.save(str(precious))
+    path = trainer.save(str(precious))
+    assert path == str(precious / "checkpoint_000000")
     assert (precious / "notes.txt").read_text() == "keep me"
-    assert sorted(os.listdir(tmp_path)) == ["experiments"]
+    assert sorted(os.listdir(precious)) == ["checkpoint_000000", "notes.txt"]
+    # and save_atomic itself still refuses to replace a folder that is not a checkpoint.
+    with pytest.raises(CheckpointError, match="exists and is not an rlstack checkpoint.*Pass a new path"):
+        ckpt.save_atomic(precious, trainer.save_checkpoint)
+    assert (precious / "notes.txt").read_text() == "keep me"
     trainer.stop()
 
 

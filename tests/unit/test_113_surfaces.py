@@ -755,4 +755,78 @@ def test_rollout_worker_built_with_1_13_keywords_for_a_custom_workflow():
     assert worker.for_policy(lambda p, scale: p.w * scale, scale=2) == 6.0
     with pytest.raises(TypeError, match=r"unexpected keyword arguments \['sample_async'\]"):
         RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=Constant, sample_async=True)
-    assert RolloutWorker.as_remote(num_cpus=1).remote.__name__ == "remote"
+    assert RolloutWorker.as_remote(num_cpus=1).remote.__name__ == RolloutWorker.as_remote().remote.__name__ == "remote"
+
+
+def test_use_lstm_wraps_a_custom_model_as_1_13_did():
+    # 1.13's lstm_auto_wrapping: the custom model (here without parameters, and not an
+    # nn.Module) feeds an LSTM that the action and value heads read.
+    import torch
+
+    from rlstack.models.catalog import ModelCatalog
+    from rlstack.models.torch.recurrent_net import LSTMAroundModel
+    from rlstack.models.torch.torch_modelv2 import TorchModelV2
+    from rlstack.trainers.ppo import PPOTrainer
+
+    class Doubling(TorchModelV2):
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+            super().__init__(obs_space, action_space, num_outputs, model_config, name)
+            assert num_outputs is None  # 1.13 built the wrapped model without its head
+            self.num_outputs = int(np.prod(self.obs_space.shape))
+
+        def forward(self, input_dict, state, seq_lens):
+            return input_dict["obs_flat"] * 2.0, []
+
+        def value_function(self):
+            raise AssertionError("the wrapper's value head is used")
+
+    ModelCatalog.register_custom_model("doubling_for_lstm", Doubling)
+    trainer = PPOTrainer(env="CartPole-v1", config={
+        "framework": "torch", "num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 100,
+        "num_sgd_iter": 1, "model": {"custom_model": "doubling_for_lstm", "use_lstm": True, "lstm_cell_size": 8,
+                                     "lstm_use_prev_action": True}})
+    model = trainer.get_policy().model
+    assert isinstance(model, LSTMAroundModel) and model.lstm.input_size == 4 + 2
+    before = model.lstm.weight_ih_l0.detach().clone()
+    trainer.train()
+    assert not torch.equal(before, model.lstm.weight_ih_l0.detach())
+    state = trainer.get_policy().get_initial_state()
+    assert [tuple(np.shape(s)) for s in state] == [(8,), (8,)]
+    action, state_out, _ = trainer.compute_single_action(np.zeros(4, np.float32), state=state)
+    assert action in (0, 1) and len(state_out) == 2
+    trainer.stop()
+
+
+def test_pg_trains_an_lstm():
+    from rlstack.trainers.pg import PGTrainer
+
+    trainer = PGTrainer(config={"framework": "torch", "num_workers": 0, "train_batch_size": 200,
+                                "model": {"use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 20}},
+                        env="CartPole-v1")
+    policy = trainer.get_policy()
+    before = {k: np.copy(v) for k, v in policy.get_weights().items()}
+    result = trainer.train()
+    assert policy.is_recurrent and np.isfinite(result["info"]["learner"]["default_policy"]["learner_stats"]["policy_loss"])
+    assert any(not np.allclose(v, before[k]) for k, v in policy.get_weights().items() if "lstm" in k)
+    trainer.stop()
+
+
+def test_a_hand_written_policy_sees_the_space_its_observations_arrive_in():
+    # 1.13 built a heuristic policy with the preprocessed space (one-hot for Discrete),
+    # .original_space the env's, and a state of plain Python numbers worked.
+    from rlstack.evaluation.worker_policies import construct_classic_policy
+    from rlstack.policies.policy import Policy
+
+    class Heuristic(Policy):
+        def get_initial_state(self):
+            return [2]
+
+        def compute_actions(self, obs_batch, state_batches=None, **kwargs):
+            return state_batches[0], state_batches, {}
+
+    policy = construct_classic_policy(Heuristic, gym.spaces.Discrete(3), gym.spaces.Discrete(3), {})
+    assert policy.observation_space.shape == (3,) and policy.observation_space.original_space == gym.spaces.Discrete(3)
+    assert policy.preprocessor.transform(1).tolist() == [0.0, 1.0, 0.0]
+    assert [s.tolist() for s in policy.initial_state_batch(2)] == [[2, 2]]
+    boxed = construct_classic_policy(Heuristic, gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(3), {})
+    assert boxed.observation_space == gym.spaces.Box(-1.0, 1.0, (2,))

@@ -203,7 +203,7 @@ def test_bad_lstm_keys_are_config_errors(key, value, fragment):
 def test_use_lstm_with_an_algorithm_without_sequences_names_the_ones_with(algorithm):
     from rlstack.trainers.registry import get_trainer_class
 
-    with pytest.raises(ConfigError, match=rf"use_lstm=True is not supported by {algorithm} yet.*A2C, A3C, IMPALA, PPO"):
+    with pytest.raises(ConfigError, match=rf"use_lstm=True is not supported by {algorithm} yet.*A2C, A3C, IMPALA, PG, PPO"):
         get_trainer_class(algorithm).merge_and_validate({"model": {"use_lstm": True}})
 
 

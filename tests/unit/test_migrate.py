@@ -109,6 +109,14 @@ def test_a_script_that_names_an_algorithm_to_tune_by_string_gets_import_rlstack(
         tune.run_experiments({"cartpole": {"run": "DQN", "env": "CartPole-v1"}})
         """)
     assert experiments.after.splitlines()[1].startswith("import rlstack")
+    from_option = _migrated("""\
+        import argparse
+        from ray import tune
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--run", default="PPO")
+        tune.run(parser.parse_args().run)
+        """)
+    assert from_option.after.splitlines()[2].startswith("import rlstack")
     # Not where the script already imports RLlib, nor for a name that is not an algorithm.
     for source in ("""\
             import ray.rllib.agents.ppo as ppo
@@ -118,8 +126,8 @@ def test_a_script_that_names_an_algorithm_to_tune_by_string_gets_import_rlstack(
             from ray import tune
             tune.run("my_trainable")
             """, """\
-            from ray import tune
-            tune.run(experiment, name="PPO")
+            import argparse
+            ALGORITHM = "PPO"  # named, but Tune is never called
             """):
         assert "registers rlstack's algorithms" not in _migrated(source).after
 

@@ -111,6 +111,19 @@ def test_with_updates_replaces_the_loss_of_a_built_in_policy(framework):
         assert used and isinstance(trainer.get_policy(), entropy_policy)
     finally:
         trainer.stop()
+    # With an LSTM (1.13's rock_paper_scissors example): the loss's model(train_batch) reads
+    # each sequence's state_in_* and seq_lens from the batch, whose step columns are rows.
+    used.clear()
+    trainer = EntropyPG({"framework": framework, "num_workers": 0, "train_batch_size": 100,
+                         "rollout_fragment_length": 100,
+                         "model": {"fcnet_hiddens": [8], "use_lstm": True, "lstm_cell_size": 8, "max_seq_len": 10}},
+                        env="CartPole-v1")
+    try:
+        stats = trainer.train()["info"]["learner"]["default_policy"]["learner_stats"]
+        assert used and trainer.get_policy().is_recurrent and all(np.isfinite(v) for v in stats.values()
+                                                                  if np.isscalar(v))
+    finally:
+        trainer.stop()
 
 
 def test_template_refuses_what_the_learner_cannot_honour():

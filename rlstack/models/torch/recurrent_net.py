@@ -20,7 +20,7 @@ from torch import nn
 
 from rlstack.models.specs import ModelSpec
 from rlstack.models.modelv2 import add_time_dimension
-from rlstack.models.prev_inputs import TensorOps, with_prev_inputs
+from rlstack.models.prev_inputs import PrevInputsSpec, TensorOps, with_prev_inputs
 from rlstack.models.torch.model import TorchModel, encode
 from rlstack.models.torch.torch_modelv2 import TorchModelV2
 
@@ -75,6 +75,60 @@ class RecurrentNetwork(TorchModelV2):
         """The state at an episode's start, one tensor per state input, without the batch
         dimension; subclasses define it."""
         raise NotImplementedError(f"{type(self).__name__} must define get_initial_state().")
+
+
+class LSTMAroundModel(RecurrentNetwork, nn.Module):
+    """``use_lstm`` around a custom model, as 1.13 wrapped one: the custom model's outputs
+    (built with ``num_outputs=None``, so ``inner.num_outputs`` is their size) and, with
+    ``lstm_use_prev_action`` / ``_reward``, the previous action and reward go through an
+    LSTM of ``lstm_cell_size``; the action and value heads read its output. The custom
+    model's own ``value_function`` is not used.
+
+    Args:
+        inner: The custom model. Its parameters train with the LSTM's when it is an
+            ``nn.Module`` (1.13's example wraps one without parameters, which need not be).
+        obs_space, action_space, num_outputs, model_config, name: As any ModelV2's.
+    """
+
+    def __init__(self, inner: TorchModelV2, obs_space: gym.Space, action_space: gym.Space, num_outputs: int,
+                 model_config: dict, name: str) -> None:
+        nn.Module.__init__(self)
+        super().__init__(obs_space, action_space, num_outputs, model_config, name)
+        if isinstance(inner, nn.Module):
+            self.inner = inner
+        else:
+            self.__dict__["inner"] = inner  # nothing to register: it holds no parameters
+        self.cell_size = int(model_config.get("lstm_cell_size", 256))
+        self.prev_inputs = PrevInputsSpec.for_action_space(
+            action_space, int(bool(model_config.get("lstm_use_prev_action"))),
+            int(bool(model_config.get("lstm_use_prev_reward"))), window=False)
+        extra = 0 if self.prev_inputs is None else self.prev_inputs.size
+        self.lstm = nn.LSTM(int(inner.num_outputs) + extra, self.cell_size, batch_first=True)
+        self.logits = nn.Linear(self.cell_size, num_outputs)
+        self.value_branch = nn.Linear(self.cell_size, 1)
+        self._values: torch.Tensor | None = None
+
+    def get_initial_state(self) -> list[torch.Tensor]:
+        """``[h, c]``: zeros ``[lstm_cell_size]`` each."""
+        return [torch.zeros(self.cell_size), torch.zeros(self.cell_size)]
+
+    def forward(self, input_dict: dict[str, Any], state: list[torch.Tensor],
+                seq_lens: Any) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The custom model on every row, then :meth:`RecurrentNetwork.forward` over its
+        outputs (and the previous action and reward)."""
+        features, _ = self.inner.forward(input_dict, [], None)
+        features = with_prev_inputs(self.prev_inputs, features.float(), input_dict, TORCH_OPS)
+        return RecurrentNetwork.forward(self, {**input_dict, "obs_flat": features}, state, seq_lens)
+
+    def forward_rnn(self, inputs: torch.Tensor, state: list[torch.Tensor],
+                    seq_lens: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        out, (h, c) = self.lstm(inputs, (state[0][None], state[1][None]))
+        self._values = self.value_branch(out.reshape(-1, self.cell_size)).squeeze(1)
+        return self.logits(out), [h[0], c[0]]
+
+    def value_function(self) -> torch.Tensor:
+        """The value head on the LSTM's output of the last call's rows."""
+        return self._values
 
 
 def lstm_sequence(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, kernel: torch.Tensor,

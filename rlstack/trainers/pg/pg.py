@@ -48,6 +48,7 @@ class PGTrainer(Trainer):
     # copy of the policy; that copy asks for no bootstrap values (there is no critic).
     postprocess_fn = staticmethod(postprocess_returns)
     numpy_policy_class = "rlstack.trainers.pg.pg_policy:PGNumpyPolicy"
+    supports_recurrent_models = True
     supports_multi_agent = True
 
     @classmethod

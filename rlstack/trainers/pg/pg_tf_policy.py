@@ -14,6 +14,7 @@ class PGTFPolicy(TFPolicy):
 
     # No critic: the worker computes no V(s) where a piece is cut.
     needs_bootstrap_value = False
+    supports_recurrent_models = True
 
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ADVANTAGES)
 
@@ -21,8 +22,10 @@ class PGTFPolicy(TFPolicy):
         return postprocess_returns(batch, self.config)
 
     def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
-        dist_inputs, _ = self.model_outputs(train_batch)
-        logp = self.action_distribution(dist_inputs).logp(train_batch[SampleBatch.ACTIONS])
+        # One row per step; `mean` is over real steps only (padded sequences of a recurrent model).
+        batch, mean = self.unroll(train_batch)
+        dist_inputs, _ = self.model_outputs(batch)
+        logp = self.action_distribution(dist_inputs).logp(batch[SampleBatch.ACTIONS])
         # grad J = E[grad log pi(a_t | s_t) * G_t]; "advantages" holds the returns G_t.
-        policy_loss = -tf.reduce_mean(logp * train_batch[SampleBatch.ADVANTAGES])
+        policy_loss = -mean(logp * batch[SampleBatch.ADVANTAGES])
         return policy_loss, {"policy_loss": policy_loss}

@@ -16,6 +16,7 @@ class PGTorchPolicy(TorchPolicy):
 
     # No critic: the worker computes no V(s) where a piece is cut.
     needs_bootstrap_value = False
+    supports_recurrent_models = True
 
     loss_columns = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.ADVANTAGES)
 
@@ -23,8 +24,10 @@ class PGTorchPolicy(TorchPolicy):
         return postprocess_returns(batch, self.config)
 
     def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        dist_inputs, _ = self.model_outputs(train_batch)
-        logp = self.action_dist(dist_inputs).logp(train_batch[SampleBatch.ACTIONS])
+        # One row per step; `mean` is over real steps only (padded sequences of a recurrent model).
+        batch, mean = self.unroll(train_batch)
+        dist_inputs, _ = self.model_outputs(batch)
+        logp = self.action_dist(dist_inputs).logp(batch[SampleBatch.ACTIONS])
         # grad J = E[grad log pi(a_t | s_t) * G_t]; "advantages" holds the returns G_t.
-        policy_loss = -torch.mean(logp * train_batch[SampleBatch.ADVANTAGES])
+        policy_loss = -mean(logp * batch[SampleBatch.ADVANTAGES])
         return policy_loss, {"policy_loss": policy_loss}
