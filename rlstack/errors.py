@@ -19,6 +19,7 @@ __all__ = [
     "EnvFailureError",
     "FrameworkNotInstalledError",
     "JobSubmissionError",
+    "MissingFeatureError",
     "NonFiniteError",
     "ObservationError",
     "PlacementTimeoutError",
@@ -30,6 +31,10 @@ __all__ = [
 
 class RLStackError(Exception):
     """Base class of every error rlstack raises on purpose."""
+
+
+class MissingFeatureError(RLStackError, AttributeError):
+    """An attribute RLlib 1.13 had and rlstack does not; the message says what to use."""
 
 
 class ConfigError(RLStackError, ValueError):

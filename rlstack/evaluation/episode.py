@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.env.multi_agent_env import DEFAULT_AGENT_ID
+from rlstack.errors import MissingFeatureError
 from rlstack.sample_batch import DEFAULT_POLICY_ID
 
 if TYPE_CHECKING:
@@ -81,6 +82,14 @@ class Episode:
 
     def __repr__(self) -> str:
         return f"Episode(episode_id={self.episode_id}, env_id={self.env_id}, length={self.length})"
+
+    @property
+    def batch_builder(self) -> Any:
+        """1.13's per-episode sample collector, which rlstack does not have."""
+        raise MissingFeatureError(
+            "Episode.batch_builder (1.13's sample collector) is not in rlstack: episodes hold no batches. Read the "
+            "rows of a trajectory in on_postprocess_trajectory (postprocessed_batch), and an ended episode in "
+            "on_episode_end (episode.length, episode.total_reward, episode.last_info_for()).")
 
     def policy_for(self, agent_id: str = DEFAULT_AGENT_ID) -> str:
         """The policy id acting for ``agent_id`` (always ``"default_policy"``)."""

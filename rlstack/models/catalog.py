@@ -177,6 +177,12 @@ def action_dist_spec(action_space: gym.Space, model_config: dict | None = None) 
             custom distribution.
     """
     custom = (model_config or {}).get("custom_action_dist")
+    if custom and isinstance(action_space, (gym.spaces.Tuple, gym.spaces.Dict)):
+        raise ConfigError(
+            f"custom_action_dist over the action space {action_space} is not supported yet: rlstack's samplers and "
+            "batches hold one action array per step, not a Tuple or Dict of them. Give the env a MultiDiscrete "
+            "action space (a Tuple of Discretes, as 1.13's autoregressive example) or one Box, and split the "
+            "action inside the env.")
     if custom:
         dist_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_action_dist(custom)
         num_outputs = int(np.prod(dist_class.required_model_output_shape(action_space, model_config)))

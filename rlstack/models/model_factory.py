@@ -67,6 +67,9 @@ def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int
 
     framework = _framework(framework)
     model_config = {**MODEL_DEFAULTS, **(model_config or {})}
+    # gymnasium's Discrete.n is a numpy integer (gym 0.21's was an int), which Keras 3's
+    # layers refuse as a size.
+    num_outputs = None if num_outputs is None else int(num_outputs)
     custom = model_config.get("custom_model")
     if custom:
         model_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_model(custom)

@@ -30,6 +30,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlstack.errors import ConfigError
 from rlstack.models.preprocessors import Preprocessor
 
 TensorType = Any
@@ -223,8 +224,18 @@ class ModelV2:
             state = [input_dict[f"state_in_{i}"] for i in range(len(self.get_initial_state()))
                      if f"state_in_{i}" in input_dict]
             seq_lens = input_dict.get("seq_lens") if seq_lens is None else seq_lens
-        with self.context():
-            outputs, state_out = self.forward(restored, list(state), seq_lens)
+        try:
+            with self.context():
+                outputs, state_out = self.forward(restored, list(state), seq_lens)
+        except AttributeError as exc:
+            if "with Keras 3" not in str(exc):
+                raise
+            # TF 1's graph-mode layers (tf1.layers.dense, ...), which 1.13's static-graph TF
+            # policies ran: Keras 3 has none of them.
+            raise ConfigError(
+                f"{type(self).__name__}.forward calls TF 1's graph-mode layer API ({exc}); rlstack's TF policies run "
+                "TF 2 (eager, with tf.function), where Keras 3 removed it. Build the layers once in __init__ with "
+                "tf.keras.layers and call them in forward, as a TFModelV2 for tf2 did in 1.13.") from exc
         if not isinstance(state_out, (list, tuple)):
             raise ValueError(
                 f"{type(self).__name__}.forward must return (outputs, state_out) with state_out a list "

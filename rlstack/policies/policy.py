@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -173,7 +174,7 @@ class Policy(RecurrentPolicyMixin, ABC):
         # use_lstm around a custom model (1.13's auto-wrapping): the model is built with
         # num_outputs=None, its outputs are the LSTM's inputs (see wrap_in_lstm).
         wrap = bool(model_config.get("use_lstm")) and isinstance(model_class, type) \
-            and issubclass(model_class, ModelV2) and not model_class.__dict__.get("forward_rnn")
+            and issubclass(model_class, ModelV2) and not hasattr(model_class, "forward_rnn")
         args = (model_obs_space(self.observation_space), self.action_space, None if wrap else num_outputs,
                 model_config, "model")
         custom_kwargs = {**algorithm_kwargs, **model_config.get("custom_model_config", {})}
@@ -185,6 +186,20 @@ class Policy(RecurrentPolicyMixin, ABC):
             if not custom_kwargs or "unexpected keyword argument" not in str(exc):
                 raise
             model = model_class(*args)
+        except ValueError as exc:
+            # A 1.x Keras model doing what Keras 2 allowed and Keras 3 (TensorFlow's Keras
+            # since 2.16) refuses: TF ops (tf.sequence_mask, ...) on symbolic inputs, or a
+            # shape given as a number.
+            if "KerasTensor cannot be used as input to a TensorFlow function" in str(exc):
+                raise ConfigError(
+                    f"custom_model {model_class.__name__} calls TensorFlow ops on Keras inputs while building a "
+                    "functional model, which Keras 3 refuses. Wrap those ops in a keras Layer, or build the layers in "
+                    "__init__ and call them with the ops in forward().") from exc
+            if re.search(r"Cannot convert '\d+' to a shape", str(exc)):
+                raise ConfigError(
+                    f"custom_model {model_class.__name__} gives Keras a shape as a number ({exc}); Keras 3 takes "
+                    "shapes as tuples: tf.keras.layers.Input(shape=(n,)) where Keras 2 took shape=(n).") from exc
+            raise
         if not isinstance(model, ModelV2):
             return self.adapt_shortcut_model(model)
         check_views(model.view_requirements, f"custom_model {model_class.__name__}")

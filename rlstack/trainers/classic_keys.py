@@ -35,6 +35,11 @@ NO_OP_KEYS: dict[str, tuple[tuple[Any, ...], str, tuple[str, ...] | None]] = {
     # rlstack's V-trace uses each fragment's last step only as the bootstrap value (1.x's True).
     "vtrace_drop_last_ts": ((True,), "rlstack's V-trace uses each fragment's last step only to bootstrap",
                             ("IMPALA", "APPO")),
+    # 1.x could hand models the env's observations unflattened; rlstack's built-in models
+    # read a Dict / Tuple observation by its parts either way (1.x's ComplexInputNetwork
+    # did the same with it on). A custom model is another matter: see check_no_op_key.
+    "_disable_preprocessor_api": ((False, True), "rlstack's built-in models read Dict / Tuple observations by "
+                                  "their parts either way", None),
 }
 
 
@@ -43,14 +48,24 @@ def is_no_op_key(key: str, algorithm: str) -> bool:
     return key in NO_OP_KEYS and (NO_OP_KEYS[key][2] is None or algorithm in NO_OP_KEYS[key][2])
 
 
-def check_no_op_key(key: str, value: Any, algorithm: str) -> None:
+def check_no_op_key(key: str, value: Any, algorithm: str, user: dict[str, Any] | None = None) -> None:
     """Checks a 1.x key that rlstack accepts only at a value with no effect.
+
+    Args:
+        key, value: The key and the value given.
+        algorithm: The algorithm's name, for the message.
+        user: The user's whole config (``_disable_preprocessor_api`` depends on its model).
 
     Raises:
         ConfigError: If ``value`` would ask for behaviour rlstack does not have.
     """
     from rlstack.errors import ConfigError
 
+    if key == "_disable_preprocessor_api" and value is True and ((user or {}).get("model") or {}).get("custom_model"):
+        raise ConfigError(
+            "_disable_preprocessor_api=True with a custom_model is not supported by rlstack: a model always gets "
+            "input_dict['obs'] in the observation space's structure with Discrete parts one-hot encoded (and "
+            "input_dict['obs_flat']), where 1.x handed the raw values. Remove the key and read the one-hot parts.")
     allowed, instead, _ = NO_OP_KEYS[key]
     if not any(value is a or (type(value) is type(a) and value == a) for a in allowed):
         raise ConfigError(

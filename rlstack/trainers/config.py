@@ -319,7 +319,7 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
     for key, value in (user or {}).items():
         key = RENAMED_KEYS.get(key, key)
         if key not in defaults and is_no_op_key(key, algorithm):
-            check_no_op_key(key, value, algorithm)
+            check_no_op_key(key, value, algorithm, user)
             continue
         if key == "optimizer" and isinstance(value, dict):
             _move_optimizer_keys(config, value, user or {}, algorithm)

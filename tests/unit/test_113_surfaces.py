@@ -830,3 +830,86 @@ def test_a_hand_written_policy_sees_the_space_its_observations_arrive_in():
     assert [s.tolist() for s in policy.initial_state_batch(2)] == [[2, 2]]
     boxed = construct_classic_policy(Heuristic, gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(3), {})
     assert boxed.observation_space == gym.spaces.Box(-1.0, 1.0, (2,))
+
+
+def test_a_custom_action_distribution_over_a_tuple_action_space_is_refused_early():
+    from rlstack.errors import ConfigError
+    from rlstack.models.catalog import action_dist_spec
+
+    class Autoregressive:
+        @staticmethod
+        def required_model_output_shape(action_space, model_config):
+            return 16
+
+    with pytest.raises(ConfigError, match=r"Tuple\(Discrete\(2\), Discrete\(2\)\) is not supported yet.*MultiDiscrete"):
+        action_dist_spec(gym.spaces.Tuple([gym.spaces.Discrete(2)] * 2), {"custom_action_dist": Autoregressive})
+
+
+def test_a_tf_model_on_tf1_graph_layers_fails_with_what_to_write_instead():
+    pytest.importorskip("tensorflow")
+    from rlstack.errors import ConfigError
+    from rlstack.models.tf.tf_modelv2 import TFModelV2
+    from rlstack.utils.framework import try_import_tf
+
+    tf1, tf, _ = try_import_tf()
+
+    class GraphLayers(TFModelV2):
+        def forward(self, input_dict, state, seq_lens):
+            return tf1.layers.dense(input_dict["obs"], self.num_outputs), state
+
+    model = GraphLayers(gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2), 2, {}, "graph")
+    with pytest.raises(ConfigError, match=r"GraphLayers.forward calls TF 1's graph-mode layer API.*tf.keras.layers"):
+        model({"obs": np.zeros((3, 4), np.float32)})
+
+
+def test_episode_batch_builder_says_where_the_rows_are():
+    from rlstack.errors import MissingFeatureError
+    from rlstack.evaluation.episode import Episode
+
+    episode = Episode(0, 0)
+    with pytest.raises(MissingFeatureError, match="on_postprocess_trajectory"):
+        episode.batch_builder
+    assert not hasattr(episode, "batch_builder")  # still an AttributeError to hasattr
+
+
+def test_a_keras_2_functional_model_with_tf_ops_fails_with_what_to_write_instead():
+    pytest.importorskip("tensorflow")
+    from rlstack.errors import ConfigError
+    from rlstack.models.tf.tf_modelv2 import TFModelV2
+    from rlstack.trainers.pg import PGTrainer
+    from rlstack.utils.framework import try_import_tf
+
+    _, tf, _ = try_import_tf()
+
+    class Keras2Functional(TFModelV2):
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+            super().__init__(obs_space, action_space, num_outputs, model_config, name)
+            inputs = tf.keras.layers.Input(shape=(None, 4))
+            lengths = tf.keras.layers.Input(shape=(), dtype=tf.int32)
+            mask = tf.sequence_mask(lengths)  # a TF op on a Keras input: Keras 2 only
+            self.base_model = tf.keras.Model([inputs, lengths], [mask])
+
+    with pytest.raises(ConfigError, match=r"Keras2Functional calls TensorFlow ops on Keras inputs"):
+        PGTrainer(config={"framework": "tf", "num_workers": 0, "model": {"custom_model": Keras2Functional}},
+                  env="CartPole-v1")
+
+    class NumberShape(TFModelV2):
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+            super().__init__(obs_space, action_space, num_outputs, model_config, name)
+            self.mask = tf.keras.layers.Input(shape=(num_outputs))  # Keras 2 took a number
+
+    with pytest.raises(ConfigError, match=r"NumberShape gives Keras a shape as a number.*shape=\(n,\)"):
+        PGTrainer(config={"framework": "tf", "num_workers": 0, "model": {"custom_model": NumberShape}},
+                  env="CartPole-v1")
+
+
+def test_tf_fully_connected_network_base_model_says_how_to_call_it():
+    pytest.importorskip("tensorflow")
+    from rlstack.errors import MissingFeatureError
+    from rlstack.models.tf.fcnet import FullyConnectedNetwork
+
+    net = FullyConnectedNetwork(gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2), 2, {}, "fc")
+    with pytest.raises(MissingFeatureError, match=r"self.fcnet\(\{\"obs\""):
+        net.base_model
+    net.base_model = "a subclass's own Keras model"
+    assert net.base_model == "a subclass's own Keras model"

@@ -113,6 +113,14 @@ def test_no_op_keys_are_accepted_at_their_no_op_values_and_dropped():
                 "vtrace_drop_last_ts"} & set(config)
 
 
+def test_disable_preprocessor_api_is_accepted_for_built_in_models_only():
+    from rlstack.trainers.ppo import PPOTrainer
+
+    assert "_disable_preprocessor_api" not in PPOTrainer.merge_and_validate({"_disable_preprocessor_api": True})
+    with pytest.raises(ConfigError, match=r"_disable_preprocessor_api=True with a custom_model.*one-hot"):
+        PPOTrainer.merge_and_validate({"_disable_preprocessor_api": True, "model": {"custom_model": "mine"}})
+
+
 def test_classic_pong_a3c_names_what_rlstack_lacks(tmp_path):
     # 1.x's pong-a3c: an LSTM model on RLlib's own preprocessing, neither in rlstack yet.
     (tmp_path / "pong-a3c.yaml").write_text(

@@ -202,6 +202,6 @@ def test_exploration_other_than_sampling_is_refused():
         PGTrainer.merge_and_validate({"exploration_config": {"type": "EpsilonGreedy"}})
 
 
-def test_recurrent_models_are_refused_naming_the_algorithms_that_train_them():
-    with pytest.raises(ConfigError, match="use_lstm=True is not supported by PG yet.*PPO"):
-        PGTrainer.merge_and_validate({"model": {"use_lstm": True}})
+def test_recurrent_models_are_accepted_as_1_13_did():
+    # (Training one: test_113_surfaces.test_pg_trains_an_lstm.)
+    assert PGTrainer.merge_and_validate({"model": {"use_lstm": True}})["model"]["use_lstm"] is True

@@ -11,10 +11,12 @@ constructor, so that a custom model can wrap one, as RLlib's action-masking exam
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from rlstack.errors import MissingFeatureError
 from rlstack.models.catalog import ModelCatalog
 from rlstack.models.specs import LayerSpec, ModelSpec
 from rlstack.models.tf.model import TFModel
@@ -71,3 +73,19 @@ class FullyConnectedNetwork(TFModel):
         # Fresh random weights, with the built-in layers' init (normalised columns).
         super().__init__(spec, obs_space, action_space, model_config, name, logits_layer=bool(num_outputs),
                          seed=None)
+
+    @property
+    def base_model(self) -> Any:
+        """1.13's Keras functional model of the network, which rlstack's is not (a
+        subclass may still assign its own)."""
+        if "_own_base_model" in self.__dict__:
+            return self.__dict__["_own_base_model"]
+        raise MissingFeatureError(
+            f"{type(self).__name__}.base_model (1.13's Keras functional model) is not in rlstack: its TF networks are "
+            "ModelV2s over their own layers. Call the network in your model's forward instead: "
+            "`out, _ = self.fcnet({\"obs\": input_dict[\"obs\"]})` and `self.fcnet.value_function()`.")
+
+    @base_model.setter
+    def base_model(self, model: Any) -> None:
+        # A subclass that builds its own Keras model under 1.13's name keeps it.
+        self.__dict__["_own_base_model"] = model
