@@ -15,8 +15,8 @@ change).
 
 A script that calls Tune and names an algorithm by string (``tune.run("PPO", ...)``, an
 experiment's ``"run": "PPO"``, a ``--run`` option's ``default="PPO"``) and imports nothing of
-RLlib gets ``import rlstack`` after its ``import ray``: RLlib 1.x registered its algorithms with Tune by itself, and rlstack does
-so when it is imported.
+RLlib gets ``import rlstack`` after its ``import ray``: RLlib 1.x registered its algorithms
+with Tune by itself, and rlstack does so when it is imported.
 
 What cannot be migrated mechanically is reported by file and line, and left for a person:
 
@@ -185,14 +185,13 @@ class _Migrator(cst.CSTTransformer):
     # ----- dotted names in code ----------------------------------------------------------
 
     def visit_Import(self, node: cst.Import) -> bool:
-        if any((_dotted(alias.name) or "").split(".")[0] == "rlstack" or (_dotted(alias.name) or "").startswith("ray.rllib")
-               for alias in node.names):
+        if any(_names_library(_dotted(alias.name) or "") for alias in node.names):
             self.imports_library = True
         return False  # rewritten in leave_Import; its dotted names are modules, not code
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         module = _dotted(node.module) if node.module is not None and not node.relative else None
-        if module and (module.split(".")[0] == "rlstack" or module.startswith("ray.rllib")):
+        if module and _names_library(module):
             self.imports_library = True
         elif module == "ray" and not isinstance(node.names, cst.ImportStar) \
                 and any(_dotted(alias.name) == "rllib" for alias in node.names):
@@ -262,6 +261,11 @@ class _Migrator(cst.CSTTransformer):
                 self.path, self._line(node),
                 f"`{target.value} = ....reset()`: gymnasium's reset returns (obs, info); "
                 f"write `{target.value}, info = ....reset()`"))
+
+
+def _names_library(module: str) -> bool:
+    # rlstack, or RLlib under its 1.x name (before the rename).
+    return module.split(".")[0] == "rlstack" or module == "ray.rllib" or module.startswith("ray.rllib.")
 
 
 def _imports_ray(statement: cst.CSTNode) -> bool:

@@ -507,16 +507,11 @@ class MultiAgentSampler:
             self._flush_episode(episode, pieces)
 
     def _flush_episode(self, episode: MultiAgentRunningEpisode, pieces: dict[str, list[SampleBatch]]) -> None:
-        self._flush_agents(episode, list(episode.agents.values()), pieces)
-
-    def _flush_agents(self, episode: MultiAgentRunningEpisode, agents: list[_Agent],
-                      pieces: dict[str, list[SampleBatch]]) -> None:
         # Each agent's closed rows become one trajectory piece, postprocessed by its policy.
         # As in 1.13, a policy whose postprocess_trajectory takes other_agent_batches (a
         # centralized critic) and the on_postprocess_trajectory callback see every agent of
-        # the episode: {agent_id: (policy, its piece before postprocessing)}; an agent not
-        # flushed now shows its rows so far.
-        flushing = [agent for agent in agents if agent.rows]
+        # the episode: {agent_id: (policy, its piece before postprocessing)}.
+        flushing = [agent for agent in episode.agents.values() if agent.rows]
         if not flushing:
             return
         raw = {agent.agent_id: self._piece(episode, agent) for agent in flushing}
@@ -524,12 +519,8 @@ class MultiAgentSampler:
                         for agent in flushing}
         originals: dict[Any, tuple[Any, SampleBatch]] = {}
         if self.call_postprocess or any(wants_others.values()):
-            for agent in episode.agents.values():
-                piece = raw.get(agent.agent_id)
-                if piece is None and agent.rows:
-                    piece = self._piece(episode, agent)
-                if piece is not None:
-                    originals[agent.agent_id] = (self.policies.policies[agent.policy_id], SampleBatch(dict(piece)))
+            originals = {agent.agent_id: (self.policies.policies[agent.policy_id],
+                                          SampleBatch(dict(raw[agent.agent_id]))) for agent in flushing}
         for agent in flushing:
             agent.rows = []
             acting = self.policies.acting[agent.policy_id]
