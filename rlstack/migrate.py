@@ -38,12 +38,8 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-# Longest prefix first: the first rule that matches a dotted name applies.
-RENAMES: tuple[tuple[str, str], ...] = (
-    ("ray.rllib.agents", "rlstack.trainers"),
-    ("ray.rllib.policy", "rlstack.policies"),
-    ("ray.rllib", "rlstack"),
-)
+from rlstack.utils.migration_rule import RENAMES, renamed_module
+
 # `from ray.rllib import agents` names a module the rules rename: the imported name
 # changes, bound under its old name so that the code using it stays the same.
 _RENAMED_SUBMODULES = {"agents": "trainers", "policy": "policies"}
@@ -78,16 +74,6 @@ class FileResult:
         """The change as a unified diff (empty when nothing changed)."""
         return "".join(difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
                                             fromfile=f"a/{self.path}", tofile=f"b/{self.path}"))
-
-
-def renamed_module(name: str) -> str:
-    """``name`` (a dotted module name) by the migration rule; other names unchanged."""
-    if name == "gym" or name.startswith("gym."):
-        return "gymnasium" + name[len("gym"):]
-    for old, new in RENAMES:
-        if name == old or name.startswith(old + "."):
-            return new + name[len(old):]
-    return name
 
 
 def _dotted(node: cst.BaseExpression) -> str | None:

@@ -16,6 +16,7 @@ from rlstack.env.env_context import EnvContext
 from rlstack.env.external_env import ExternalEnv
 from rlstack.env.legacy import LegacyEnvAdapter, is_legacy_env
 from rlstack.errors import EnvError, did_you_mean
+from rlstack.utils.migration_rule import renamed_module
 
 EnvCreator = Callable[[EnvContext], Any]
 EnvSpec = Union[str, type, EnvCreator]
@@ -104,6 +105,29 @@ def _example_env(name: str) -> EnvCreator | None:
     return getattr(importlib.import_module(module), cls)
 
 
+def _env_class_at(path: str) -> type | None:
+    # 1.13 took "package.module.EnvClass" for an unregistered env; a path into RLlib's own
+    # modules ("ray.rllib.examples.env.random_env.RandomEnv") names rlstack's by the
+    # migration rule, as the codemod leaves strings as they are.
+    import importlib
+
+    module, _, name = path.rpartition(".")
+    if not module or not name.isidentifier() or not all(part.isidentifier() for part in module.split(".")):
+        return None
+    renamed = renamed_module(module)
+    try:
+        found = getattr(importlib.import_module(renamed), name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and not renamed.startswith(exc.name):
+            raise  # the env's own module imports something missing: say what
+        return None
+    except AttributeError:
+        raise EnvError(f"config['env'] = {path!r}: module {renamed!r} has no {name!r}.") from None
+    if not callable(found):
+        raise EnvError(f"config['env'] = {path!r} is a {type(found).__name__}, not an env class or creator.")
+    return found
+
+
 def make_env(
     spec: EnvSpec,
     context: EnvContext,
@@ -113,8 +137,9 @@ def make_env(
     """Builds one env from ``spec``.
 
     Args:
-        spec: A name given to :func:`register_env`, a gymnasium id, a ``gym.Env``
-            subclass (constructed with the EnvContext) or a creator callable.
+        spec: A name given to :func:`register_env`, a gymnasium id, an env class's
+            import path (``"my_package.envs.MyEnv"``; a ``ray.rllib.`` one is renamed by
+            the migration rule), a ``gym.Env`` subclass (constructed with the EnvContext) or a creator callable.
         context: The ``env_config`` with the env's indices.
         preprocessor_pref: "deepmind" wraps Atari (ALE) envs in the standard
             preprocessing (env/atari.py); None leaves every env as it is.
@@ -131,7 +156,7 @@ def make_env(
         raise EnvError("No env given: pass PPOTrainer(config, env='CartPole-v1') or set config['env'].")
     if isinstance(spec, str):
         creator = _REGISTRY.get(spec) or _example_env(spec) or (
-            None if spec in gym.registry else _from_tune_registry(spec))
+            None if spec in gym.registry else _from_tune_registry(spec) or _env_class_at(spec))
         if creator is not None:
             env = creator(context)
         elif spec in gym.registry or atari.ensure_ale_registered(spec):

@@ -177,7 +177,7 @@ class EpisodeTracker:
 
     def _kwargs(self, episode: Episode) -> dict[str, Any]:
         worker = self.worker
-        return {"worker": worker, "base_env": worker.env, "policies": {DEFAULT_POLICY_ID: worker.policy},
+        return {"worker": worker, "base_env": worker.async_env, "policies": {DEFAULT_POLICY_ID: worker.policy},
                 "episode": episode, "env_index": episode.env_id}
 
     def start(self, env_index: int, episode_id: int, raw_obs: Any, obs: np.ndarray) -> None:

@@ -178,7 +178,7 @@ class MultiAgentSampler:
 
     def __init__(self, worker: RolloutWorker, training: bool = True) -> None:
         self.worker = worker
-        self.env = worker.env
+        self.env = worker.async_env
         self.policies = worker.policies
         self.training = training
         multiagent = worker.config["multiagent"]

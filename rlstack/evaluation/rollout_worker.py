@@ -184,11 +184,12 @@ class RolloutWorker:
             # workers share the trainer's generators, which the trainer seeded.
             seed_everything(None if seed is None else seed + worker_index)
         self._init_callbacks(config)
-        self.env: VectorEnv | None = None
+        # The vector env this worker steps (1.13's name for its BaseEnv); ``env`` is one user env.
+        self.async_env: VectorEnv | None = None
         if spaces is None:
             context = EnvContext(config.get("env_config"), worker_index, 0, num_workers)
             n = int(config["num_envs_per_worker"])
-            self.env = make_vector_env(
+            self.async_env = make_vector_env(
                 lambda i: self._make_sub_env(env_spec, context.copy_with(vector_index=i)),
                 n,
                 multi_agent=policy_specs is not None,
@@ -203,36 +204,36 @@ class RolloutWorker:
         # An ExternalEnv runs its own loop: sampled by an ExternalEnvSampler (see sample()).
         self._external_env: ExternalEnv | None = None
         self._external_sampler: Any = None
-        if isinstance(self.env, ExternalEnv):
+        if isinstance(self.async_env, ExternalEnv):
             if int(config["num_envs_per_worker"]) > 1:
                 raise ConfigError("An ExternalEnv runs its own loop and serves any number of episodes itself: set "
                                   "num_envs_per_worker to 1 (give run() more concurrent episodes instead).")
-            self._external_env, self.env = self.env, None
+            self._external_env, self.async_env = self.async_env, None
             spaces = (self._external_env.observation_space, self._external_env.action_space)
         # Classic default: Atari rewards are clipped to their sign under "deepmind" preprocessing.
         self._reward_clip = config.get("clip_rewards")
-        if self._reward_clip is None and self.env is not None and config.get("preprocessor_pref") == "deepmind":
-            sub_envs = self.env.get_sub_environments()
+        if self._reward_clip is None and self.async_env is not None and config.get("preprocessor_pref") == "deepmind":
+            sub_envs = self.async_env.get_sub_environments()
             self._reward_clip = True if sub_envs and is_atari(sub_envs[0]) else None
         # Numpy acting is opt-in: the algorithm supplies its framework-free postprocessing.
         numpy_class = resolve_class(numpy_policy_class) if numpy_policy_class is not None else NumpyPolicy
         self._build_args = BuildArgs(policy_class, worker_index, num_gpus, postprocess_fn, numpy_class, learns,
-                                     self.env is not None)
-        self.multi_agent = isinstance(self.env, MultiAgentVectorEnv) or isinstance(spaces, dict)
+                                     self.async_env is not None)
+        self.multi_agent = isinstance(self.async_env, MultiAgentVectorEnv) or isinstance(spaces, dict)
         self.policies: WorkerPolicyMap | None = None
         if self.multi_agent:
-            self.policies = WorkerPolicyMap(policy_specs, spaces, self.env.envs[0] if self.env is not None else None,
+            self.policies = WorkerPolicyMap(policy_specs, spaces, self.async_env.envs[0] if self.async_env is not None else None,
                                             config, self._build_args, self._bind_policy)
             self._use_first_policy()
             # The env's spaces (by agent id, or shared), or the first policy's without an env.
-            spaces = spaces[next(iter(spaces))] if self.env is None else None
-        self.observation_space, self.action_space = spaces or (self.env.observation_space, self.env.action_space)
+            spaces = spaces[next(iter(spaces))] if self.async_env is None else None
+        self.observation_space, self.action_space = spaces or (self.async_env.observation_space, self.async_env.action_space)
         if not self.multi_agent:
             self._build_policy()
         self._obs: np.ndarray | None = None
         # A recurrent policy's state (and previous actions / rewards) per sub-env.
         self._states: recurrent_states.SubEnvMemory | None = None
-        self._init_episodes(self.env.num_envs if self.env is not None else 0)
+        self._init_episodes(self.async_env.num_envs if self.async_env is not None else 0)
         self._pending: dict[int, SampleBatch] = {}
         self._perf = {"env_wait": 0.0, "inference": 0.0, "action_processing": 0.0, "obs_processing": 0.0}
         self._perf_steps = 0
@@ -243,7 +244,7 @@ class RolloutWorker:
         # Episode objects for the episode hooks, only when some are overridden.
         self._tracker = None if self.multi_agent else self._make_tracker()
         self._multi_agent_sampler: Any = None
-        if self.multi_agent and self.env is not None:
+        if self.multi_agent and self.async_env is not None:
             from rlstack.evaluation.multi_agent_sampler import MultiAgentSampler
 
             self._multi_agent_sampler = MultiAgentSampler(self)
@@ -269,10 +270,10 @@ class RolloutWorker:
             policy_specs: The multi-agent policies for ``config`` (as for the constructor).
         """
         self.config = config
-        if self.env is not None:
-            self.env.restart_failed = bool(config.get("restart_failed_sub_environments", False))
-            if hasattr(self.env, "max_restarts_in_row"):
-                self.env.max_restarts_in_row = int(config.get("num_consecutive_env_restarts_tolerance", 10))
+        if self.async_env is not None:
+            self.async_env.restart_failed = bool(config.get("restart_failed_sub_environments", False))
+            if hasattr(self.async_env, "max_restarts_in_row"):
+                self.async_env.max_restarts_in_row = int(config.get("num_consecutive_env_restarts_tolerance", 10))
         if self.policies is not None:
             self.policies.reset(config, policy_specs)
             self._use_first_policy()
@@ -315,7 +316,7 @@ class RolloutWorker:
     @property
     def num_env_restarts(self) -> int:
         """Sub-env restarts (``restart_failed_sub_environments``) since this worker was built."""
-        return self.env.num_restarts if self.env is not None else 0
+        return self.async_env.num_restarts if self.async_env is not None else 0
 
     def get_env_restarts(self) -> int:
         """Sub-env restarts since the last call (the trainer's ``num_env_restarts``)."""
@@ -358,10 +359,10 @@ class RolloutWorker:
             detail = f"{value[entries[0]]} at flat entries {entries[:10]} of the preprocessed observation"
         else:
             detail = str(value)
-        if self.env is None:  # observations an ExternalEnv / PolicyClient sent
+        if self.async_env is None:  # observations an ExternalEnv / PolicyClient sent
             raise NonFiniteError(f"Non-finite {what} ({detail}) sent to rollout worker {self.worker_index} by an "
                                  "external env: a NaN or inf would corrupt the weights; send finite values.")
-        env = self.env
+        env = self.async_env
         others = f" (and {len(bad_rows) - 1} other sub-envs)" if len(bad_rows) > 1 else ""
         raise NonFiniteError(
             f"Non-finite {what} ({detail}) from sub-env {index}{others} (vector index) of rollout worker "
@@ -382,10 +383,20 @@ class RolloutWorker:
             return np.clip(rewards, -clip, clip)
         return rewards
 
+    @property
+    def env(self) -> Any:
+        """The env the creator built (1.13's ``RolloutWorker.env``): the first sub-env of
+        :attr:`async_env`, a gymnasium env (or MultiAgentEnv) to reset and step by hand;
+        the ExternalEnv when the worker serves one; None on a driver without envs."""
+        if self.async_env is None:
+            return getattr(self, "_external_env", None)
+        sub_envs = self.async_env.get_sub_environments()
+        return sub_envs[0] if sub_envs else None
+
     def _require_env(self) -> VectorEnv:
-        if self.env is None:
+        if self.async_env is None:
             raise RuntimeError("This worker was built without envs (the driver's copy when num_workers > 0).")
-        return self.env
+        return self.async_env
 
     def sample(self) -> SampleBatch | MultiAgentBatch:
         """The next batch: sampled from the envs (:meth:`sample_from_env`), or, with an
@@ -520,7 +531,7 @@ class RolloutWorker:
             None marks an episode that broke off when its sub-env's ``step`` raised
             (only with ``complete_episodes``; otherwise such a sub-env returns no piece).
         """
-        env = self.env
+        env = self.async_env
         T, N = int(self.config["rollout_fragment_length"]), env.num_envs
         policy = self.sampling_policy
         perf = self._perf
@@ -757,7 +768,7 @@ class RolloutWorker:
 
             raise ConfigError(f"Cannot add policy {policy_id!r} to a single-agent trainer: add_policy needs a "
                               "multi-agent one (set multiagent.policies, or use a MultiAgentEnv).")
-        env = self.env.envs[0] if self.env is not None else None
+        env = self.async_env.envs[0] if self.async_env is not None else None
         policy = self.policies.add(policy_id, spec, policy_mapping_fn, policies_to_train, env)
         if policy_state is not None:
             policy.set_state(policy_state)
@@ -856,17 +867,17 @@ class RolloutWorker:
         pattern ``worker.foreach_env(lambda env: env.set_task(task))``); a sub-env that
         ``restart_failed_sub_environments`` rebuilds is a new object.
         """
-        if self.env is None:
+        if self.async_env is None:
             return []
-        return [func(env) for env in self.env.get_sub_environments()]
+        return [func(env) for env in self.async_env.get_sub_environments()]
 
     def foreach_env_with_context(self, func: Callable[[Any, EnvContext], Any]) -> list[Any]:
         """``[func(sub_env, env_context)]`` for each sub-env, the context carrying
         ``env_config`` and this sub-env's ``worker_index`` / ``vector_index``."""
-        if self.env is None:
+        if self.async_env is None:
             return []
         context = EnvContext(self.config.get("env_config"), self.worker_index, 0, self.num_workers)
-        return [func(env, context.copy_with(vector_index=i)) for i, env in enumerate(self.env.get_sub_environments())]
+        return [func(env, context.copy_with(vector_index=i)) for i, env in enumerate(self.async_env.get_sub_environments())]
 
     # ----- episodes and the callbacks around them -----------------------------------
 
@@ -905,9 +916,9 @@ class RolloutWorker:
         return env
 
     def _make_tracker(self) -> EpisodeTracker | None:
-        if self.env is None or not self._hooks & EPISODE_HOOKS:
+        if self.async_env is None or not self._hooks & EPISODE_HOOKS:
             return None
-        return EpisodeTracker(self, self.callbacks, self._hooks, self.env.num_envs, zero_action(self.action_space))
+        return EpisodeTracker(self, self.callbacks, self._hooks, self.async_env.num_envs, zero_action(self.action_space))
 
     def get_metrics(self) -> list[EpisodeStats]:
         """Episodes finished since the last call."""
@@ -965,7 +976,7 @@ class RolloutWorker:
         self._estimators: list[Any] = []
         if config.get("input", "sampler") == "sampler" and config.get("output") is None:
             return
-        samples = self.env is not None or getattr(self, "_external_env", None) is not None
+        samples = self.async_env is not None or getattr(self, "_external_env", None) is not None
         if not samples and (config.get("env") is not None or (self.worker_index == 0 and self.num_workers > 0)):
             return
         from rlstack.offline.io_context import IOContext
@@ -1009,8 +1020,8 @@ class RolloutWorker:
         self._close_offline_io()
         if self._external_sampler is not None:
             self._external_sampler.stopped.set()
-        if self.env is not None:
-            self.env.close()
+        if self.async_env is not None:
+            self.async_env.close()
 
 
 def _postprocess_episodes(batch: SampleBatch, policy: Policy) -> SampleBatch:

@@ -371,7 +371,7 @@ class WorkerSet:
         """
         local, remote = self._local_worker, [self._remote_workers[p] for p in self.healthy_positions()]
         args = (policy_mapping_fn, policies_to_train)
-        if local.env is None and remote:
+        if local.async_env is None and remote:
             first = remote.pop(0)
             spaces = ray.get(first.add_policy.remote(policy_id, spec, *args))
             spec = spec._replace(observation_space=spaces[0], action_space=spaces[1])

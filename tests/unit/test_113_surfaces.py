@@ -171,7 +171,7 @@ def test_trainer_runs_a_custom_1_13_vector_env_from_the_creator():
     try:
         result = trainer.train()
         # The creator's vector counts (2 sub-envs), not num_envs_per_worker.
-        assert trainer.workers.local_worker().env.num_envs == 2
+        assert trainer.workers.local_worker().async_env.num_envs == 2
         assert result["episodes_this_iter"] > 0 and 3.0 <= result["episode_reward_mean"] <= 5.0
     finally:
         trainer.stop()

@@ -174,7 +174,7 @@ def test_postprocess_sample_end_and_sub_env_hooks():
     worker = _worker(Recorder, num_envs_per_worker=3, rollout_fragment_length=50)
     batch = worker.sample()
     assert [(w, v) for w, v, _ in calls["sub_env"]] == [(0, 0), (0, 1), (0, 2)]
-    assert [env for _, _, env in calls["sub_env"]] == worker.env.get_sub_environments() == worker.env.get_unwrapped()
+    assert [env for _, _, env in calls["sub_env"]] == worker.async_env.get_sub_environments() == worker.async_env.get_unwrapped()
     assert calls["create_policy"] == ["default_policy"]
     assert sum(calls["postprocess"]) == batch.count == 150 and calls["sample_end"] == [150]
     assert (batch["seen_by_callback"] == 1).all()

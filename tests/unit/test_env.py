@@ -180,6 +180,22 @@ def test_make_env_unknown_name_suggests_registered_names():
         make_env("MyCoridor", EnvContext())
 
 
+def test_make_env_takes_an_env_class_import_path_and_renames_rllib_paths():
+    # 1.13 imported an unregistered "package.module.Class"; `rlstack migrate` leaves
+    # strings alone, so RLlib's own paths are renamed by the rule when resolved.
+    env = make_env("ray.rllib.examples.env.random_env.RandomEnv",
+                   EnvContext({"observation_space": gym.spaces.Box(-1, 1, (3,)), "max_episode_len": 2}, 0))
+    obs, _ = env.reset(seed=3)
+    assert obs.shape == (3,)
+    assert env.step(0)[3] is False and env.step(1)[3] is True  # truncated at max_episode_len
+    assert type(make_env("rlstack.examples.env.stateless_cartpole.StatelessCartPole", EnvContext({}, 0))).__name__ \
+        == "StatelessCartPole"
+    with pytest.raises(EnvError, match="has no 'NoSuchEnv'"):
+        make_env("ray.rllib.examples.env.random_env.NoSuchEnv", EnvContext({}, 0))
+    with pytest.raises(EnvError, match="Unknown env 'no_such_package.Env'"):
+        make_env("no_such_package.Env", EnvContext({}, 0))
+
+
 def test_make_env_none_raises_env_error():
     with pytest.raises(EnvError, match="No env"):
         make_env(None, EnvContext())

@@ -116,16 +116,24 @@ def obs0(batch):
 
 def test_envs_get_their_context_and_policy_its_sampling_seed():
     worker = make_worker({"length": 3}, num_envs_per_worker=2, seed=7)
-    contexts = [env.context for env in worker.env.envs]
+    contexts = [env.context for env in worker.async_env.envs]
     assert [(c.worker_index, c.vector_index, c.num_workers) for c in contexts] == [(0, 0, 0), (0, 1, 0)]
     assert all(c["length"] == 3 for c in contexts)
     assert worker.policy.sampling_seed == 7
     assert make_worker({"length": 3}).policy.sampling_seed is None
 
 
+def test_worker_env_is_the_user_env_and_async_env_the_vector_env():
+    # 1.13's `worker.env` is one env to reset and step by hand (custom_experiment does).
+    worker = make_worker({"length": 3}, num_envs_per_worker=2)
+    assert isinstance(worker.env, CounterEnv) and worker.env is worker.async_env.get_sub_environments()[0]
+    obs, _ = worker.env.reset()
+    assert worker.env.step(0)[0].shape == obs.shape
+
+
 def test_remote_worker_index_offsets_eps_ids():
     worker = make_worker({"length": 2}, worker_index=2, num_workers=3, rollout_fragment_length=3)
-    assert [(e.context.worker_index, e.context.num_workers) for e in worker.env.envs] == [(2, 3)]
+    assert [(e.context.worker_index, e.context.num_workers) for e in worker.async_env.envs] == [(2, 3)]
     assert worker.sample()[B.EPS_ID].tolist() == [2 * 10**9] * 2 + [2 * 10**9 + 1]
 
 
