@@ -99,10 +99,9 @@ MISSING: dict[str, str] = {
                                             "ExternalEnv (rlstack.env.external_env) and PolicyServerInput / "
                                             "PolicyClient are, and multi-agent envs that rlstack steps "
                                             "(rlstack.env.multi_agent_env)",
-    "rlstack.env.remote_base_env": "rlstack steps sub-envs inside each rollout worker (num_envs_per_worker); "
-                                   "envs as separate actors (remote_worker_envs) are not implemented",
-    "rlstack.env.remote_vector_env": "rlstack steps sub-envs inside each rollout worker (num_envs_per_worker); "
-                                     "envs as separate actors (remote_worker_envs) are not implemented",
+    "rlstack.env.remote_base_env": "rlstack's sub-envs as Ray actors of their own (remote_worker_envs=True) are "
+                                   "rlstack.env.remote_vector_env.RemoteVectorEnv, built by the rollout worker; "
+                                   "1.x's poll/send_actions protocol is not offered",
     "rlstack.env.wrappers": "rlstack.env.wrappers.pettingzoo_env holds PettingZooEnv and ParallelPettingZooEnv, "
                             "and rlstack.env.atari the DeepMind Atari preprocessing (preprocessor_pref='deepmind'); "
                             "1.x's other env wrappers (Unity3D, dm_control, RecSim, group_agents) are not in rlstack "

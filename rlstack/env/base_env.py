@@ -39,14 +39,14 @@ def convert_to_base_env(
     ``make_env(vector_index)`` for the rest (a MultiAgentEnv gives a multi-agent vector).
 
     Raises:
-        NotImplementedError: For ``remote_envs`` (rlstack steps a worker's sub-envs in its
-            own process; use more rollout workers instead).
+        NotImplementedError: For ``remote_envs`` (a rollout worker builds its remote
+            sub-envs itself, from ``remote_worker_envs=True``).
     """
     if isinstance(env, BaseEnv):
         return env
     if remote_envs:
-        raise NotImplementedError("rlstack steps a worker's sub-envs in the worker's process (remote_worker_envs "
-                                  "is not offered): raise num_workers to step envs in parallel.")
+        raise NotImplementedError("rlstack builds remote sub-envs in the rollout worker only: set "
+                                  "remote_worker_envs=True in the trainer's config (with num_envs_per_worker > 1).")
     if num_envs > 1 and make_env is None:
         raise TypeError(f"convert_to_base_env needs make_env (a function of the vector index) for num_envs={num_envs}.")
     from rlstack.env.multi_agent_vector_env import make_vector_env

@@ -17,9 +17,8 @@ class EnvContext(dict):
         worker_index: 0 for the driver's local worker, 1..N for remote rollout workers.
         vector_index: Index of this sub-env inside the worker's vector env.
         num_workers: Number of remote rollout workers in the run.
-        remote: Whether the sub-envs run as their own Ray actors (1.x's
-            ``remote_worker_envs``); rlstack steps sub-envs inside the worker, so it is
-            False for every env rlstack creates.
+        remote: Whether the sub-envs run as Ray actors of their own
+            (``remote_worker_envs``).
     """
 
     def __init__(

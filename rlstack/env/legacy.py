@@ -51,13 +51,7 @@ class LegacyEnvAdapter(gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         """Steps the old env and splits ``done`` into ``terminated`` and ``truncated``."""
-        result = self.env.step(action)
-        if len(result) == 5:
-            return result
-        obs, reward, done, info = result
-        info = dict(info or {})
-        truncated = bool(done and info.pop("TimeLimit.truncated", False))
-        return obs, reward, bool(done) and not truncated, truncated, info
+        return five_values(self.env.step(action))
 
     @property
     def unwrapped(self) -> Any:
@@ -80,6 +74,17 @@ class LegacyEnvAdapter(gym.Env):
         """Closes the old env, if it can."""
         if hasattr(self.env, "close"):
             self.env.close()
+
+
+def five_values(result: tuple) -> tuple[Any, float, bool, bool, dict]:
+    """A ``step`` result as gymnasium's 5 values: an old 4-tuple's ``done`` split into
+    ``terminated`` and ``truncated`` (by ``info["TimeLimit.truncated"]``)."""
+    if len(result) == 5:
+        return result
+    obs, reward, done, info = result
+    info = dict(info or {})
+    truncated = bool(done and info.pop("TimeLimit.truncated", False))
+    return obs, reward, bool(done) and not truncated, truncated, info
 
 
 def is_legacy_env(env: Any) -> bool:

@@ -20,6 +20,7 @@ then dropped from the batch and from the episode metrics and counted in
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from rlstack.env.external_env import ExternalEnv
 from rlstack.env.atari import is_atari
 from rlstack.env.registry import make_env, restore_registry
 from rlstack.env.multi_agent_vector_env import MultiAgentVectorEnv, make_vector_env
+from rlstack.env.remote_vector_env import ActorEnv, RemoteVectorEnv, is_plain_env_class, make_env_actor
 from rlstack.env.vector_env import VectorEnv, env_name
 from rlstack.env.wrappers.recording import RenderAndRecord
 from rlstack.errors import ConfigError, EnvError, EnvFailureError, NonFiniteError
@@ -189,10 +191,7 @@ class RolloutWorker:
         if spaces is None:
             context = EnvContext(config.get("env_config"), worker_index, 0, num_workers)
             n = int(config["num_envs_per_worker"])
-            self.async_env = make_vector_env(
-                lambda i: self._make_sub_env(env_spec, context.copy_with(vector_index=i)),
-                n,
-                multi_agent=policy_specs is not None,
+            vector_kwargs = dict(
                 seeds=[env_seed(seed, worker_index, i) for i in range(n)],
                 horizon=config.get("horizon"),
                 restart_failed=bool(config.get("restart_failed_sub_environments", False)),
@@ -201,6 +200,17 @@ class RolloutWorker:
                 soft_horizon=bool(config.get("soft_horizon", False)),
                 worker_index=worker_index,
             )
+            if config.get("remote_worker_envs"):
+                if policy_specs is not None:
+                    raise ConfigError("remote_worker_envs=True is not supported for multi-agent envs by rlstack: set "
+                                      "it to False and raise num_workers to step more envs in parallel.")
+                self.async_env = RemoteVectorEnv(
+                    lambda i: self._make_remote_sub_env(env_spec, context.copy_with(vector_index=i, remote=True)), n,
+                    **vector_kwargs)
+            else:
+                self.async_env = make_vector_env(
+                    lambda i: self._make_sub_env(env_spec, context.copy_with(vector_index=i)), n,
+                    multi_agent=policy_specs is not None, **vector_kwargs)
         # An ExternalEnv runs its own loop: sampled by an ExternalEnvSampler (see sample()).
         self._external_env: ExternalEnv | None = None
         self._external_sampler: Any = None
@@ -913,6 +923,17 @@ class RolloutWorker:
                                   prefix=f"worker-{self.worker_index}-env-{context.vector_index}")
         if "on_sub_environment_created" in self._hooks:
             self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=context)
+        return env
+
+    def _make_remote_sub_env(self, env_spec: Any, context: EnvContext) -> ActorEnv:
+        # An env class is served by an actor of that class (its own methods stay callable
+        # on the handle); any other spec is built by make_env inside a holder actor.
+        build = functools.partial(make_env, env_spec, context, self.config.get("preprocessor_pref"),
+                                  self.config.get("model"))
+        actor = make_env_actor(env_spec if is_plain_env_class(env_spec) else None, build, context)
+        env = ActorEnv(actor)
+        if "on_sub_environment_created" in self._hooks:
+            self.callbacks.on_sub_environment_created(worker=self, sub_environment=actor, env_context=context)
         return env
 
     def _make_tracker(self) -> EpisodeTracker | None:

@@ -29,9 +29,10 @@ NO_OP_KEYS: dict[str, tuple[tuple[Any, ...], str, tuple[str, ...] | None]] = {
     # as plain arrays (1.x's default, False).
     "compress_observations": ((False,), "rlstack keeps observations as plain arrays in its batches and replay "
                               "buffers (for Atari replay memory, lower buffer_size)", None),
-    # 1.x could run each sub-env as a Ray actor of its own; rlstack steps them inside the
-    # worker (1.x's default, False).
-    "remote_worker_envs": ((False,), "rlstack steps a worker's sub-envs inside the worker process", None),
+    # 1.x's remote sub-envs answered a poll with whichever were ready after this wait;
+    # rlstack's step all remote sub-envs together and wait for every one.
+    "remote_env_batch_wait_ms": ((0,), "rlstack's remote sub-envs (remote_worker_envs) step together: each step "
+                                 "waits for all of them", None),
     # rlstack's V-trace uses each fragment's last step only as the bootstrap value (1.x's True).
     "vtrace_drop_last_ts": ((True,), "rlstack's V-trace uses each fragment's last step only to bootstrap",
                             ("IMPALA", "APPO")),

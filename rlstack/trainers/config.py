@@ -75,6 +75,10 @@ COMMON_CONFIG: dict[str, Any] = {
     # others go on; its broken episode is dropped from the batch and the episode metrics
     # and counted in num_env_restarts. False: the error stops training, naming the sub-env.
     "restart_failed_sub_environments": False,
+    # Run each of a worker's num_envs_per_worker (> 1) sub-envs in a Ray actor of its own
+    # and step them in parallel: for envs whose step() is slow. An env given as a class
+    # becomes the actor, so foreach_env's func gets actor handles (env.method.remote()).
+    "remote_worker_envs": False,
     # ...and gives up (EnvFailureError) on a sub-env that failed this many times in a row
     # without finishing an episode in between: restarting it again would only spin...
     "num_consecutive_env_restarts_tolerance": 10,
@@ -426,6 +430,11 @@ def validate_common_config(config: dict[str, Any]) -> None:
     for key in ("num_consecutive_env_restarts_tolerance", "num_consecutive_failed_fragments_tolerance"):
         _require(_is_int(config[key]) and config[key] >= 1,
                  f"{key} must be an integer >= 1 (failures in a row tolerated before giving up), got {config[key]!r}.")
+    _require(config["remote_worker_envs"] in (True, False),
+             f"remote_worker_envs must be True or False, got {config['remote_worker_envs']!r}.")
+    _require(not config["remote_worker_envs"] or config["num_envs_per_worker"] > 1,
+             "remote_worker_envs=True runs a worker's sub-envs in actors of their own, which needs "
+             f"num_envs_per_worker > 1 (got {config['num_envs_per_worker']}); raise it or remove remote_worker_envs.")
     _require(isinstance(config["restart_failed_sub_environments"], bool),
              "restart_failed_sub_environments must be True or False, got "
              f"{config['restart_failed_sub_environments']!r}.")

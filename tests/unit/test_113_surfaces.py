@@ -183,7 +183,7 @@ def test_convert_to_base_env_vectorizes_and_keeps_a_base_env():
     base = convert_to_base_env(gym.make("CartPole-v1"), make_env=lambda i: gym.make("CartPole-v1"), num_envs=3)
     assert isinstance(base, BaseEnv) and len(base.get_sub_environments()) == 3
     assert convert_to_base_env(base) is base
-    with pytest.raises(NotImplementedError, match="num_workers"):
+    with pytest.raises(NotImplementedError, match="remote_worker_envs=True"):
         convert_to_base_env(gym.make("CartPole-v1"), remote_envs=True)
 
 

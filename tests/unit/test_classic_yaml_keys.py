@@ -143,9 +143,10 @@ def test_sac_files_keep_1_13s_sub_configs_and_replay_keys():
         get_trainer_class("SAC").merge_and_validate({"compress_observations": True})
 
 
-@pytest.mark.parametrize("key", ["remote_worker_envs", "compress_observations"])
-def test_1_13_keys_at_their_default_are_accepted_and_other_values_named(key):
+@pytest.mark.parametrize("key, default, other", [("remote_env_batch_wait_ms", 0, 10),
+                                                  ("compress_observations", False, True)])
+def test_1_13_keys_at_their_default_are_accepted_and_other_values_named(key, default, other):
     trainer = get_trainer_class("PPO")
-    assert key not in trainer.merge_and_validate({key: False})
-    with pytest.raises(ConfigError, match=f"{key}=True is not supported"):
-        trainer.merge_and_validate({key: True})
+    assert key not in trainer.merge_and_validate({key: default})
+    with pytest.raises(ConfigError, match=f"{key}={other} is not supported"):
+        trainer.merge_and_validate({key: other})
