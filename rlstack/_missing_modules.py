@@ -109,8 +109,6 @@ MISSING: dict[str, str] = {
     "rlstack.env.group_agents_wrapper": "agent groups (MultiAgentEnv.with_agent_groups, for QMIX) are not "
                                         "implemented; multi-agent envs are (rlstack.env.multi_agent_env)",
     # --- offline data, execution plans, replay buffers ---------------------------------
-    "rlstack.execution.train_ops": "rlstack has no execution-plan operators; a trainer's training_step() "
-                                   "calls policy.learn_on_batch(batch) and workers.sync_weights()",
     "rlstack.execution.replay_ops": "rlstack has no execution-plan operators; its replay buffers are "
                                     "rlstack.execution.replay_buffer (ReplayBuffer, PrioritizedReplayBuffer)",
     "rlstack.execution.concurrency_ops": "rlstack has no execution-plan operators; asynchronous trainers "
@@ -119,8 +117,6 @@ MISSING: dict[str, str] = {
                                     "result dict (rlstack.evaluation.metrics.summarize_episodes)",
     "rlstack.execution.common": "rlstack has no execution-plan operators; the counter names are in "
                                 "rlstack.utils.metrics (NUM_ENV_STEPS_SAMPLED, ...)",
-    "rlstack.execution.buffers": "rlstack's replay buffers are rlstack.execution.replay_buffer "
-                                 "(ReplayBuffer, PrioritizedReplayBuffer)",
     "rlstack.execution.parallel_requests": "rlstack has no execution-plan operators; asynchronous trainers "
                                            "use ray.wait over RolloutWorker.sample.remote() calls",
     "rlstack.execution.multi_gpu_learner_thread": "rlstack's learner runs on one GPU at most; its learner "
@@ -152,8 +148,6 @@ MISSING: dict[str, str] = {
     # --- utils -------------------------------------------------------------------------
     "rlstack.utils.spaces": "rlstack has no Repeated/Simplex spaces; it takes gymnasium's Box, Discrete, "
                             "MultiDiscrete, Dict and Tuple",
-    "rlstack.utils.sgd": "rlstack's minibatches come from SampleBatch.minibatches() (rlstack.sample_batch) and "
-                         "advantage standardisation from rlstack.policies.postprocessing.standardize",
     "rlstack.contrib": "RLlib's contributed algorithms are not in rlstack",
     # --- examples ----------------------------------------------------------------------
     "rlstack.examples": "this RLlib example module is not shipped with rlstack (see the rlstack/examples folder "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlstack.sample_batch import SampleBatch
+from rlstack.utils.sgd import standardized
 
 
 def discount_cumsum(values: np.ndarray, gamma: float) -> np.ndarray:
@@ -108,8 +109,7 @@ def postprocess_advantages(batch: SampleBatch, config: dict) -> SampleBatch:
 
 def standardize(batch: SampleBatch, column: str) -> SampleBatch:
     """Rescales ``column`` to zero mean and unit standard deviation (in place)."""
-    values = batch[column]
-    batch[column] = ((values - values.mean()) / max(1e-4, float(values.std()))).astype(np.float32)
+    batch[column] = standardized(batch[column]).astype(np.float32)
     return batch
 
 

@@ -200,6 +200,8 @@ class EvolutionTrainer(Trainer):
     :meth:`update`, and may override :meth:`batch_minimums` and :meth:`reward_offset`.
     """
 
+    supports_multi_agent = False
+
     @classmethod
     def rollout_worker_count(cls, config: dict[str, Any]) -> int:
         return 0  # the num_workers are EvolutionWorkers, started in setup()

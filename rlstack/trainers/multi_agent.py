@@ -190,11 +190,34 @@ def complete_spec(config: dict[str, Any], policy_id: str, spec: PolicySpec, posi
         # Each policy starts from its own initial weights (as 1.13's, built one after
         # another from one random stream), reproducibly and alike on every worker.
         overrides["seed"] = int(config["seed"]) + 1_000_003 * position
+    defaults, checked_as = config, algorithm
+    owner = owning_algorithm(spec.policy_class)
+    if owner is not None and owner != algorithm:
+        # Another algorithm's policy (1.13's two-trainer workflow: a PPO and a DQN policy
+        # side by side): its overrides may use that algorithm's keys, whose defaults it gets.
+        from rlstack.trainers.registry import get_trainer_class
+
+        defaults, checked_as = {**get_trainer_class(owner)._default_config, **config}, owner
     try:
-        merged = merge_config(config, overrides, algorithm)
+        merged = merge_config(defaults, overrides, checked_as)
     except ConfigError as exc:
         raise ConfigError(f"In multiagent.policies[{policy_id!r}].config: {exc}") from exc
     return PolicySpec(spec.policy_class, spec.observation_space, spec.action_space, merged)
+
+
+def owning_algorithm(policy_class: Any) -> str | None:
+    """The algorithm whose trainer declares ``policy_class`` (or a base class of it) in
+    its ``policy_classes``, preferring the one named after its package (DQN over APEX);
+    None for another class."""
+    if not isinstance(policy_class, type):
+        return None
+    from rlstack.trainers.registry import declarations, get_trainer_class
+
+    paths = {f"{cls.__module__}:{cls.__qualname__}" for cls in policy_class.__mro__}
+    owners = [declaration for name, declaration in declarations().items()
+              if paths & set((getattr(get_trainer_class(name), "policy_classes", None) or {}).values())]
+    owners.sort(key=lambda d: d.target.partition(":")[0] != f"{d.package}.{d.folder}")
+    return owners[0].name if owners else None
 
 
 def with_multiagent_paths(config: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import collections
 import copy
 import importlib
 import io
@@ -132,8 +133,10 @@ class Trainer(tune.Trainable):
     # The algorithm trains recurrent models (model.use_lstm): its loss reads padded
     # sequences and its workers record each step's state.
     supports_recurrent_models: bool = False
-    # The trainer trains several policies (multiagent.policies, a MultiAgentEnv).
-    supports_multi_agent: bool = False
+    # The trainer trains several policies (multiagent.policies, a MultiAgentEnv): the
+    # synchronous training_step learns each policy on its rows, and so does a user's
+    # Trainer subclass with its own training_iteration (1.13's custom trainers).
+    supports_multi_agent: bool = True
 
     def __init__(
         self,
@@ -247,6 +250,11 @@ class Trainer(tune.Trainable):
         if _overrides(type(self), "get_default_policy_class"):
             return self.get_default_policy_class(config)
         if config["framework"] not in type(self).policy_classes:
+            named = [spec.policy_class for spec in configured_policies(config).values()]
+            if named and all(cls is not None for cls in named):
+                # A custom trainer whose policies all name their class (1.13's two-trainer
+                # workflow) needs no class of its own: the first one stands for it.
+                return named[0]
             raise ConfigError(
                 f"{type(self).__name__} names no policy class for framework={config['framework']!r}: declare "
                 "policy_classes = {'torch': 'module:TorchPolicyClass', 'tf': ...} on the trainer class, or "
@@ -351,8 +359,10 @@ class Trainer(tune.Trainable):
         self.policy_class = resolve_class(policy_class_path)  # imported by the WorkerSet already
         seed_everything(self.config["seed"])  # the framework may have been imported just now
         self.evaluation_workers: WorkerSet | None = None
-        self._counters = {"num_env_steps_sampled": 0, "num_env_steps_trained": 0, "num_agent_steps_sampled": 0,
-                          "num_agent_steps_trained": 0, "episodes_total": 0, "num_env_restarts": 0}
+        # A counter a custom training_iteration names first starts at 0, as in 1.13.
+        self._counters = collections.defaultdict(int, {
+            "num_env_steps_sampled": 0, "num_env_steps_trained": 0, "num_agent_steps_sampled": 0,
+            "num_agent_steps_trained": 0, "episodes_total": 0, "num_env_restarts": 0})
         self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])
         self._timers = {name: TimerStat() for name in ("training_iteration", "sample", "learn", "synch_weights")}
         self._last_learner_stats: dict[str, Any] = {}
@@ -414,7 +424,7 @@ class Trainer(tune.Trainable):
         self.workers.foreach_worker(lambda w, c=merged, s=specs: w.reset(c, s))
         self.workers.collect_episodes()  # drop the previous trial's unreported episodes
         self.workers.collect_env_restarts()
-        self._counters = dict.fromkeys(self._counters, 0)
+        self._counters = collections.defaultdict(int, dict.fromkeys(self._counters, 0))
         self._episode_window = EpisodeWindow(merged["metrics_smoothing_episodes"])
         self.workers.sync_weights(0)
         return True

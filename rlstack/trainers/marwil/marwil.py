@@ -73,6 +73,7 @@ class MARWILTrainer(Trainer):
     """
 
     _name = "MARWIL"
+    supports_multi_agent = False
     _default_config = DEFAULT_CONFIG
     postprocess_fn = staticmethod(_marwil_postprocess)
 

@@ -15,6 +15,8 @@ NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
 NUM_AGENT_STEPS_TRAINED = "num_agent_steps_trained"
 # Target-network updates so far (a top-level result key of DQN and ApeX).
 NUM_TARGET_UPDATES = "num_target_updates"
+# The trained-step count at the last target-network update (a key of trainer._counters).
+LAST_TARGET_UPDATE_TS = "last_target_update_ts"
 
 # Timers (``result["timers"][name + "_time_ms"]``).
 TRAINING_ITERATION_TIMER = "training_iteration"
@@ -23,6 +25,7 @@ LEARN_ON_BATCH_TIMER = "learn"
 SYNCH_WORKER_WEIGHTS_TIMER = "synch_weights"
 
 __all__ = [
+    "LAST_TARGET_UPDATE_TS",
     "LEARN_ON_BATCH_TIMER",
     "NUM_AGENT_STEPS_SAMPLED",
     "NUM_AGENT_STEPS_TRAINED",
