@@ -146,8 +146,6 @@ MISSING: dict[str, str] = {
                                                "fn(agent_obs, worker, base_env, policies, episode, **kwargs) -> "
                                                "agent_obs; 1.13's ObservationFunction base class is not needed",
     # --- utils -------------------------------------------------------------------------
-    "rlstack.utils.spaces": "rlstack has no Repeated/Simplex spaces; it takes gymnasium's Box, Discrete, "
-                            "MultiDiscrete, Dict and Tuple",
     "rlstack.contrib": "RLlib's contributed algorithms are not in rlstack",
     # --- examples ----------------------------------------------------------------------
     "rlstack.examples": "this RLlib example module is not shipped with rlstack (see the rlstack/examples folder "

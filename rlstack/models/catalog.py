@@ -98,15 +98,22 @@ class ActionDistSpec:
     """The action distribution chosen for an action space.
 
     Attributes:
-        kind: ``"categorical"``, ``"multi_categorical"``, ``"diag_gaussian"``, or
-            ``"custom"`` for ``model.custom_action_dist``.
+        kind: ``"categorical"``, ``"multi_categorical"``, ``"diag_gaussian"``,
+            ``"multi_action"`` (a Tuple / Dict space: one of those per leaf, acting with
+            one flat action vector, see ``FlatActionLayout``), or ``"custom"`` for
+            ``model.custom_action_dist``.
         num_outputs: Size of the distribution's input vector (means and log stds for
             ``diag_gaussian``; the custom class's ``required_model_output_shape``).
         nvec: Category counts (``multi_categorical``; ``(n,)`` for ``categorical``).
-        action_dim: Action vector size (``diag_gaussian``).
-        action_shape: Shape of one action as the env expects it.
+        action_dim: Action vector size (``diag_gaussian``; ``multi_action``: the flat
+            vector's).
+        action_shape: Shape of one action as the env expects it (``multi_action``: of
+            the flat vector).
         custom_class: The custom distribution class (``kind == "custom"``), constructed
             as ``custom_class(inputs, model)`` as in classic RLlib.
+        children: The leaves' distributions (``multi_action``), in tree order.
+        layout: Where each leaf sits in the flat action vector (a Tuple / Dict space's
+            ``FlatActionLayout``; None for other spaces).
     """
 
     kind: str
@@ -115,6 +122,8 @@ class ActionDistSpec:
     action_dim: int = 0
     action_shape: tuple[int, ...] = ()
     custom_class: Any = field(default=None, compare=False)
+    children: tuple["ActionDistSpec", ...] = ()
+    layout: Any = field(default=None, compare=False)
 
 
 def validate_model_config(model_config: dict) -> None:
@@ -177,28 +186,38 @@ def action_dist_spec(action_space: gym.Space, model_config: dict | None = None) 
             custom distribution.
     """
     custom = (model_config or {}).get("custom_action_dist")
-    if custom and isinstance(action_space, (gym.spaces.Tuple, gym.spaces.Dict)):
-        raise ConfigError(
-            f"custom_action_dist over the action space {action_space} is not supported yet: rlstack's samplers and "
-            "batches hold one action array per step, not a Tuple or Dict of them. Give the env a MultiDiscrete "
-            "action space (a Tuple of Discretes, as 1.13's autoregressive example) or one Box, and split the "
-            "action inside the env.")
     if custom:
         dist_class = custom if isinstance(custom, type) else ModelCatalog.get_custom_action_dist(custom)
         num_outputs = int(np.prod(dist_class.required_model_output_shape(action_space, model_config)))
         builtin = _builtin_dist_spec(action_space) if _has_builtin_dist(action_space) else None
+        # Over a Tuple / Dict space the custom distribution's samples (tuples, as 1.13's
+        # autoregressive example draws) are kept flat, laid out as the built-in one's.
         return ActionDistSpec("custom", num_outputs, nvec=builtin.nvec if builtin else (),
                               action_dim=builtin.action_dim if builtin else 0,
                               action_shape=builtin.action_shape if builtin else tuple(action_space.shape or ()),
-                              custom_class=dist_class)
+                              custom_class=dist_class, layout=builtin.layout if builtin else None)
     return _builtin_dist_spec(action_space)
 
 
 def _has_builtin_dist(action_space: gym.Space) -> bool:
+    if isinstance(action_space, (gym.spaces.Tuple, gym.spaces.Dict)):
+        from rlstack.utils.spaces.space_utils import flatten_space
+
+        return all(_has_builtin_dist(leaf) for leaf in flatten_space(action_space))
     return isinstance(action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box))
 
 
 def _builtin_dist_spec(action_space: gym.Space) -> ActionDistSpec:
+    if isinstance(action_space, (gym.spaces.Tuple, gym.spaces.Dict)):
+        from rlstack.utils.spaces.space_utils import FlatActionLayout
+
+        try:
+            layout = FlatActionLayout(action_space)
+        except TypeError as exc:
+            raise ConfigError(str(exc)) from None
+        children = tuple(_builtin_dist_spec(leaf) for leaf in layout.leaves)
+        return ActionDistSpec("multi_action", sum(child.num_outputs for child in children), action_dim=layout.width,
+                              action_shape=(layout.width,), children=children, layout=layout)
     if isinstance(action_space, gym.spaces.Discrete):
         n = int(action_space.n)
         return ActionDistSpec("categorical", n, nvec=(n,))
@@ -210,9 +229,9 @@ def _builtin_dist_spec(action_space: gym.Space) -> ActionDistSpec:
         return ActionDistSpec("diag_gaussian", 2 * dim, action_dim=dim,
                               action_shape=tuple(action_space.shape))
     raise ConfigError(
-        f"Action space {action_space} is not supported; use Discrete, MultiDiscrete or Box (the built-in action "
-        "distributions cover those), or register a distribution with ModelCatalog.register_custom_action_dist and "
-        "set model.custom_action_dist."
+        f"Action space {action_space} is not supported; use Discrete, MultiDiscrete or Box, or a Tuple / Dict of "
+        "them (the built-in action distributions cover those), or register a distribution with "
+        "ModelCatalog.register_custom_action_dist and set model.custom_action_dist."
     )
 
 

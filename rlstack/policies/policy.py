@@ -529,18 +529,27 @@ class Policy(RecurrentPolicyMixin, ABC):
             return actions + int(space.start) if int(space.start) else actions
         if isinstance(space, gym.spaces.MultiDiscrete):
             return actions.reshape((-1, *space.shape)) + np.asarray(space.start)
-        if not isinstance(space, gym.spaces.Box):
-            return actions
-        actions = actions.reshape((-1, *space.shape))
-        bounded = np.isfinite(space.low).all() and np.isfinite(space.high).all()
         if normalize is None:
             normalize = self.acts_in_unit_box or self.config.get("normalize_actions", True)
         clip = self.config.get("clip_actions", False) if clip is None else clip
-        if normalize and bounded:
-            actions = space.low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (space.high - space.low)
-        elif clip:
-            actions = np.clip(actions, space.low, space.high)
-        return actions.astype(space.dtype, copy=False)
+        layout = self._action_layout()
+        if layout is not None:
+            # A Tuple / Dict space: each env gets its nested action, Box leaves mapped.
+            return layout.to_env(actions, lambda values, leaf: _unsquash_box(values, leaf, normalize, clip))
+        if not isinstance(space, gym.spaces.Box):
+            return actions
+        return _unsquash_box(actions.reshape((-1, *space.shape)), space, normalize, clip)
+
+    def _action_layout(self) -> Any:
+        # The flat layout of a Tuple / Dict action space (None for the others).
+        if not isinstance(self.action_space, (gym.spaces.Tuple, gym.spaces.Dict)):
+            return None
+        spec = getattr(self, "dist_spec", None)
+        if spec is not None and spec.layout is not None:
+            return spec.layout
+        from rlstack.utils.spaces.space_utils import FlatActionLayout
+
+        return FlatActionLayout(self.action_space)
 
     def squash_actions(self, actions: Any, normalize: bool | None = None) -> Any:
         """:meth:`unsquash_actions` undone: env actions (one, or a batch or window of
@@ -549,6 +558,16 @@ class Policy(RecurrentPolicyMixin, ABC):
         actions mapped from the bounds onto [-1, 1]). Anything that does not end in the
         action space's shape is returned as it is, for the caller's check to name."""
         space = self.action_space
+        if normalize is None:
+            normalize = self.acts_in_unit_box or self.config.get("normalize_actions", True)
+        layout = self._action_layout() if actions is not None else None
+        if layout is not None:
+            if isinstance(actions, np.ndarray) and actions.shape[-1:] == (layout.width,):
+                return actions  # flat already (the policy's own form)
+            batch = _is_batch_of_structs(actions)
+            flat = layout.from_env(list(actions) if batch else actions,
+                                   lambda values, leaf: _squash_box(values, leaf, normalize))
+            return flat if batch else flat[0]
         if actions is None or not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box)):
             return actions
         try:
@@ -559,11 +578,28 @@ class Policy(RecurrentPolicyMixin, ABC):
             return actions
         if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
             return array - np.asarray(space.start) if np.any(space.start) else actions
-        if normalize is None:
-            normalize = self.acts_in_unit_box or self.config.get("normalize_actions", True)
-        if normalize and np.isfinite(space.low).all() and np.isfinite(space.high).all():
-            return (array - space.low) / (space.high - space.low) * 2.0 - 1.0
-        return array
+        return _squash_box(array, space, normalize)
+
+
+def _unsquash_box(actions: np.ndarray, space: gym.spaces.Box, normalize: bool, clip: bool) -> np.ndarray:
+    # Policy outputs for a Box space: mapped from [-1, 1] onto bounds (normalize), or clipped.
+    if normalize and np.isfinite(space.low).all() and np.isfinite(space.high).all():
+        actions = space.low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (space.high - space.low)
+    elif clip:
+        actions = np.clip(actions, space.low, space.high)
+    return actions.astype(space.dtype, copy=False)
+
+
+def _squash_box(array: np.ndarray, space: gym.spaces.Box, normalize: bool) -> np.ndarray:
+    # _unsquash_box undone (the clipping aside).
+    if normalize and np.isfinite(space.low).all() and np.isfinite(space.high).all():
+        return (array - space.low) / (space.high - space.low) * 2.0 - 1.0
+    return array
+
+
+def _is_batch_of_structs(actions: Any) -> bool:
+    # A list of nested actions (one per row), rather than one nested action.
+    return isinstance(actions, list) and bool(actions) and isinstance(actions[0], (tuple, dict))
 
 
 def _as_number(value: Any) -> Any:

@@ -263,6 +263,15 @@ class TFPolicy(TFLearner):
             actions = dist.sample(self.sampling_rng)
         else:  # 1.13's distributions sample without a generator argument
             actions = dist.sample()
+        if isinstance(actions, (tuple, list, dict)):
+            # A custom distribution over a Tuple / Dict space samples its parts (1.13's
+            # autoregressive one: (a1, a2)); rlstack keeps them flat.
+            from rlstack.utils.spaces.space_utils import tree_leaves
+
+            layout = self.dist_spec.layout
+            dtype = tf.int64 if layout is not None and layout.discrete else tf.float32
+            rows = tf.shape(dist_inputs)[0]
+            actions = tf.concat([tf.reshape(tf.cast(leaf, dtype), [rows, -1]) for leaf in tree_leaves(actions)], -1)
         return (actions, dist.logp(actions), dist_inputs, values, *state_out)
 
     def _graph_inputs(self, obs_batch: np.ndarray, state_batches: list[np.ndarray] | None,

@@ -164,6 +164,15 @@ class TorchPolicy(TorchLearner):
         or ``model.custom_action_dist`` constructed as classic RLlib did, with the model)."""
         return self.dist_class(dist_inputs, self._dist_arg)
 
+    def _flat_actions(self, parts: Any) -> torch.Tensor:
+        # Nested per-row action tensors as one [B, width] tensor, in the space's leaf order.
+        from rlstack.utils.spaces.space_utils import tree_leaves
+
+        layout = self.dist_spec.layout
+        leaves = tree_leaves(parts)
+        dtype = torch.int64 if layout is not None and layout.discrete else torch.float32
+        return torch.cat([leaf.reshape(len(leaf), -1).to(dtype) for leaf in leaves], dim=-1)
+
     def _sample(self, dist: TorchDistributionWrapper) -> torch.Tensor:
         # Built-in distributions draw from this policy's own generator; a custom one
         # (classic RLlib's sample() takes no argument) from torch's global generator.
@@ -188,6 +197,10 @@ class TorchPolicy(TorchLearner):
                 dist_inputs, values = self.model.policy_and_value(obs)
             dist = self.action_dist(dist_inputs)
             actions = self._sample(dist) if self._explore(explore) else dist.deterministic_sample()
+            if isinstance(actions, (tuple, list, dict)):
+                # A custom distribution over a Tuple / Dict space samples its parts
+                # (1.13's autoregressive one: (a1, a2)); rlstack keeps them flat.
+                actions = self._flat_actions(actions)
             logp = dist.logp(actions)
         extras = {
             SampleBatch.ACTION_LOGP: logp.cpu().numpy(),

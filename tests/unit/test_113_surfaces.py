@@ -832,8 +832,7 @@ def test_a_hand_written_policy_sees_the_space_its_observations_arrive_in():
     assert boxed.observation_space == gym.spaces.Box(-1.0, 1.0, (2,))
 
 
-def test_a_custom_action_distribution_over_a_tuple_action_space_is_refused_early():
-    from rlstack.errors import ConfigError
+def test_a_custom_action_distribution_over_a_tuple_action_space_acts_with_flat_actions():
     from rlstack.models.catalog import action_dist_spec
 
     class Autoregressive:
@@ -841,8 +840,10 @@ def test_a_custom_action_distribution_over_a_tuple_action_space_is_refused_early
         def required_model_output_shape(action_space, model_config):
             return 16
 
-    with pytest.raises(ConfigError, match=r"Tuple\(Discrete\(2\), Discrete\(2\)\) is not supported yet.*MultiDiscrete"):
-        action_dist_spec(gym.spaces.Tuple([gym.spaces.Discrete(2)] * 2), {"custom_action_dist": Autoregressive})
+    spec = action_dist_spec(gym.spaces.Tuple([gym.spaces.Discrete(2)] * 2), {"custom_action_dist": Autoregressive})
+    assert spec.kind == "custom" and spec.num_outputs == 16 and spec.custom_class is Autoregressive
+    # Its samples (a1, a2) are kept as one [B, 2] integer vector, as 1.13's logp(actions[:, i]) reads them.
+    assert spec.layout.widths == (1, 1) and spec.layout.discrete and spec.action_shape == (2,)
 
 
 def test_a_tf_model_on_tf1_graph_layers_fails_with_what_to_write_instead():

@@ -87,14 +87,15 @@ def test_wrong_dict_observation_names_the_space():
 
 # ----- action spaces an algorithm cannot handle ------------------------------------------------
 
-class TupleActionEnv(gym.Env):
-    """Any env whose action space no rlstack algorithm supports."""
+class MultiBinaryActionEnv(gym.Env):
+    """An env whose action space (MultiBinary, also inside a Tuple) no rlstack
+    distribution covers."""
 
     observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
-    action_space = gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Discrete(3)])
+    action_space = gym.spaces.MultiBinary(2)
 
     def __init__(self, config=None):
-        pass
+        self.action_space = (config or {}).get("action_space", MultiBinaryActionEnv.action_space)
 
     def reset(self, *, seed=None, options=None):
         return np.zeros(3, np.float32), {}
@@ -103,13 +104,20 @@ class TupleActionEnv(gym.Env):
         return np.zeros(3, np.float32), 0.0, False, False, {}
 
 
-@pytest.mark.parametrize("algorithm", ["PPO", "A2C", "DQN"])
-def test_unsupported_action_space_names_it_and_the_supported_ones(algorithm):
+@pytest.mark.parametrize("algorithm, action_space, message", [
+    ("PPO", gym.spaces.MultiBinary(2), r"Action space MultiBinary\(2\) is not supported; use Discrete, MultiDiscrete "
+                                       r"or Box, or a Tuple / Dict of them"),
+    ("A2C", gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.MultiBinary(2)]),
+     r"has a leaf MultiBinary\(2\); Tuple / Dict action spaces may hold Discrete, MultiDiscrete and Box"),
+    ("DQN", gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Discrete(3)]),
+     r"Q-learning \(DQN, ApeX\) needs a Discrete action space, got Tuple"),
+])
+def test_unsupported_action_space_names_it_and_the_supported_ones(algorithm, action_space, message):
     from rlstack.trainers.registry import get_trainer_class
 
-    with pytest.raises(ConfigError, match=r"Action space Tuple\(Discrete\(2\), Discrete\(3\)\) is not supported; "
-                                          r"use Discrete, MultiDiscrete or Box"):
-        get_trainer_class(algorithm)({"num_workers": 0, "model": {"fcnet_hiddens": [8]}}, TupleActionEnv)
+    with pytest.raises(ConfigError, match=message):
+        get_trainer_class(algorithm)({"num_workers": 0, "model": {"fcnet_hiddens": [8]},
+                                      "env_config": {"action_space": action_space}}, MultiBinaryActionEnv)
 
 
 Q_LEARNING_ON_BOX = (r"Q-learning \(DQN, ApeX\) needs a Discrete action space, got Box\(-2\.0, 2\.0, \(1,\), "
@@ -145,8 +153,8 @@ def test_q_learning_on_a_box_action_space_with_remote_workers(ray_local, algorit
         (None, r"returned NoneType, which is not an env \(None\): it needs observation_space, action_space, "
                r"reset\(\) and step\(\)\. Return a gymnasium.Env"),
         ({"obs": 1}, r"returned dict, which is not an env \(\{'obs': 1\}\)"),
-        (TupleActionEnv, r"returned the class TupleActionEnv, not an env: return an instance, e\.g\. "
-                         r"lambda ctx: TupleActionEnv\(\.\.\.\)"),
+        (MultiBinaryActionEnv, r"returned the class MultiBinaryActionEnv, not an env: return an instance, e\.g\. "
+                               r"lambda ctx: MultiBinaryActionEnv\(\.\.\.\)"),
     ],
     ids=["none", "dict", "class"],
 )

@@ -85,7 +85,37 @@ class DiagGaussian:
         ).astype(np.float32)
 
 
-DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian}
+class MultiAction:
+    """One distribution per leaf of a Tuple / Dict action space, acting with flat action
+    vectors (each leaf's part side by side); log-likelihoods are the leaves' sum."""
+
+    def __init__(self, inputs: np.ndarray, spec: ActionDistSpec) -> None:
+        self.spec = spec
+        splits = np.cumsum([child.num_outputs for child in spec.children])[:-1]
+        self.children = [DISTRIBUTIONS[child.kind](part, child)
+                         for part, child in zip(np.split(inputs, splits, axis=-1), spec.children)]
+
+    def _flat(self, parts: list[np.ndarray]) -> np.ndarray:
+        dtype = np.int64 if self.spec.layout.discrete else np.float32
+        return np.concatenate([np.asarray(part).reshape(len(part), -1).astype(dtype) for part in parts], axis=1)
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """Draws one flat action per row."""
+        return self._flat([child.sample(rng) for child in self.children])
+
+    def deterministic_sample(self) -> np.ndarray:
+        """The most likely flat action per row."""
+        return self._flat([child.deterministic_sample() for child in self.children])
+
+    def logp(self, actions: np.ndarray) -> np.ndarray:
+        """Log-probability of flat ``actions`` per row."""
+        parts = self.spec.layout.split(actions)
+        return sum(child.logp(part[:, 0] if spec.kind == "categorical" else part)
+                   for child, part, spec in zip(self.children, parts, self.spec.children)).astype(np.float32)
+
+
+DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian,
+                 "multi_action": MultiAction}
 
 
 class SquashedGaussian:

@@ -331,12 +331,79 @@ class SquashedGaussian(TFActionDistribution):
         raise ValueError("A squashed Gaussian has no closed-form KL divergence.")
 
 
-DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian}
+class MultiActionDistribution(TFActionDistribution):
+    """One built-in distribution per leaf of a Tuple / Dict action space (classic RLlib's
+    ``MultiActionDistribution``), acting with flat action vectors: each leaf's part side
+    by side (``rlstack.utils.spaces.space_utils.FlatActionLayout``). Log-likelihoods,
+    entropies and KLs are the sums over the leaves.
+
+    Args:
+        inputs: The leaves' inputs, concatenated ``[B, num_outputs]``.
+        model: The catalog's ``multi_action`` ActionDistSpec, or a model whose
+            ``action_space`` is the Tuple / Dict space.
+    """
+
+    def __init__(self, inputs: tf.Tensor, model: Any = None) -> None:
+        super().__init__(inputs, model)
+        if isinstance(model, ActionDistSpec):
+            spec = model
+        else:
+            from rlstack.models.catalog import action_dist_spec
+
+            spec = action_dist_spec(getattr(model, "action_space", None))
+        self.spec = spec
+        sizes = [child.num_outputs for child in spec.children]
+        self.children = [make_distribution(DISTRIBUTIONS[child.kind], part, child)
+                         for part, child in zip(tf.split(inputs, sizes, axis=-1), spec.children)]
+        self.widths = list(spec.layout.widths)
+
+    @staticmethod
+    def required_model_output_shape(action_space: gym.Space, model_config: dict) -> int:
+        from rlstack.models.catalog import action_dist_spec
+
+        return action_dist_spec(action_space).num_outputs
+
+    def _flat(self, parts: list[tf.Tensor]) -> tf.Tensor:
+        dtype = tf.int64 if self.spec.layout.discrete else tf.float32
+        rows = tf.shape(self.inputs)[0]
+        return tf.concat([tf.reshape(tf.cast(part, dtype), [rows, -1]) for part in parts], axis=-1)
+
+    def _leaf_actions(self, actions: tf.Tensor) -> list[tf.Tensor]:
+        parts = tf.split(tf.reshape(actions, [tf.shape(actions)[0], -1]), self.widths, axis=-1)
+        return [part[:, 0] if child.kind == "categorical" else part for part, child in zip(parts, self.spec.children)]
+
+    def sample(self, rng: tf.random.Generator | None = None) -> tf.Tensor:
+        """Draws one flat action per row (from ``rng``, or TF's global generator)."""
+        self._last_sample = self._flat([child.sample(rng) for child in self.children])
+        return self._last_sample
+
+    def deterministic_sample(self) -> tf.Tensor:
+        """The most likely flat action per row."""
+        return self._flat([child.deterministic_sample() for child in self.children])
+
+    def logp(self, actions: tf.Tensor) -> tf.Tensor:
+        """Log-probability (density) of flat ``actions`` per row: the leaves' sum."""
+        return tf.add_n([child.logp(part) for child, part in zip(self.children, self._leaf_actions(actions))])
+
+    def entropy(self) -> tf.Tensor:
+        """Entropy per row: the leaves' sum."""
+        return tf.add_n([child.entropy() for child in self.children])
+
+    def kl(self, other: "MultiActionDistribution") -> tf.Tensor:
+        """KL(self || other) per row: the leaves' sum."""
+        return tf.add_n([a.kl(b) for a, b in zip(self.children, other.children)])
+
+
+DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian,
+                 "multi_action": MultiActionDistribution}
 
 
 def make_distribution(dist_class: type, inputs: tf.Tensor, spec: ActionDistSpec, model: Any = None) -> Any:
     """``dist_class(inputs, model)``, with the category counts of ``spec`` for the
-    built-in :class:`MultiCategorical`."""
+    built-in :class:`MultiCategorical` and the leaves of ``spec`` for
+    :class:`MultiActionDistribution`."""
     if dist_class is MultiCategorical:
         return MultiCategorical(inputs, model, spec.nvec)
+    if dist_class is MultiActionDistribution:
+        return MultiActionDistribution(inputs, spec)
     return dist_class(inputs, model)

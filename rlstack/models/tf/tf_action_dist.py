@@ -10,6 +10,7 @@ from __future__ import annotations
 from rlstack.models.tf.distributions import (
     Categorical,
     DiagGaussian,
+    MultiActionDistribution,
     MultiCategorical,
     SquashedGaussian,
     TFActionDistribution,
@@ -19,5 +20,5 @@ from rlstack.models.tf.distributions import (
 # subclassed; rlstack's TF base has the same constructor and methods.
 ActionDistribution = TFActionDistribution
 
-__all__ = ["ActionDistribution", "Categorical", "DiagGaussian", "MultiCategorical", "SquashedGaussian",
-           "TFActionDistribution"]
+__all__ = ["ActionDistribution", "Categorical", "DiagGaussian", "MultiActionDistribution", "MultiCategorical",
+           "SquashedGaussian", "TFActionDistribution"]

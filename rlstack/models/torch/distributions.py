@@ -6,6 +6,7 @@ from __future__ import annotations
 from rlstack.models.torch.torch_action_dist import (
     TorchCategorical,
     TorchDiagGaussian,
+    TorchMultiActionDistribution,
     TorchMultiCategorical,
     TorchSquashedGaussian,
 )
@@ -16,4 +17,5 @@ MultiCategorical = TorchMultiCategorical
 DiagGaussian = TorchDiagGaussian
 SquashedGaussian = TorchSquashedGaussian
 
-DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian}
+DISTRIBUTIONS = {"categorical": Categorical, "multi_categorical": MultiCategorical, "diag_gaussian": DiagGaussian,
+                 "multi_action": TorchMultiActionDistribution}

@@ -381,3 +381,72 @@ class TorchSquashedGaussian(TorchDistributionWrapper):
     @staticmethod
     def required_model_output_shape(action_space: gym.Space, model_config: dict | None) -> int:
         return 2 * int(np.prod(action_space.shape))
+
+
+class TorchMultiActionDistribution(TorchDistributionWrapper):
+    """One built-in distribution per leaf of a Tuple / Dict action space (classic RLlib's
+    ``TorchMultiActionDistribution``), acting with flat action vectors: each leaf's part
+    side by side (``rlstack.utils.spaces.space_utils.FlatActionLayout``). Log-likelihoods,
+    entropies and KLs are the sums over the leaves.
+
+    Args:
+        inputs: The leaves' inputs, concatenated ``[B, num_outputs]``.
+        model: The catalog's ``multi_action`` ActionDistSpec, or a model whose
+            ``action_space`` is the Tuple / Dict space.
+    """
+
+    def __init__(self, inputs: torch.Tensor, model: Any = None) -> None:
+        super().__init__(inputs, model)
+        spec = model if isinstance(model, ActionDistSpec) else _multi_action_spec(model)
+        self.spec = spec
+        sizes = [child.num_outputs for child in spec.children]
+        self.children = [_LEAF_DISTRIBUTIONS[child.kind](part, child)
+                         for part, child in zip(torch.split(inputs, sizes, dim=-1), spec.children)]
+        self.widths = list(spec.layout.widths)
+
+    def _flat(self, parts: list[torch.Tensor]) -> torch.Tensor:
+        dtype = torch.int64 if self.spec.layout.discrete else self.inputs.dtype
+        return torch.cat([part.reshape(len(part), -1).to(dtype) for part in parts], dim=-1)
+
+    def _leaf_actions(self, actions: torch.Tensor) -> list[torch.Tensor]:
+        parts = torch.split(actions.reshape(len(actions), -1), self.widths, dim=-1)
+        return [part[:, 0] if child.kind == "categorical" else part for part, child in zip(parts, self.spec.children)]
+
+    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Draws one flat action per row (from ``generator``, or torch's global one)."""
+        self.last_sample = self._flat([child.sample(generator) for child in self.children])
+        return self.last_sample
+
+    def deterministic_sample(self) -> torch.Tensor:
+        self.last_sample = self._flat([child.deterministic_sample() for child in self.children])
+        return self.last_sample
+
+    def logp(self, actions: torch.Tensor) -> torch.Tensor:
+        return sum(child.logp(part) for child, part in zip(self.children, self._leaf_actions(actions)))
+
+    def entropy(self) -> torch.Tensor:
+        return sum(child.entropy() for child in self.children)
+
+    def kl(self, other: "TorchMultiActionDistribution") -> torch.Tensor:
+        return sum(a.kl(b) for a, b in zip(self.children, other.children))
+
+    @staticmethod
+    def required_model_output_shape(action_space: gym.Space, model_config: dict | None) -> int:
+        from rlstack.models.catalog import action_dist_spec
+
+        return action_dist_spec(action_space).num_outputs
+
+
+def _multi_action_spec(model: Any) -> ActionDistSpec:
+    from rlstack.models.catalog import action_dist_spec
+
+    space = getattr(model, "action_space", None)
+    if not isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
+        raise ValueError("TorchMultiActionDistribution needs the catalog's ActionDistSpec or a model whose action_space "
+                         "is a Tuple or Dict space.")
+    return action_dist_spec(space)
+
+
+# The distribution of each kind of leaf of a Tuple / Dict action space.
+_LEAF_DISTRIBUTIONS = {"categorical": TorchCategorical, "multi_categorical": TorchMultiCategorical,
+                       "diag_gaussian": TorchDiagGaussian}
