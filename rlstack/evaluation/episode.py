@@ -39,6 +39,20 @@ def zero_action(space: gym.Space) -> Any:
     return None
 
 
+class CollectedRows:
+    """What 1.13's per-episode sample collector let callbacks read: ``policy_collectors``
+    by policy id, each with its ``batches`` (a list of SampleBatches)."""
+
+    class _PolicyRows:
+        def __init__(self, batch: Any) -> None:
+            self.batches = [batch]
+            self.agent_steps = batch.count
+
+    def __init__(self, batches: dict[str, Any]) -> None:
+        self.policy_collectors = {pid: self._PolicyRows(batch) for pid, batch in batches.items()}
+        self.count = max((batch.count for batch in batches.values()), default=0)
+
+
 class Episode:
     """The state of one running episode of one sub-env.
 
@@ -79,17 +93,29 @@ class Episode:
         self._last_reward = 0.0
         self._prev_reward = 0.0
         self._last_done = False
+        # The sampler's view of this episode's collected rows (see batch_builder).
+        self._collected_rows: Callable[[], Any] | None = None
 
     def __repr__(self) -> str:
         return f"Episode(episode_id={self.episode_id}, env_id={self.env_id}, length={self.length})"
 
     @property
     def batch_builder(self) -> Any:
-        """1.13's per-episode sample collector, which rlstack does not have."""
-        raise MissingFeatureError(
-            "Episode.batch_builder (1.13's sample collector) is not in rlstack: episodes hold no batches. Read the "
-            "rows of a trajectory in on_postprocess_trajectory (postprocessed_batch), and an ended episode in "
-            "on_episode_end (episode.length, episode.total_reward, episode.last_info_for()).")
+        """1.13's sample collector of this episode, to read from:
+        ``batch_builder.policy_collectors["default_policy"].batches[-1]`` is a SampleBatch
+        of the episode's rows collected in the current sampling fragment, up to the
+        latest step (in ``on_episode_end``: its last row is the episode's end, ``dones``
+        True). Unlike 1.13's, the rows are not postprocessed yet (that comes after the
+        fragment; ``on_postprocess_trajectory`` sees the postprocessed ones) and earlier
+        fragments' rows of a long episode were returned already."""
+        rows = self._collected_rows() if self._collected_rows is not None else None
+        if rows is None:
+            raise MissingFeatureError(
+                "Episode.batch_builder (1.13's sample collector) is only kept by the single-agent sampler while it "
+                "runs the episode: read the rows of a trajectory in on_postprocess_trajectory (postprocessed_batch), "
+                "and an ended episode in on_episode_end (episode.length, episode.total_reward, "
+                "episode.last_info_for()).")
+        return CollectedRows({DEFAULT_POLICY_ID: rows})
 
     def policy_for(self, agent_id: str = DEFAULT_AGENT_ID) -> str:
         """The policy id acting for ``agent_id`` (always ``"default_policy"``)."""
@@ -174,6 +200,9 @@ class EpisodeTracker:
         # postprocessed at the end of the fragment.
         self.by_id: dict[int, Episode] = {}
         self.zero_action = zero_action
+        #: While the sampler runs a fragment: ``rows_of(env_index)``, the rows collected so
+        #: far of that sub-env's running episode (what ``Episode.batch_builder`` shows).
+        self.rows_of: Callable[[int], Any] | None = None
 
     def _kwargs(self, episode: Episode) -> dict[str, Any]:
         worker = self.worker
@@ -184,6 +213,7 @@ class EpisodeTracker:
         """A new episode in sub-env ``env_index``, whose first observation came in."""
         episode = Episode(int(episode_id), env_index, self.zero_action)
         episode._observe_first(raw_obs, obs)
+        episode._collected_rows = lambda: self.rows_of(env_index) if self.rows_of is not None else None
         self.episodes[env_index] = episode
         self.by_id[episode.episode_id] = episode
         if self.call_start:

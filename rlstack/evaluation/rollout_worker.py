@@ -577,6 +577,14 @@ class RolloutWorker:
         if self._states is None:
             self._states = recurrent_states.initial_states(policy, N)
         states = self._states
+        if tracker is not None:
+            def rows_of(i: int) -> SampleBatch:
+                # Sub-env i's running episode in this fragment, up to step t (next_obs,
+                # written after the hooks, left out).
+                start = max(0, t + 1 - int(lengths[i]))
+                return SampleBatch({key: value[start:t + 1, i] for key, value in buf.items() if key != _B.NEXT_OBS})
+
+            tracker.rows_of = rows_of
         for t in range(T):
             t0 = time.perf_counter()
             if states is None:
@@ -661,6 +669,8 @@ class RolloutWorker:
             perf["obs_processing"] += t4 - t3
         self._perf_steps += T * N
         self._obs = obs
+        if tracker is not None:
+            tracker.rows_of = None
         done = buf[_B.TERMINATEDS] | buf[_B.TRUNCATEDS]
         # truncate_episodes: a sub-env that failed in this fragment gives no rows at all.
         dropped = broken.any(axis=0) if broken is not None and not complete_episodes else np.zeros(N, dtype=bool)

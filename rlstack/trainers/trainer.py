@@ -506,6 +506,10 @@ class Trainer(tune.Trainable):
             "config": self.config,
             **self.extra_results(),
         }
+        for policy_id, policy_stats in learner_stats.items():
+            if isinstance(policy_stats, dict) and policy_stats.get("custom_metrics"):
+                # And by policy id among the custom metrics, where 1.13's torch policies put it.
+                result["custom_metrics"][policy_id] = policy_stats["custom_metrics"]
         if cfg["env_task_fn"] is not None:
             self._set_env_tasks(result)
         if parallel_evaluation is not None:

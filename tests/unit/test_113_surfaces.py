@@ -863,7 +863,7 @@ def test_a_tf_model_on_tf1_graph_layers_fails_with_what_to_write_instead():
         model({"obs": np.zeros((3, 4), np.float32)})
 
 
-def test_episode_batch_builder_says_where_the_rows_are():
+def test_episode_batch_builder_outside_sampling_says_where_the_rows_are():
     from rlstack.errors import MissingFeatureError
     from rlstack.evaluation.episode import Episode
 
@@ -871,6 +871,29 @@ def test_episode_batch_builder_says_where_the_rows_are():
     with pytest.raises(MissingFeatureError, match="on_postprocess_trajectory"):
         episode.batch_builder
     assert not hasattr(episode, "batch_builder")  # still an AttributeError to hasattr
+
+
+def test_episode_batch_builder_holds_the_episodes_rows_while_sampling():
+    from rlstack.evaluation.callbacks import DefaultCallbacks
+    from rlstack.trainers.pg import PGTrainer
+
+    seen = []
+
+    class ReadsRows(DefaultCallbacks):
+        def on_episode_end(self, *, episode, **kwargs):
+            rows = episode.batch_builder.policy_collectors["default_policy"].batches[-1]
+            seen.append((bool(rows["dones"][-1]), rows.count, episode.length, set(rows["eps_id"].tolist()),
+                         episode.episode_id))
+
+    trainer = PGTrainer({"num_workers": 0, "train_batch_size": 200, "rollout_fragment_length": 100,
+                         "num_envs_per_worker": 2, "callbacks": ReadsRows, "model": {"fcnet_hiddens": [8]}},
+                        "CartPole-v1")
+    trainer.train()
+    trainer.stop()
+    assert seen and all(done for done, *_ in seen)
+    # The rows are the episode's own, at most its length (fewer when it began in an earlier fragment).
+    assert all(ids == {episode_id} and 1 <= count <= length for _, count, length, ids, episode_id in seen)
+    assert any(count == length for _, count, length, _, _ in seen)
 
 
 def test_a_keras_2_functional_model_with_tf_ops_fails_with_what_to_write_instead():
@@ -904,13 +927,19 @@ def test_a_keras_2_functional_model_with_tf_ops_fails_with_what_to_write_instead
                   env="CartPole-v1")
 
 
-def test_tf_fully_connected_network_base_model_says_how_to_call_it():
-    pytest.importorskip("tensorflow")
-    from rlstack.errors import MissingFeatureError
+def test_tf_fully_connected_network_base_model_is_a_keras_model_of_the_network():
+    tf = pytest.importorskip("tensorflow")
     from rlstack.models.tf.fcnet import FullyConnectedNetwork
 
     net = FullyConnectedNetwork(gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2), 2, {}, "fc")
-    with pytest.raises(MissingFeatureError, match=r"self.fcnet\(\{\"obs\""):
-        net.base_model
+    # 1.13's call on a Keras input, inside another functional model (the eager_execution example).
+    inputs = tf.keras.Input(shape=(4,))
+    logits, values = net.base_model(inputs)
+    wrapper = tf.keras.Model(inputs, [logits, values])
+    obs = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    expected_logits, expected_values = net.policy_and_value(tf.constant(obs))
+    got_logits, got_values = wrapper(obs)
+    np.testing.assert_allclose(got_logits.numpy(), expected_logits.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(got_values.numpy(), expected_values.numpy(), rtol=1e-5)
     net.base_model = "a subclass's own Keras model"
     assert net.base_model == "a subclass's own Keras model"

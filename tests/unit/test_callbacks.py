@@ -303,6 +303,8 @@ def test_on_learn_on_batch_in_both_frameworks(framework, algorithm):
         expected_rows = 16
     result = trainer.train()
     assert result["info"]["learner"]["default_policy"]["custom_metrics"] == {"train_batch_rows": expected_rows}
+    # And among the custom metrics by policy id, where 1.13's torch policies put it.
+    assert result["custom_metrics"]["default_policy"] == {"train_batch_rows": expected_rows}
     trainer.stop()
 
 

@@ -16,7 +16,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlstack.errors import MissingFeatureError
 from rlstack.models.catalog import ModelCatalog
 from rlstack.models.specs import LayerSpec, ModelSpec
 from rlstack.models.tf.model import TFModel
@@ -76,14 +75,17 @@ class FullyConnectedNetwork(TFModel):
 
     @property
     def base_model(self) -> Any:
-        """1.13's Keras functional model of the network, which rlstack's is not (a
-        subclass may still assign its own)."""
-        if "_own_base_model" in self.__dict__:
-            return self.__dict__["_own_base_model"]
-        raise MissingFeatureError(
-            f"{type(self).__name__}.base_model (1.13's Keras functional model) is not in rlstack: its TF networks are "
-            "ModelV2s over their own layers. Call the network in your model's forward instead: "
-            "`out, _ = self.fcnet({\"obs\": input_dict[\"obs\"]})` and `self.fcnet.value_function()`.")
+        """1.13's Keras functional model of the network: flat observations in, ``[logits,
+        values]`` out. Built on first use as one Keras ``Lambda`` layer over this model
+        (its variables stay this model's; a subclass may assign its own)."""
+        if "_own_base_model" not in self.__dict__:
+            from rlstack.models.tf.framework import tf
+
+            size = int(np.prod(self.obs_space.shape)) if self.obs_space.shape else 1
+            inputs = tf.keras.Input(shape=(size,), name="observations")
+            outputs = tf.keras.layers.Lambda(lambda obs: list(self.policy_and_value(obs)), name=self.name)(inputs)
+            self.__dict__["_own_base_model"] = tf.keras.Model(inputs, outputs, name=f"{self.name}_base_model")
+        return self.__dict__["_own_base_model"]
 
     @base_model.setter
     def base_model(self, model: Any) -> None:
