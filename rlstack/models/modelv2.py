@@ -32,6 +32,8 @@ import numpy as np
 
 from rlstack.errors import ConfigError
 from rlstack.models.preprocessors import Preprocessor
+from rlstack.models.repeated_values import RepeatedValues
+from rlstack.utils.spaces.repeated import Repeated
 
 TensorType = Any
 
@@ -114,7 +116,27 @@ def _unflatten(obs: TensorType, space: gym.Space, start: int, tensorlib: str) ->
             part, start = _unflatten(obs, sub, start, tensorlib)
             parts.append(part)
         return tuple(parts), start
+    if isinstance(space, Repeated):
+        # [length, item 0, ..., item max_len-1]: the items restored as rows of their own,
+        # then every leaf (and nested length) given its [B, max_len] leading dimensions.
+        item_size = Preprocessor(space.child_space).size
+        block = obs[:, start + 1: start + 1 + space.max_len * item_size]
+        items, _ = _unflatten(_reshape(block, (-1, item_size), tensorlib), space.child_space, 0, tensorlib)
+        values = _with_repeat_dim(items, space.max_len, tensorlib)
+        return RepeatedValues(values, obs[:, start], space.max_len), start + 1 + space.max_len * item_size
     raise TypeError(f"Cannot restore observations of space {space}.")
+
+
+def _with_repeat_dim(value: Any, max_len: int, tensorlib: str) -> Any:
+    # [B * max_len, ...] leaves (and nested lengths) as [B, max_len, ...].
+    if isinstance(value, dict):
+        return {key: _with_repeat_dim(sub, max_len, tensorlib) for key, sub in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_with_repeat_dim(sub, max_len, tensorlib) for sub in value)
+    if isinstance(value, RepeatedValues):
+        return RepeatedValues(_with_repeat_dim(value.values, max_len, tensorlib),
+                              _with_repeat_dim(value.lengths, max_len, tensorlib), value.max_len)
+    return _reshape(value, (-1, max_len, *tuple(value.shape[1:])), tensorlib)
 
 
 def restore_original_dimensions(obs: TensorType, obs_space: gym.Space, tensorlib: Any = "torch") -> Any:

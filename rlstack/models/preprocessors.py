@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import EnvError
+from rlstack.utils.spaces.repeated import Repeated
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,14 @@ def _components(space: gym.Space, start: int, out: list[Component]) -> int:
         for sub in space.spaces:
             start = _components(sub, start, out)
         return start
+    if isinstance(space, Repeated):
+        # 1.13's layout: the list's length, then max_len items (the unused ones zeros).
+        size = 1 + space.max_len * _components(space.child_space, 0, [])
+        out.append(Component("vector", (size,), start, size))
+        return start + size
     raise EnvError(
         f"Observation space {space} is not supported; use Box, Discrete, MultiDiscrete, "
-        "MultiBinary, or Dict/Tuple of those."
+        "MultiBinary, Repeated, or Dict/Tuple of those."
     )
 
 
@@ -144,6 +150,14 @@ class Preprocessor:
             for sub, value in zip(space.spaces, obs):
                 start = self._write(sub, value, row, start)
             return start
+        if isinstance(space, Repeated):
+            if len(obs) > space.max_len:
+                raise EnvError(f"Observation list of {len(obs)} items does not fit {space} (max_len {space.max_len}).")
+            item_size = _components(space.child_space, 0, [])
+            row[start] = len(obs)
+            for j, item in enumerate(obs):
+                self._write(space.child_space, item, row, start + 1 + j * item_size)
+            return start + 1 + space.max_len * item_size
         raise EnvError(f"Unsupported observation space {space}.")
 
 
@@ -196,6 +210,11 @@ class TupleFlatteningPreprocessor(_ClassicPreprocessor):
     """Tuple observations: components encoded and concatenated in order."""
 
 
+class RepeatedValuesPreprocessor(_ClassicPreprocessor):
+    """Repeated observations: the list's length, then ``max_len`` encoded items (zeros
+    for the missing ones); a model gets them back as ``RepeatedValues``."""
+
+
 def get_preprocessor(space: gym.Space) -> type[_ClassicPreprocessor]:
     """Returns the preprocessor class for ``space`` (classic RLlib's call).
 
@@ -212,8 +231,10 @@ def get_preprocessor(space: gym.Space) -> type[_ClassicPreprocessor]:
         return DictFlatteningPreprocessor
     if isinstance(space, gym.spaces.Tuple):
         return TupleFlatteningPreprocessor
+    if isinstance(space, Repeated):
+        return RepeatedValuesPreprocessor
     if isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
         return NoPreprocessor
     raise EnvError(
-        f"Observation space {space} is not supported; use Box, Discrete, MultiDiscrete, MultiBinary, or Dict/Tuple "
-        "of those.")
+        f"Observation space {space} is not supported; use Box, Discrete, MultiDiscrete, MultiBinary, Repeated, or "
+        "Dict/Tuple of those.")
