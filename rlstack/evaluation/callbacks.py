@@ -176,7 +176,8 @@ class DefaultCallbacks:
             policy: The learning policy.
             train_batch: The batch it is about to learn on (changes to it are learned on).
             result: An empty dict; what this puts in it is reported as
-                ``result["info"]["learner"]["default_policy"]["custom_metrics"]``.
+                ``result["info"]["learner"][policy_id]["custom_metrics"]`` and as
+                ``result["custom_metrics"][policy_id]``.
         """
 
     def on_train_result(self, *, trainer: "Trainer", result: dict, **kwargs: Any) -> None:

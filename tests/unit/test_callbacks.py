@@ -248,9 +248,12 @@ def test_custom_metrics_hist_stats_learner_metrics_and_train_result():
     # Summaries over the smoothing window, recomputed from the per-episode values.
     per_episode = result["hist_stats"]["pole_angle_per_episode"]
     assert len(per_episode) == len(result["hist_stats"]["episode_reward"]) == result["episodes_this_iter"] > 0
-    assert result["custom_metrics"] == pytest.approx({"pole_angle_mean": np.mean(per_episode),
-                                                      "pole_angle_min": np.min(per_episode),
-                                                      "pole_angle_max": np.max(per_episode)})
+    episode_metrics = {key: value for key, value in result["custom_metrics"].items() if key != "default_policy"}
+    assert episode_metrics == pytest.approx({"pole_angle_mean": np.mean(per_episode),
+                                             "pole_angle_min": np.min(per_episode),
+                                             "pole_angle_max": np.max(per_episode)})
+    # on_learn_on_batch's results, by policy id (1.13's torch place).
+    assert result["custom_metrics"]["default_policy"] == {"train_batch_rows": 200, "policy_class": "PPOTorchPolicy"}
     assert np.mean(result["hist_stats"]["episode_reward"]) == pytest.approx(result["episode_reward_mean"])
     assert result["hist_stats"]["episode_lengths"] == result["hist_stats"]["episode_reward"]  # CartPole
     assert len(result["hist_stats"]["pole_angles"]) == sum(result["hist_stats"]["episode_lengths"])
