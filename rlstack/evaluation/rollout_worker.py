@@ -232,12 +232,14 @@ class RolloutWorker:
         self.multi_agent = isinstance(self.async_env, MultiAgentVectorEnv) or isinstance(spaces, dict)
         self.policies: WorkerPolicyMap | None = None
         if self.multi_agent:
-            self.policies = WorkerPolicyMap(policy_specs, spaces, self.async_env.envs[0] if self.async_env is not None else None,
-                                            config, self._build_args, self._bind_policy)
+            first_env = self.async_env.envs[0] if self.async_env is not None else None
+            self.policies = WorkerPolicyMap(policy_specs, spaces, first_env, config, self._build_args,
+                                            self._bind_policy)
             self._use_first_policy()
             # The env's spaces (by agent id, or shared), or the first policy's without an env.
             spaces = spaces[next(iter(spaces))] if self.async_env is None else None
-        self.observation_space, self.action_space = spaces or (self.async_env.observation_space, self.async_env.action_space)
+        self.observation_space, self.action_space = spaces or (self.async_env.observation_space,
+                                                               self.async_env.action_space)
         if not self.multi_agent:
             self._build_policy()
         self._obs: np.ndarray | None = None
@@ -897,7 +899,8 @@ class RolloutWorker:
         if self.async_env is None:
             return []
         context = EnvContext(self.config.get("env_config"), self.worker_index, 0, self.num_workers)
-        return [func(env, context.copy_with(vector_index=i)) for i, env in enumerate(self.async_env.get_sub_environments())]
+        return [func(env, context.copy_with(vector_index=i))
+                for i, env in enumerate(self.async_env.get_sub_environments())]
 
     # ----- episodes and the callbacks around them -----------------------------------
 
@@ -949,7 +952,8 @@ class RolloutWorker:
     def _make_tracker(self) -> EpisodeTracker | None:
         if self.async_env is None or not self._hooks & EPISODE_HOOKS:
             return None
-        return EpisodeTracker(self, self.callbacks, self._hooks, self.async_env.num_envs, zero_action(self.action_space))
+        return EpisodeTracker(self, self.callbacks, self._hooks, self.async_env.num_envs,
+                              zero_action(self.action_space))
 
     def get_metrics(self) -> list[EpisodeStats]:
         """Episodes finished since the last call."""

@@ -442,8 +442,8 @@ def _multi_action_spec(model: Any) -> ActionDistSpec:
 
     space = getattr(model, "action_space", None)
     if not isinstance(space, (gym.spaces.Tuple, gym.spaces.Dict)):
-        raise ValueError("TorchMultiActionDistribution needs the catalog's ActionDistSpec or a model whose action_space "
-                         "is a Tuple or Dict space.")
+        raise ValueError("TorchMultiActionDistribution needs the catalog's ActionDistSpec or a model whose "
+                         "action_space is a Tuple or Dict space.")
     return action_dist_spec(space)
 
 
