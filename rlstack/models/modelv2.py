@@ -249,6 +249,15 @@ class ModelV2:
         try:
             with self.context():
                 outputs, state_out = self.forward(restored, list(state), seq_lens)
+        except TypeError as exc:
+            if "multiple values for argument 'training'" not in str(exc):
+                raise
+            # Keras 2's Model.__call__(inputs, training, mask) took 1.13's
+            # base_model(obs, state, seq_lens); Keras 3's passes `training` itself.
+            raise ConfigError(
+                f"{type(self).__name__}.forward calls a Keras model with more than its inputs (1.13's "
+                f"`self.base_model(input_dict['obs'], state, seq_lens)`), which Keras 3 refuses: {exc}. Call it with "
+                "the inputs only, `self.base_model(input_dict['obs'])`, and return `state` yourself.") from exc
         except AttributeError as exc:
             if "with Keras 3" not in str(exc):
                 raise

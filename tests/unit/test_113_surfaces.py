@@ -943,3 +943,22 @@ def test_tf_fully_connected_network_base_model_is_a_keras_model_of_the_network()
     np.testing.assert_allclose(got_values.numpy(), expected_values.numpy(), rtol=1e-5)
     net.base_model = "a subclass's own Keras model"
     assert net.base_model == "a subclass's own Keras model"
+
+
+def test_a_keras_model_called_with_state_and_seq_lens_fails_with_what_to_write_instead():
+    tf = pytest.importorskip("tensorflow")
+    from rlstack.errors import ConfigError
+    from rlstack.models.tf.tf_modelv2 import TFModelV2
+
+    class CallsWithState(TFModelV2):
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+            super().__init__(obs_space, action_space, num_outputs, model_config, name)
+            inputs = tf.keras.Input(shape=obs_space.shape)
+            self.base_model = tf.keras.Model(inputs, tf.keras.layers.Dense(num_outputs)(inputs))
+
+        def forward(self, input_dict, state, seq_lens):
+            return self.base_model(input_dict["obs"], state, seq_lens), state
+
+    model = CallsWithState(gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2), 2, {}, "keras2_call")
+    with pytest.raises(ConfigError, match=r"self.base_model\(input_dict\['obs'\]\)`, and return `state`"):
+        model({"obs": np.zeros((3, 4), np.float32)}, [], None)
