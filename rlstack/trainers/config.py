@@ -247,6 +247,12 @@ COMMON_CONFIG: dict[str, Any] = {
     # instance, a dotted path "my_module.MyCallbacks", or classic RLlib's legacy dict
     # {"on_episode_end": fn, ...}. See rlstack.trainers.callbacks.
     "callbacks": DefaultCallbacks,
+    # === Logging ===
+    # A standalone trainer's results logger, 1.13's way: {"type": LoggerClass (or its
+    # import path), "logdir": ..., other keys}; the class is built as
+    # LoggerClass(<the other keys>, logdir=...) and gets on_result(result) each iteration
+    # (1.x's Logger interface). None: rlstack's result files. Under Tune, Tune logs.
+    "logger_config": None,
     # === Rendering and recording ===
     # Call render() on one sub-env after every step (the local worker's first, or remote
     # worker 1's): for envs that draw in a window of their own.
@@ -430,6 +436,13 @@ def validate_common_config(config: dict[str, Any]) -> None:
     for key in ("num_consecutive_env_restarts_tolerance", "num_consecutive_failed_fragments_tolerance"):
         _require(_is_int(config[key]) and config[key] >= 1,
                  f"{key} must be an integer >= 1 (failures in a row tolerated before giving up), got {config[key]!r}.")
+    logger_config = config["logger_config"]
+    _require(logger_config is None or (isinstance(logger_config, dict) and (
+        "type" not in logger_config or callable(logger_config["type"]) or isinstance(logger_config["type"], str)
+        # (a class a checkpoint kept as its repr only: the trainer says so and logs its own way)
+        or isinstance(logger_config["type"], dict) and set(logger_config["type"]) == {"__repr__"})),
+        f"logger_config must be None or a dict whose 'type' is a logger class or its import path, got "
+        f"{logger_config!r}.")
     _require(config["remote_worker_envs"] in (True, False),
              f"remote_worker_envs must be True or False, got {config['remote_worker_envs']!r}.")
     _require(not config["remote_worker_envs"] or config["num_envs_per_worker"] > 1,

@@ -74,6 +74,7 @@ from rlstack.trainers.multi_agent import (
 from rlstack.trainers.ray_start import ensure_ray
 from rlstack.trainers.result_logger import create_user_logger, results_writer
 from rlstack.utils.framework import check_installed
+from rlstack.utils.imports import import_object
 from rlstack.utils.seeding import seed_everything
 from rlstack.utils.threads import LearnerThreads
 from rlstack.utils.timers import TimerStat
@@ -168,7 +169,8 @@ class Trainer(tune.Trainable):
     def _setup_logdir(self) -> None:
         """Outside Tune: ``~/ray_results/<ALGO>_<env>_<date>_<random>`` (classic RLlib's
         layout; ``RLSTACK_RESULTS_DIR`` moves the root), or the ``logdir`` of the logger
-        that ``logger_creator`` made. Under Tune: the trial directory."""
+        that ``logger_creator`` made, or of ``config["logger_config"]["type"]``'s. Under
+        Tune: the trial directory."""
         if self._storage is not None:
             super()._setup_logdir()
             return
@@ -180,6 +182,22 @@ class Trainer(tune.Trainable):
         env = "".join(c if c.isalnum() or c in "-_." else "_" for c in env_spec_name(self.config.get("env")))
         prefix = f"{self._name}_{env}_{time.strftime('%Y-%m-%d_%H-%M-%S')}_"
         self._logdir = tempfile.mkdtemp(prefix=prefix, dir=root)
+        logger_config = (self.config or {}).get("logger_config") or {}
+        if "type" in logger_config:
+            # 1.13: the logger class built with logger_config's other keys and the logdir
+            # (logger_config["logdir"], else the default one).
+            options = dict(logger_config)
+            logger_class, logdir = options.pop("type"), options.pop("logdir", self._logdir)
+            if isinstance(logger_class, str):
+                logger_class = import_object(logger_class, "logger_config.type")
+            if not callable(logger_class):
+                # A checkpoint keeps a class defined in a script only as its repr.
+                logger.warning("logger_config.type %r is not a class; this trainer writes rlstack's result files "
+                               "instead (pass logger_config again, e.g. Trainer.from_checkpoint(path, "
+                               "config_overrides={'logger_config': ...})).", logger_class)
+                return
+            self._user_logger, self._logdir = create_user_logger(
+                lambda _: logger_class(options, logdir=logdir), self.config)
 
     # ----- the algorithm's part -------------------------------------------------------
 

@@ -73,6 +73,10 @@ FIXTURE_PATCHES: tuple[tuple[str, str, str], ...] = (
     (r"(?m)^(\s*)(\w+), (\w+), done, (\w+) = env\.step\((\w+)\)$",
      r"\1\2, \3, terminated, truncated, \4 = env.step(\5)\n\1done = terminated or truncated",
      "and step() returns 5 values"),
+    (r"\bfrom ray\.tune\.logger import Logger, LegacyLoggerCallback\b",
+     "from ray1_tune_logger import Logger, LegacyLoggerCallback",
+     "Ray 2.x removed Tune's Logger and LegacyLoggerCallback: tests/compat/ray1_tune_logger.py stands in, on Ray 2.x's "
+     "LoggerCallback"),
     (r"\bray\.tune\.utils\.placement_groups\b", "ray.tune.execution.placement_groups",
      "Ray 2.x moved PlacementGroupFactory's module"),
     (r"\bray\._private\.utils\.get_user_temp_dir\(\)", "__import__('tempfile').gettempdir()",
@@ -265,6 +269,8 @@ def main() -> int:
     frameworks = args.frameworks.split(",")
     package = extract(fetch_wheel(), CACHE / "run")
     summary = migrate_and_patch(package)
+    # The fixture modules the patches import, beside the examples' package.
+    shutil.copy(Path(__file__).with_name("ray1_tune_logger.py"), package.parent)
     print(summary, file=sys.stderr)
     scripts = sorted(p for p in package.glob("*.py") if p.name not in SKIPPED)
     if args.only:

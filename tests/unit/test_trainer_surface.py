@@ -207,6 +207,36 @@ def test_logger_creator_with_a_logger_of_ones_own(tmp_path):
     assert logger.config["env"] == "CartPole-v1" and not (tmp_path / "result.json").exists()
 
 
+class PrefixLogger:
+    """A 1.x-style Logger: built with (config, logdir=...), fed on_result, closed at the end."""
+
+    made: list = []
+
+    def __init__(self, config, logdir):
+        self.config, self.logdir, self.lines, self.closed = config, logdir, [], False
+        PrefixLogger.made.append(self)
+
+    def on_result(self, result):
+        self.lines.append(f"{self.config['prefix']}: {result['training_iteration']}")
+
+    def close(self):
+        self.closed = True
+
+
+def test_logger_config_type_builds_the_standalone_trainers_logger(tmp_path):
+    PrefixLogger.made.clear()
+    trainer = PPOTrainer({**SMALL, "logger_config": {"type": PrefixLogger, "prefix": "ABC",
+                                                     "logdir": str(tmp_path / "abc")}}, "CartPole-v1")
+    trainer.train()
+    trainer.stop()
+    (logger,) = PrefixLogger.made
+    # 1.13 built the class with logger_config's other keys and the logdir.
+    assert logger.config == {"prefix": "ABC"} and logger.logdir == str(tmp_path / "abc") == trainer.logdir
+    assert logger.lines == ["ABC: 1"] and logger.closed
+    with pytest.raises(ConfigError, match="logger_config must be None or a dict"):
+        PPOTrainer({**SMALL, "logger_config": {"type": 3}}, "CartPole-v1")
+
+
 def test_logger_creator_and_1_13_arguments_are_checked(tmp_path):
     with pytest.raises(ConfigError, match="without a logdir attribute"):
         PPOTrainer(SMALL, "CartPole-v1", logger_creator=lambda cfg: object())
