@@ -566,11 +566,13 @@ def test_a_1_13_custom_trainer_with_its_own_defaults_and_training_iteration():
                     self.count_sampled(batch)
             return {}
 
-    trainer = RandomTrainer({"rollout_fragment_length": 20}, env="CartPole-v1")
+    trainer = RandomTrainer({"rollout_fragment_length": 100}, env="CartPole-v1")
     try:
         result = trainer.train()
-        # 2 rounds of one 20-step fragment from each of the 2 default workers.
-        assert result["timesteps_total"] == 80 and result["episodes_this_iter"] >= 1
+        # 2 rounds of one 100-step fragment from each of the 2 default workers; a random
+        # CartPole episode is ~22 steps, so 200 steps on a worker end one all but surely
+        # (40 steps left every episode open now and then).
+        assert result["timesteps_total"] == 400 and result["episodes_this_iter"] >= 1
         assert trainer.get_policy().exploration.config == trainer.config["exploration_config"]
     finally:
         trainer.stop()
