@@ -1,15 +1,16 @@
-"""Closed-form (hand-differentiated) gradients against autograd of loss(), per whole training step.
+"""PPO's closed-form (hand-differentiated) torch gradient against autograd of loss(), per
+whole training step.
 
-    python bench/closed_form.py [--rounds 5] [--only ppo-torch,dqn-torch,...]
+    python bench/closed_form.py [--rounds 5] [--only ppo-torch,ppo-defaults-torch]
 
-For each case, builds two trainers in one process on RL-Zoo's settings (bench/ppo_cartpole.py's RL-Zoo preset and RLlib's PPO defaults,
-bench/dqn_cartpole.py, bench/pendulum_offpolicy.py; ``num_workers`` 0, so an iteration is the
-whole training step: sampling, replay, learning, target updates), one with its policy's
-``use_fused_sgd`` on (the closed form) and one with it off (autograd of ``loss()``). After a
-warm-up past ``learning_starts``, ``train()`` runs on the two alternately for ``--rounds``
-rounds; each round's figure is env steps sampled per second of that call. Prints one JSON
-line: per case, both paths' medians and the median (min, max) of the per-round ratios
-closed form / autograd.
+For each case (bench/ppo_cartpole.py's RL-Zoo preset, ``ppo-torch``, and RLlib's PPO
+defaults, ``ppo-defaults-torch``; ``num_workers`` 0, so an iteration is the whole training
+step: sampling, postprocessing, learning), builds two trainers in one process, one with
+its policy's ``use_closed_form`` on (models/torch/closed_form.py) and one with it off
+(autograd of ``loss()``). After a warm-up iteration each, ``train()`` runs on the two
+alternately for ``--rounds`` rounds; each round's figure is env steps sampled per second
+of that call. Prints one JSON line: per case, both paths' medians and the median (min,
+max) of the per-round ratios closed form / autograd.
 """
 
 from __future__ import annotations
@@ -23,28 +24,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from dqn_cartpole import RL_ZOO as DQN_RL_ZOO  # noqa: E402
-from pendulum_offpolicy import RL_ZOO as PENDULUM_RL_ZOO  # noqa: E402
 from ppo_cartpole import PRESETS as PPO_PRESETS  # noqa: E402
-
-# An iteration of the off-policy cases: 400 env steps past a 1,000-step warm-up (their
-# own warm-ups of 10,000 random steps would only time sampling).
-OFF_POLICY_ITERATION = {"num_workers": 0, "min_sample_timesteps_per_reporting": 400, "min_time_s_per_reporting": 0,
-                        "learning_starts": 1000}
 
 CASES = {
     "ppo-torch": ("PPO", "CartPole-v1", {**PPO_PRESETS["rl-zoo"], "num_workers": 0, "framework": "torch"}),
-    "ppo-tf": ("PPO", "CartPole-v1", {**PPO_PRESETS["rl-zoo"], "num_workers": 0, "framework": "tf"}),
     "ppo-defaults-torch": ("PPO", "CartPole-v1", {"num_workers": 0, "framework": "torch"}),
-    "ppo-defaults-tf": ("PPO", "CartPole-v1", {"num_workers": 0, "framework": "tf"}),
-    "dqn-torch": ("DQN", "CartPole-v1", {**DQN_RL_ZOO, **OFF_POLICY_ITERATION, "framework": "torch"}),
-    "sac-torch": ("SAC", "Pendulum-v1", {**PENDULUM_RL_ZOO["SAC"], **OFF_POLICY_ITERATION, "framework": "torch"}),
-    "td3-torch": ("TD3", "Pendulum-v1", {**PENDULUM_RL_ZOO["TD3"], **OFF_POLICY_ITERATION, "framework": "torch",
-                                         "exploration_config": {**PENDULUM_RL_ZOO["TD3"]["exploration_config"],
-                                                                "random_timesteps": 1000}}),
-    "ddpg-torch": ("DDPG", "Pendulum-v1", {**PENDULUM_RL_ZOO["DDPG"], **OFF_POLICY_ITERATION, "framework": "torch",
-                                           "exploration_config": {**PENDULUM_RL_ZOO["DDPG"]["exploration_config"],
-                                                                  "random_timesteps": 1000}}),
 }
 
 
@@ -55,10 +39,8 @@ def measure(algorithm: str, env: str, config: dict, rounds: int) -> dict:
     trainers = {}
     for closed_form in (True, False):
         trainer = trainer_class(dict(config, seed=0), env=env)
-        trainer.get_policy().use_fused_sgd = closed_form  # read at each learn_on_batch / first trace
-        while trainer.train()["timesteps_total"] < config.get("learning_starts", 0) + 400:
-            pass  # warm-up: past learning_starts, Adam state, TF tracing
-        trainer.train()
+        trainer.get_policy().use_closed_form = closed_form  # read at each learn_on_batch
+        trainer.train()  # warm-up: allocations, Adam state
         trainers[closed_form] = trainer
     rates: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(rounds):

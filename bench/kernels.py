@@ -1,11 +1,11 @@
-"""The torch kernels behind two choices of the fused learner (models/torch/fused.py), timed
+"""The torch kernels behind two choices of PPO's closed form (models/torch/closed_form.py), timed
 against the plain call they replace, on the shapes of PPO's default learner (minibatch 128,
 twin 256x256 tanh networks over CartPole's 4 observation features).
 
     python bench/kernels.py [--repeats 5] [--threads 1,2]
 
 * ``tanh``: ``y.tanh_()`` against ``y.mul_(2).sigmoid_().mul_(2).sub_(1)`` on a
-  ``[2, 128, 256]`` float32 layer output (the fused graph's activation on CPU);
+  ``[2, 128, 256]`` float32 layer output (the closed form's activation on CPU);
 * ``first-layer weight gradient``: ``g^T x`` into ``[2, 256, 4]`` (``bmm``) against
   ``(x^T g)^T`` copied into it (``_weight_grad`` for inputs narrower than 16 columns).
 

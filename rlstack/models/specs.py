@@ -237,8 +237,8 @@ class QModelSpec:
 
 def plain_dense(spec: ModelSpec) -> bool:
     """Whether ``spec`` is dense layers only, each tanh, relu or linear, with linear heads
-    and no free log-std: the models whose gradient the fused PPO learners
-    (``models/torch/fused.py``, ``models/tf/fused.py``) write out by hand."""
+    and no free log-std: the models whose gradient PPO's torch closed form
+    (``models/torch/closed_form.py``) writes out by hand."""
     if spec.free_log_std or spec.logits is None:
         return False
     for encoder in (spec.encoder, spec.vf_encoder):

@@ -11,7 +11,6 @@ loop's hooks (the torch learner's, with TF ops where they run inside the compile
 * :meth:`~TFLearner.after_gradient_step`: after every step, in the graph (TF ops);
 * :meth:`~rlstack.policies.policy.Policy.minibatch_plan`, ``shuffle_minibatches`` and
   ``per_row_stats``; :meth:`~TFLearner.prepare_batch` (in the graph);
-* :meth:`~TFLearner.loss_and_gradients`: a closed-form gradient in place of the tape;
 * ``after_learn`` and ``on_global_var_update``, in Python, once per batch.
 
 The optimizers are :mod:`rlstack.policies.tf_optimizers`'.
@@ -211,29 +210,17 @@ class TFLearner(Policy):
             stats[f"model/{name}"] = tf.reduce_mean(tf.cast(value, tf.float32))
         return loss, stats
 
-    def loss_and_gradients(self, minibatch: dict[str, tf.Tensor]) -> tuple[Any, dict, list]:
-        """``(loss, stats, grads)`` on a minibatch, inside the train graph:
-        :meth:`loss_with_model` through a GradientTape (persistent with several losses).
-
-        ``grads`` follows ``loss``: for one loss tensor, d loss / d (optimizer 0's
-        variables) as one list; for a tuple of losses, one such list per optimizer,
-        d loss_i / d (optimizer i's variables). An algorithm with a closed-form gradient
-        overrides this (tested against the tape on :meth:`loss`).
-        """
+    def _losses_and_grads(self, minibatch: dict[str, tf.Tensor]) -> tuple[list, dict, list[list]]:
+        """``(losses, stats, grads)`` on a minibatch, inside the train graph:
+        :meth:`loss_with_model` through a GradientTape (persistent with several losses),
+        one loss and one gradient list per optimizer (d loss_i / d optimizer i's variables)."""
         optimizers = self.optimizers
         with tf.GradientTape(persistent=len(optimizers) > 1) as tape:
             loss, stats = self.loss_with_model(minibatch)
         losses = as_losses(loss, len(optimizers), type(self).__name__)
         grads = [tape.gradient(loss_i, optimizer.variables) for loss_i, optimizer in zip(losses, optimizers)]
         del tape  # a persistent tape holds its graph until dropped
-        return loss, stats, grads if isinstance(loss, (list, tuple)) else grads[0]
-
-    def _losses_and_grads(self, minibatch: dict[str, tf.Tensor]) -> tuple[list, dict, list[list]]:
-        # loss_and_gradients with one list entry per optimizer, whatever the loss's form.
-        loss, stats, grads = self.loss_and_gradients(minibatch)
-        if isinstance(loss, (list, tuple)):
-            return as_losses(loss, len(self.optimizers), type(self).__name__), stats, list(grads)
-        return as_losses(loss, len(self.optimizers), type(self).__name__), stats, [grads]
+        return losses, stats, grads
 
     def _step_mask(self) -> list[Any]:
         if type(self).optimizer_step_mask is TFLearner.optimizer_step_mask:

@@ -1,2 +1,2 @@
-"""What several test files share: test envs, models, callbacks and actors, the fused-gradient
-cases, the tuned-example runner, the CPU census, and small conversions."""
+"""What several test files share: test envs, models, callbacks and actors, the closed-form
+gradient cases, the tuned-example runner, the CPU census, and small conversions."""

@@ -27,7 +27,7 @@ from rlstack.trainers.dqn.dqn_torch_policy import DQNTorchPolicy  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy  # noqa: E402
 from tests.helpers import torch_modelv2_models as models  # noqa: E402
-from tests.helpers.fused_cases import ppo_batch  # noqa: E402
+from tests.helpers.closed_form_cases import ppo_batch  # noqa: E402
 
 OBS = gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
 ACT = gym.spaces.Discrete(3)

@@ -303,7 +303,7 @@ def flip_first_loss(policy: Any) -> None:
             return type(losses)([-losses[0], *losses[1:]]), stats
         return -losses, stats
     policy.loss = loss
-    policy.use_fused_sgd = False
+    policy.use_closed_form = False
 
 
 def move_new_weights(policy: Any) -> None:

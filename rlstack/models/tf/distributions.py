@@ -111,22 +111,6 @@ class Categorical(TFActionDistribution):
         """KL(self || other)."""
         return tf.reduce_sum(tf.exp(self.log_probs) * (self.log_probs - other.log_probs), axis=-1)
 
-    @staticmethod
-    def closed_form_terms(z: tf.Tensor, actions: tf.Tensor, old_inputs: tf.Tensor) -> tuple[tf.Tensor, ...]:
-        """Per row, for logits ``z``: ``(logp(a), KL(old || new), entropy)`` and each one's
-        d/dz: ``a - p``, ``p - p_old``, ``-p (log p + H)`` (``a`` the one-hot action); the
-        torch twin's formulas (PPO's autograd-free gradient)."""
-        a = tf.one_hot(actions, z.shape[1], dtype=tf.float32)
-        logp_old_all = tf.nn.log_softmax(old_inputs)
-        p_old = tf.exp(logp_old_all)
-        logp_all = tf.nn.log_softmax(z)
-        p = tf.exp(logp_all)
-        entropy = -tf.reduce_sum(p * logp_all, axis=1)
-        kl = tf.reduce_sum(p_old * (logp_old_all - logp_all), axis=1)
-        return (tf.reduce_sum(logp_all * a, axis=1), kl, entropy, a - p, p - p_old,
-                -p * (logp_all + tf.expand_dims(entropy, 1)))
-
-
 class MultiCategorical(TFActionDistribution):
     """Independent categoricals, one per entry of a MultiDiscrete action.
 
@@ -213,34 +197,6 @@ class DiagGaussian(TFActionDistribution):
             - 0.5,
             axis=-1,
         )
-
-    @staticmethod
-    def closed_form_terms(z: tf.Tensor, actions: tf.Tensor, old_inputs: tf.Tensor) -> tuple[tf.Tensor, ...]:
-        """Per row, for inputs ``z = [mu, s]`` (``s`` the log std): ``(logp(a), KL(old ||
-        new), entropy)`` and each one's d/dz: d logp = ``[(a - mu) / var, ((a - mu) / std)^2
-        - 1]``; d KL = ``[(mu - mu_old) / var, 1 - (var_old + (mu - mu_old)^2) / var]``;
-        d entropy = ``[0, 1]``."""
-        mean, log_std = tf.split(z, 2, axis=1)
-        mean_old, log_std_old = tf.split(old_inputs, 2, axis=1)
-        inv_var = tf.exp(-2.0 * log_std)
-        diff = tf.reshape(tf.cast(actions, tf.float32), tf.shape(mean)) - mean
-        scaled = diff * diff * inv_var
-        k = float(mean.shape[1])
-        logp = -0.5 * tf.reduce_sum(scaled, axis=1) - 0.5 * math.log(2.0 * math.pi) * k - tf.reduce_sum(log_std, axis=1)
-        shift = mean - mean_old
-        spread = (tf.exp(2.0 * log_std_old) + shift * shift) * inv_var
-        kl = tf.reduce_sum(log_std - log_std_old + 0.5 * spread - 0.5, axis=1)
-        entropy = tf.reduce_sum(log_std + 0.5 * math.log(2.0 * math.pi * math.e), axis=1)
-        dlogp = tf.concat([diff * inv_var, scaled - 1.0], axis=1)
-        dkl = tf.concat([shift * inv_var, 1.0 - spread], axis=1)
-        dentropy = tf.concat([tf.zeros_like(mean), tf.ones_like(log_std)], axis=1)
-        return logp, kl, entropy, dlogp, dkl, dentropy
-
-
-# The distributions whose log-likelihood, KL and entropy derivatives are written out
-# (closed_form_terms), by ActionDistSpec kind.
-CLOSED_FORM_TERMS: dict[str, type] = {"categorical": Categorical, "diag_gaussian": DiagGaussian}
-
 
 # Bounds of the squashed Gaussian's log std (1.13's MIN/MAX_LOG_NN_OUTPUT as SAC used them).
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0

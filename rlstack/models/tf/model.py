@@ -82,9 +82,8 @@ class TFModel(TFModelV2):
     """The built-in policy-and-value network.
 
     Policies call :meth:`policy_and_value` / :meth:`value` on flat observations (the
-    fast path, also what ``models/tf/fused.py`` differentiates by hand); users' code may
-    call it 1.13-style, ``model(input_dict) -> (outputs, [])`` then
-    ``model.value_function()``.
+    fast path); users' code may call it 1.13-style, ``model(input_dict) -> (outputs, [])``
+    then ``model.value_function()``.
 
     Args:
         spec: The catalog's description of every layer.

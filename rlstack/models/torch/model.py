@@ -1,8 +1,8 @@
 """TorchModel: the catalog's ModelSpec as a torch ModelV2 (the built-in network).
 
 Policies call :meth:`TorchModel.policy_and_value` on flat observations (the direct
-path, which the fused PPO learner in ``fused.py`` mirrors); users' code calls it as any
-1.13 model, ``model(input_dict, state, seq_lens)`` then ``model.value_function()``.
+path, which PPO's closed-form gradient in ``closed_form.py`` mirrors); users' code calls
+it as any 1.13 model, ``model(input_dict, state, seq_lens)`` then ``model.value_function()``.
 ``fcnet.FullyConnectedNetwork`` and ``visionnet.VisionNetwork`` are this class with
 classic RLlib's constructor.
 

@@ -107,28 +107,6 @@ class TorchCategorical(TorchDistributionWrapper):
     def required_model_output_shape(action_space: gym.Space, model_config: dict | None) -> int:
         return int(action_space.n)
 
-    # ----- closed-form derivatives (PPO's autograd-free gradient) -----
-
-    @staticmethod
-    def closed_form_columns(actions: torch.Tensor, old_inputs: torch.Tensor) -> list[torch.Tensor]:
-        """What :meth:`closed_form_terms` reads besides the logits, computed once per batch:
-        the one-hot actions, and the old distribution's probabilities and log-probabilities."""
-        logp_old_all = torch.log_softmax(old_inputs, dim=1)
-        onehot = F.one_hot(actions.long(), old_inputs.shape[1]).float()
-        return [onehot, logp_old_all.exp(), logp_old_all]
-
-    @staticmethod
-    def closed_form_terms(z: torch.Tensor, a: torch.Tensor, p_old: torch.Tensor,
-                          logp_old_all: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Per row, for logits ``z``: ``(logp(a), KL(old || new), entropy)`` and each one's
-        d/dz: ``a - p``, ``p - p_old``, ``-p (log p + H)`` (``a`` one-hot). Tested against
-        autograd of :meth:`logp`, :meth:`kl` and :meth:`entropy` (tests/unit/test_fused_sgd.py)."""
-        logp_all = torch.log_softmax(z, dim=1)
-        p = logp_all.exp()
-        entropy = -(p * logp_all).sum(1)
-        kl = (p_old * (logp_old_all - logp_all)).sum(1)
-        return ((logp_all * a).sum(1), kl, entropy, a - p, p - p_old, -p * (logp_all + entropy.unsqueeze(1)))
-
 
 def _nvec(model: Any, input_lens: Any) -> tuple[int, ...]:
     if input_lens is not None:
@@ -220,40 +198,6 @@ class TorchDiagGaussian(TorchDistributionWrapper):
     def required_model_output_shape(action_space: gym.Space, model_config: dict | None) -> int:
         return 2 * int(np.prod(action_space.shape))
 
-    # ----- closed-form derivatives (PPO's autograd-free gradient) -----
-
-    @staticmethod
-    def closed_form_columns(actions: torch.Tensor, old_inputs: torch.Tensor) -> list[torch.Tensor]:
-        """What :meth:`closed_form_terms` reads besides the inputs: the actions as
-        ``[B, k]`` and the old distribution's inputs."""
-        return [actions.float().reshape(old_inputs.shape[0], -1), old_inputs]
-
-    @staticmethod
-    def closed_form_terms(z: torch.Tensor, a: torch.Tensor, old_inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Per row, for inputs ``z = [mu, s]`` (``s`` the log std): ``(logp(a), KL(old ||
-        new), entropy)`` and each one's d/dz: d logp = ``[(a - mu) / var, ((a - mu) / std)^2
-        - 1]``; d KL = ``[(mu - mu_old) / var, 1 - (var_old + (mu - mu_old)^2) / var]``;
-        d entropy = ``[0, 1]``."""
-        mean, log_std = z.chunk(2, dim=1)
-        mean_old, log_std_old = old_inputs.chunk(2, dim=1)
-        inv_var = torch.exp(-2.0 * log_std)
-        diff = a - mean
-        scaled = diff * diff * inv_var
-        k = mean.shape[1]
-        logp = -0.5 * scaled.sum(1) - 0.5 * math.log(2.0 * math.pi) * k - log_std.sum(1)
-        shift = mean - mean_old
-        spread = (torch.exp(2.0 * log_std_old) + shift * shift) * inv_var
-        kl = (log_std - log_std_old + 0.5 * spread - 0.5).sum(1)
-        entropy = (log_std + 0.5 * math.log(2.0 * math.pi * math.e)).sum(1)
-        dlogp = torch.cat([diff * inv_var, scaled - 1.0], dim=1)
-        dkl = torch.cat([shift * inv_var, 1.0 - spread], dim=1)
-        dentropy = torch.cat([torch.zeros_like(mean), torch.ones_like(log_std)], dim=1)
-        return logp, kl, entropy, dlogp, dkl, dentropy
-
-
-# The distributions whose log-likelihood, KL and entropy derivatives are written out
-# (closed_form_columns / closed_form_terms), by ActionDistSpec kind.
-CLOSED_FORM_TERMS: dict[str, type] = {"categorical": TorchCategorical, "diag_gaussian": TorchDiagGaussian}
 
 # Bounds of the squashed Gaussian's log std (1.13's MIN/MAX_LOG_NN_OUTPUT as SAC used them).
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0

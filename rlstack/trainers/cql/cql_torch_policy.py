@@ -21,9 +21,6 @@ B = SampleBatch
 class CQLTorchPolicy(SACTorchPolicy):
     """CQL in torch; the losses equal :class:`CQLTFPolicy`'s to float32 rounding."""
 
-    # The conservative term has no closed-form path: autograd of loss().
-    use_fused_sgd = False
-
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
         check_cql_action_space(action_space)

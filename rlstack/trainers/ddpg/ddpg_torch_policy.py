@@ -13,11 +13,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rlstack.models.torch import fused_actor_critic
 from rlstack.models.torch.blocks import TorchActorCritic
-from rlstack.models.torch.fused_actor_critic import ActorGraph, CriticsGraph
 from rlstack.policies.policy import PolicyState, decode_json, encode_json, saved_target_weights, target_state
-from rlstack.policies.torch_policy import Adam, GradFn, TorchPolicy
+from rlstack.policies.torch_policy import Adam, TorchPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.ddpg.ddpg_policy import DDPGLearningPolicyMixin, make_exploration
 from rlstack.utils.schedules import make_schedule
@@ -41,10 +39,6 @@ class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy):
     # The actor's loss reads the critics through frozen weights and the targets carry no
     # gradient: one backward pass for both losses.
     losses_are_separate = True
-    # Built-in dense actor-critics learn through the closed-form gradient of loss() in
-    # _fused_grad_fn instead of autograd (same result to float32 rounding; BENCHMARKS.md
-    # has the speed-up); False forces autograd.
-    use_fused_sgd = True
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
@@ -62,8 +56,6 @@ class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy):
             self.target_noise_generator.seed()
         else:
             self.target_noise_generator.manual_seed(int(seed) + 17)
-        # Built at the first fused learn_on_batch: actor, critics, target actor, target critics.
-        self._graphs: tuple[ActorGraph, CriticsGraph, ActorGraph, CriticsGraph] | None = None
 
     def make_optimizers(self) -> list[Adam]:
         eps = self.config["adam_epsilon"]
@@ -153,121 +145,6 @@ class DDPGTorchPolicy(DDPGLearningPolicyMixin, TorchPolicy):
         }
         return (actor_loss, critic_loss), stats
 
-    def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
-        # Only the built-in dense actor-critic (which defines no custom_loss) qualifies;
-        # any other model keeps autograd of loss().
-        if not (self.use_fused_sgd and not self._has_custom_loss and fused_actor_critic.supports(self.model)):
-            return super().make_grad_fn(tensors)
-        return self._fused_grad_fn(tensors)
-
-    def _fused_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
-        """:meth:`loss` and its gradient written out for the graphs of
-        ``models/torch/fused_actor_critic.py`` (see there for why). With ``n`` rows, ``w``
-        the importance weights, ``td_j = Q_j(s, a) - y`` and ``mu(s) = tanh(u)``:
-
-            d critic_loss / d Q_j(s, a)  = w * clip(td_j, -delta, delta) / n   (Huber)
-                                         = w * td_j / n                       (squared)
-            d actor_loss / d Q_0(s, mu(s)) = -1 / n                  (the first critic, frozen)
-            d actor_loss / d u           = d actor_loss / d mu * (1 - mu^2)
-            d l2_reg * sum(W^2) / 2 / d W = l2_reg * W                 (kernels only)
-
-        The targets carry no gradient. One critic sees the replayed actions and the
-        actor's in one pass of ``2n`` rows (``n`` while the actor rests), its weights
-        taking the gradient of the first ``n`` only; twin critics see the replayed actions
-        together and the actor's through the first critic alone.
-        """
-        if self._graphs is None:
-            self._graphs = (ActorGraph(self.model), CriticsGraph(self.model.critics),
-                            ActorGraph(self.target_model), CriticsGraph(self.target_model.critics))
-        actor, critics, target_actor, target_critics = self._graphs
-        fused_actor_critic.attach_grads(list(self.model.parameters()))
-        cfg = self.config
-        spec = self.model.spec
-        action_columns = slice(spec.obs_size, spec.obs_size + spec.action_dim)
-        delta = float(cfg["huber_threshold"]) if cfg["use_huber"] else None
-        l2_reg = cfg["l2_reg"]
-        kernels = (_kernels(self.model.actor), _kernels(self.model.critics))
-
-        @torch.no_grad()
-        def grads(index: torch.Tensor | slice, with_stats: bool = True) -> tuple[tuple, dict[str, torch.Tensor]]:
-            steps = self._stepping or (True, True)
-            actor_steps, critics_step = steps
-            obs, actions = tensors[B.OBS][index], tensors[B.ACTIONS][index].float()
-            n = obs.shape[0]
-            # Q_j(s, a) of the replayed actions (rows 0..n-1) and, when the actor steps, the
-            # first critic's Q_0(s, mu(s)): on rows n..2n-1 of the same pass for one critic,
-            # apart for twins (their second critic would be wasted work on those rows).
-            merged = actor_steps and not critics.stacked
-            if actor_steps:
-                actor_outputs, actor_acts = actor.forward(obs)
-                policy_t = torch.tanh(actor_outputs)
-            if merged:
-                critic_in = torch.cat([obs.repeat(2, 1), torch.cat([actions, policy_t])], dim=1)
-            else:
-                critic_in = torch.cat([obs, actions], dim=1)
-            q, critic_acts = critics.forward(critic_in)
-            q_t = q[:, :n]
-            if merged:
-                q_policy = q[0, n:]
-            elif actor_steps:
-                q_policy, first_acts = critics.forward_first(torch.cat([obs, policy_t], dim=1))
-            # y = R^(n) + gamma^n * (1 - terminated) * Q'(s', a'), as in loss().
-            next_obs = tensors[B.NEXT_OBS][index]
-            policy_tp1 = torch.tanh(target_actor.forward(next_obs)[0])
-            if cfg["smooth_target_policy"]:
-                policy_tp1 = torch.clamp(policy_tp1 + self.target_policy_noise(policy_tp1), -1.0, 1.0)
-            q_tp1 = target_critics.forward(torch.cat([next_obs, policy_tp1], dim=1))[0]
-            q_tp1_best = q_tp1.min(dim=0).values if cfg["twin_q"] else q_tp1[0]
-            not_done = 1.0 - tensors[B.TERMINATEDS][index].float()
-            target = tensors[B.REWARDS][index] + tensors[B.DISCOUNTS][index] * not_done * q_tp1_best
-            td = q_t - target
-            if delta is not None:
-                errors = F.huber_loss(q_t, target.expand_as(q_t), reduction="none", delta=delta)
-            else:
-                errors = 0.5 * td**2
-            weights = tensors[B.WEIGHTS][index]
-            critic_loss = torch.mean(weights * errors.sum(dim=0))
-            actor_loss = -q_policy.mean() if actor_steps else torch.zeros((), device=self.device)
-            if l2_reg:
-                if actor_steps:
-                    actor_loss = actor_loss + l2_reg * l2_loss(kernels[0])
-                critic_loss = critic_loss + l2_reg * l2_loss(kernels[1])
-
-            if critics_step or merged:
-                grad_q = torch.zeros_like(q)
-                if critics_step:
-                    grad_td = td if delta is None else td.clamp(-delta, delta)
-                    grad_q[:, :n] = grad_td * (weights / n)
-                if merged:
-                    grad_q[0, n:] = -1.0 / n
-                grad_policy_t = critics.backward(critic_acts, grad_q, slice(0, n) if critics_step else None,
-                                                 slice(n, 2 * n) if merged else None, action_columns)
-            if actor_steps:
-                if not merged:
-                    grad_policy_t = critics.backward_first(first_acts, q_policy.new_full((n,), -1.0 / n),
-                                                           action_columns)
-                actor.backward(actor_acts, grad_policy_t * (1.0 - policy_t * policy_t))
-            if l2_reg:
-                for on, group in zip(steps, kernels):
-                    if on:
-                        torch._foreach_add_([kernel.grad for kernel in group], group, alpha=l2_reg)
-            losses = (actor_loss, critic_loss)
-            if not with_stats:
-                return losses, {}
-            td_sum = td.sum(dim=0)
-            return losses, {
-                **({"actor_loss": actor_loss} if actor_steps else {}),
-                "critic_loss": critic_loss,
-                "mean_q": q_t[0].mean(),
-                "max_q": q_t[0].max(),
-                "min_q": q_t[0].min(),
-                "mean_td_error": td_sum.mean(),
-                "td_error": td_sum,
-            }
-
-        return grads
-
-    @torch.no_grad()
     def update_target(self, tau: float | None = None) -> None:
         """Polyak averaging of the target actor and critics: ``target <- tau * online +
         (1 - tau) * target`` (``tau`` from the config; 1.0 copies)."""

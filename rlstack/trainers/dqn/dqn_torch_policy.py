@@ -16,10 +16,9 @@ import torch
 import torch.nn.functional as F
 
 from rlstack.models.specs import QModelSpec
-from rlstack.models.torch.fused import QDenseGraph
 from rlstack.models.torch.model import TorchQModel
 from rlstack.policies.policy import saved_target_weights, target_state
-from rlstack.policies.torch_policy import GradFn, TorchPolicy, load_model_weights, model_weights
+from rlstack.policies.torch_policy import TorchPolicy, load_model_weights, model_weights
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.dqn.dqn_policy import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
                                             postprocess_q_learning, q_model_kwargs, q_model_spec,
@@ -62,10 +61,6 @@ class DQNTorchPolicy(TorchPolicy):
     """
 
     model_class = TorchQModel
-    # Built-in dense Q-networks learn through the closed-form gradient of loss() in
-    # _fused_grad_fn instead of autograd (same result to float32 rounding, more gradient
-    # steps per second: bench/dqn_learner.py, BENCHMARKS.md); False forces autograd.
-    use_fused_sgd = True
     shuffle_minibatches = False
     per_row_stats = ("td_error",)
     needs_next_obs = True
@@ -81,8 +76,6 @@ class DQNTorchPolicy(TorchPolicy):
         # The target network: a frozen copy, refreshed by update_target().
         self.target_model = copy.deepcopy(self.model)
         self.target_model.requires_grad_(False)
-        # Built at the first fused learn_on_batch (online network, target network).
-        self._q_graphs: tuple[QDenseGraph, QDenseGraph] | None = None
 
     def model_spec(self) -> QModelSpec:
         return q_model_spec(self)
@@ -210,73 +203,6 @@ class DQNTorchPolicy(TorchPolicy):
             "td_error": td_error,
         }
         return loss, stats
-
-    def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
-        # Only the built-in Q-network (which defines no custom_loss) qualifies; any other
-        # model keeps autograd of loss().
-        if not (self.use_fused_sgd and QDenseGraph.supports(self.model) and not self._has_custom_loss):
-            return super().make_grad_fn(tensors)
-        return self._fused_grad_fn(tensors)
-
-    def _fused_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
-        """:meth:`loss` and its gradient written out for a :class:`QDenseGraph` (see
-        models/torch/fused.py for why). With ``B`` the minibatch size, ``w`` the
-        importance weights and ``td = Q(s, a) - y``, the loss ``mean(w huber(td))`` has
-
-            d loss / d Q(s, .) = one_hot(a) * w * clip(td, -1, 1) / B
-
-        (Huber's derivative with delta 1 is ``td`` clipped to [-1, 1]); the targets ``y``
-        carry no gradient. Without double Q the targets of every step come from the fixed
-        target network, so they are computed once for the whole batch.
-        """
-        if self._q_graphs is None:
-            self._q_graphs = (QDenseGraph(self.model), QDenseGraph(self.target_model))
-        graph, target_graph = self._q_graphs
-        graph.attach_grads()
-        obs = tensors[SampleBatch.OBS]
-        actions = tensors[SampleBatch.ACTIONS].long().unsqueeze(1)
-        one_hot = torch.zeros(len(actions), self.model.spec.num_actions, device=self.device).scatter_(1, actions, 1.0)
-        weights = tensors[SampleBatch.WEIGHTS].float()
-        rewards = tensors[SampleBatch.REWARDS]
-        # y = R^(n) + gamma^k * (1 - terminated) * Q'(s_{t+k}, a*), as in loss().
-        bootstrap = tensors[SampleBatch.DISCOUNTS] * (1.0 - tensors[SampleBatch.TERMINATEDS].float())
-        double_q = self.config["double_q"]
-        if double_q:
-            next_obs = tensors[SampleBatch.NEXT_OBS]
-        else:
-            targets = rewards + bootstrap * tensors[Q_TP1_BEST]
-        # w / B for the whole batch, by minibatch size B (the last minibatch may be short).
-        weights_over_rows: dict[int, torch.Tensor] = {}
-
-        def grads(index: torch.Tensor | slice, with_stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-            q_t, saved = graph.forward(obs[index])
-            if double_q:
-                # Double Q: the online network (this step's weights) picks a*, the target
-                # network rates it.
-                next_rows = next_obs[index]
-                best_actions = graph.forward(next_rows)[0].argmax(dim=1, keepdim=True)
-                q_tp1_best = target_graph.forward(next_rows)[0].gather(1, best_actions).squeeze(1)
-                target = rewards[index] + bootstrap[index] * q_tp1_best
-            else:
-                target = targets[index]
-            q_t_selected = q_t.gather(1, actions[index]).squeeze(1)
-            td_error = q_t_selected - target
-            rows = len(td_error)
-            scaled = weights_over_rows.get(rows)
-            if scaled is None:
-                scaled = weights_over_rows[rows] = weights / rows
-            scaled = scaled[index]
-            # mean(w * huber) = sum((w / B) * huber)
-            loss = torch.dot(scaled, F.huber_loss(q_t_selected, target, reduction="none", delta=1.0))
-            grad_q_t = one_hot[index] * td_error.clamp(-1.0, 1.0).mul_(scaled).unsqueeze(1)
-            graph.backward(saved, grad_q_t)
-            if not with_stats:
-                return loss, {}
-            min_q, max_q = torch.aminmax(q_t_selected)
-            return loss, {"loss": loss, "mean_q": q_t_selected.mean(), "min_q": min_q, "max_q": max_q,
-                          "mean_td_error": td_error.mean(), "td_error": td_error}
-
-        return grads
 
     def update_target(self) -> None:
         """Copies the online network's weights into the target network."""

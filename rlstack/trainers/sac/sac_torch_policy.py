@@ -21,12 +21,10 @@ import torch
 import torch.nn.functional as F
 
 from rlstack.models.blocks import ActorCriticSpec
-from rlstack.models.torch import fused_actor_critic
 from rlstack.models.torch.blocks import TorchActorCritic
-from rlstack.models.torch.fused_actor_critic import ActorGraph, CriticsGraph
 from rlstack.models.torch.torch_action_dist import TorchCategorical, TorchSquashedGaussian
 from rlstack.policies.policy import saved_target_weights, target_state
-from rlstack.policies.torch_policy import GradFn, Optimizer, TorchPolicy
+from rlstack.policies.torch_policy import Optimizer, TorchPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.sac.sac_policy import (SACLearningPolicyMixin, check_action_space, sac_model_spec,
                                              target_entropy)
@@ -42,10 +40,6 @@ class SACTorchPolicy(SACLearningPolicyMixin, TorchPolicy):
     # The actor's loss reads the critics through frozen weights, alpha enters the actor's
     # and critics' losses detached, and the targets carry no gradient: one backward pass.
     losses_are_separate = True
-    # Built-in dense actor-critics of Box actions learn through the closed-form gradient
-    # of loss() in _fused_grad_fn instead of autograd (same result to float32 rounding;
-    # BENCHMARKS.md has the speed-up); False forces autograd.
-    use_fused_sgd = True
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict, num_gpus: float = 0,
                  sampling_seed: int | None = None) -> None:
@@ -65,8 +59,6 @@ class SACTorchPolicy(SACLearningPolicyMixin, TorchPolicy):
                                         int(np.random.SeedSequence().entropy % 2**63))
         # `lr` is not SAC's: the actor's rate is optimization.actor_learning_rate.
         self.lr_schedule = make_schedule(config["optimization"]["actor_learning_rate"], None, "lr_schedule")
-        # Built at the first fused learn_on_batch: (actor, critics, target critics).
-        self._graphs: tuple[ActorGraph, CriticsGraph, CriticsGraph] | None = None
 
     def model_spec(self) -> ActorCriticSpec:
         return sac_model_spec(self)
@@ -192,96 +184,6 @@ class SACTorchPolicy(SACLearningPolicyMixin, TorchPolicy):
             "td_error": td.detach().abs().mean(dim=0),
         }
 
-    def make_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
-        # Only the built-in dense actor-critic of Box actions (which defines no
-        # custom_loss) qualifies; discrete SAC and any other model keep autograd of loss().
-        if not (self.use_fused_sgd and not self.discrete and not self._has_custom_loss
-                and fused_actor_critic.supports(self.model)):
-            return super().make_grad_fn(tensors)
-        return self._fused_grad_fn(tensors)
-
-    def _fused_grad_fn(self, tensors: dict[str, torch.Tensor]) -> GradFn:
-        """:meth:`loss` (Box actions) and its gradient written out for the graphs of
-        ``models/torch/fused_actor_critic.py`` (see there for why). With ``n`` rows,
-        ``w`` the importance weights, ``td_j = Q_j(s, a) - y`` and ``j*`` the critic that
-        gives ``min_j Q_j(s, pi(s))``:
-
-            d critic_loss / d Q_j(s, a)    = w * clip(td_j, -1, 1) / n   (Huber, delta 1)
-            d actor_loss / d Q_j*(s, pi(s)) = -1 / n                     (critics frozen)
-            d actor_loss / d log pi(a|s)    = alpha / n
-            d alpha_loss / d log(alpha)     = -mean(log pi(a|s) + target_entropy)
-
-        and the squashed Gaussian's reparameterisation carries the actor's part on to
-        the actor's outputs (:meth:`TorchSquashedGaussian.sample_with_logp_input_grad`).
-        The targets carry no gradient. The current critics see the replayed actions and
-        the actor's in one pass of ``2n`` rows; their weights take the gradient of the
-        first ``n`` only.
-        """
-        if self._graphs is None:
-            self._graphs = (ActorGraph(self.model), CriticsGraph(self.model.critics),
-                            CriticsGraph(self.target_critics))
-        actor, critics, target_critics = self._graphs
-        fused_actor_critic.attach_grads([*self.model.parameters(), self.log_alpha])
-        obs_size = self.model.spec.obs_size
-        action_dim = self.model.spec.action_dim
-        action_columns = slice(obs_size, obs_size + action_dim)
-        deterministic = self.config["_deterministic_loss"]
-
-        @torch.no_grad()
-        def grads(index: torch.Tensor | slice, with_stats: bool = True) -> tuple[tuple, dict[str, torch.Tensor]]:
-            actor_steps, critics_step, alpha_steps = self._stepping or (True, True, True)
-            obs, next_obs = tensors[B.OBS][index], tensors[B.NEXT_OBS][index]
-            n = obs.shape[0]
-            alpha = self.log_alpha.exp()
-            # The actor on s_t (rows 0..n-1) and s_{t+1} (rows n..2n-1) in one pass.
-            dist_inputs, actor_acts = actor.forward(torch.cat([obs, next_obs]))
-            dist_t, dist_tp1 = TorchSquashedGaussian(dist_inputs[:n]), TorchSquashedGaussian(dist_inputs[n:])
-            # loss()'s noise in loss()'s order; the deterministic loss is the zero draw
-            # (u = mean exactly, the same values and gradients).
-            noise_shape = torch.Size((2 * n, action_dim))
-            noise = obs.new_zeros(noise_shape) if deterministic else self.loss_noise(noise_shape)
-            noise_t = noise[:n]
-            policy_t, log_pis_t = dist_t.sample_with_logp(noise=noise_t)
-            policy_tp1, log_pis_tp1 = dist_tp1.sample_with_logp(noise=noise[n:])
-            # Q_j(s, a) of the replayed actions (rows 0..n-1) and Q_j(s, pi(s)) (rows n..2n-1).
-            critic_in = torch.cat([obs.repeat(2, 1), torch.cat([tensors[B.ACTIONS][index], policy_t])], dim=1)
-            q, critic_acts = critics.forward(critic_in)
-            q_t = q[:, :n]
-            q_t_policy, q_argmin = q[:, n:].min(dim=0)
-            # y = r + gamma^k (1 - terminated) (min_j Q'_j(s', a') - alpha log pi(a'|s'))
-            q_tp1 = target_critics.forward(torch.cat([next_obs, policy_tp1], dim=1))[0].min(dim=0).values
-            q_tp1 = q_tp1 - alpha * log_pis_tp1
-            not_done = 1.0 - tensors[B.TERMINATEDS][index].float()
-            target = tensors[B.REWARDS][index] + tensors[B.DISCOUNTS][index] * not_done * q_tp1
-            actor_loss = (alpha * log_pis_t - q_t_policy).mean()
-            alpha_loss = -(self.log_alpha * (log_pis_t + self.target_entropy)).mean()
-            td = q_t - target
-            weights = tensors[B.WEIGHTS][index]
-            huber = F.huber_loss(q_t, target.expand_as(q_t), reduction="none", delta=1.0)
-            critic_loss = (weights * huber).mean(dim=1).sum()
-
-            if critics_step or actor_steps:
-                grad_q = torch.zeros_like(q)
-                if critics_step:
-                    grad_q[:, :n] = td.clamp(-1.0, 1.0) * (weights / n)
-                if actor_steps:
-                    grad_q[:, n:].scatter_(0, q_argmin.unsqueeze(0), -1.0 / n)
-                grad_policy_t = critics.backward(critic_acts, grad_q, slice(0, n) if critics_step else None,
-                                                 slice(n, 2 * n) if actor_steps else None, action_columns)
-                if actor_steps:
-                    grad_dist_inputs = dist_t.sample_with_logp_input_grad(noise_t, grad_policy_t,
-                                                                         (alpha / n).expand(n))
-                    actor.backward(actor_acts, grad_dist_inputs, slice(0, n))
-            if alpha_steps:
-                torch.neg(torch.mean(log_pis_t + self.target_entropy), out=self.log_alpha.grad)
-            losses = (actor_loss, critic_loss, alpha_loss)
-            if not with_stats:
-                return losses, {}
-            return losses, self._stats(q_t, td, actor_loss, critic_loss, alpha_loss, alpha, log_pis_t, policy_t)
-
-        return grads
-
-    @torch.no_grad()
     def update_target(self, tau: float | None = None) -> None:
         """Moves the target critics towards the critics: ``target <- tau * critics +
         (1 - tau) * target`` (``tau`` from the config by default; 1.0 copies)."""

@@ -1,6 +1,6 @@
 """Models and batches shared by the closed-form PPO gradient tests (torch and TF).
 
-Each case is a model shape the fused path takes; each batch reaches every branch of the
+Each case is a model shape the closed form takes; each batch reaches every branch of the
 loss: ratios clipped on both sides of the advantage, value errors beyond vf_clip_param.
 """
 
@@ -117,28 +117,28 @@ def check_value_layers_stay_without_a_critic(policy):
     assert any(name.startswith(("value_", "vf_")) for name in before)
 
 
-def check_fused_learning_matches_reference(policy_class, overrides, **kwargs):
+def check_closed_form_learning_matches_autograd(policy_class, overrides, **kwargs):
     """Three batches of learning (with a set_weights between the first and second)
-    give the same statistics, weights and optimizer state with ``use_fused_sgd`` on as
+    give the same statistics, weights and optimizer state with ``use_closed_form`` on as
     with it off (autograd / the GradientTape)."""
     import pytest
 
-    fused, reference = make_policy(policy_class, overrides, **kwargs), make_policy(policy_class, overrides, **kwargs)
-    reference.use_fused_sgd = False
+    closed_form, reference = make_policy(policy_class, overrides, **kwargs), make_policy(policy_class, overrides, **kwargs)
+    reference.use_closed_form = False
     for seed in range(3):
         if seed == 1:
             # Loading weights writes into torch's stacked twin-network tensors in place.
             weights = make_policy(policy_class, overrides, seed=7).get_weights()
-            fused.set_weights(weights)
+            closed_form.set_weights(weights)
             reference.set_weights(weights)
-        batch = ppo_batch(fused, seed=seed)
-        fused_stats, reference_stats = fused.learn_on_batch(batch), reference.learn_on_batch(batch)
+        batch = ppo_batch(closed_form, seed=seed)
+        closed_form_stats, reference_stats = closed_form.learn_on_batch(batch), reference.learn_on_batch(batch)
         for key in reference_stats:
-            assert fused_stats[key] == pytest.approx(reference_stats[key], rel=1e-4, abs=1e-6), key
-    fused_weights, reference_weights = fused.get_weights(), reference.get_weights()
+            assert closed_form_stats[key] == pytest.approx(reference_stats[key], rel=1e-4, abs=1e-6), key
+    closed_form_weights, reference_weights = closed_form.get_weights(), reference.get_weights()
     for name in reference_weights:
-        np.testing.assert_allclose(fused_weights[name], reference_weights[name], rtol=1e-4, atol=1e-6, err_msg=name)
-    fused_state, reference_state = fused.get_state(), reference.get_state()
+        np.testing.assert_allclose(closed_form_weights[name], reference_weights[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    closed_form_state, reference_state = closed_form.get_state(), reference.get_state()
     for key in reference_state:
         if key.startswith("optimizer/"):
-            np.testing.assert_allclose(fused_state[key], reference_state[key], rtol=1e-3, atol=1e-7, err_msg=key)
+            np.testing.assert_allclose(closed_form_state[key], reference_state[key], rtol=1e-3, atol=1e-7, err_msg=key)

@@ -1,45 +1,45 @@
-"""Forward and backward of a built-in all-dense TorchModel without autograd.
+"""PPO's gradient in closed form: the built-in dense torch model run forward and backward
+by hand, without autograd.
 
-On CartPole-sized MLPs torch's autograd costs more than the arithmetic: a PPO SGD step
-on RLlib's default 256x256 networks spends ~0.4 ms in matrix products and ~1.4 ms in
-recording and replaying the graph and dispatching ~150 small ops. A loss that can state
-its gradient with respect to the model's two outputs (PPO's can, see
-``ppo_torch_policy``) hands that gradient to :meth:`DenseGraph.backward`, which runs the
-chain rule layer by layer with one matrix product per weight and writes the result
-straight into each parameter's ``.grad`` buffer: the same numbers as autograd (to float32
-rounding), about a third of the ops.
+On CartPole-sized networks autograd's bookkeeping (recording the graph, replaying it,
+dispatching many small ops) costs more than the arithmetic. PPO's loss can state its
+gradient with respect to the model's two outputs (the distribution inputs and the value),
+so :func:`ppo_grad_fn` computes the loss and that gradient, and :class:`DenseGraph` runs
+the chain rule layer by layer with one matrix product per weight, writing straight into
+each parameter's ``.grad``: the numbers of autograd of
+:meth:`~rlstack.trainers.ppo.ppo_torch_policy.PPOTorchPolicy.loss` to float32 rounding
+(tests/unit/test_closed_form.py), in about a third of the ops. It is kept because the
+whole PPO training step is measured faster with it by more than the project's 1.3x rule
+(bench/closed_form.py, BENCHMARKS.md "Closed-form gradients"); the other algorithms'
+closed forms did not clear it and were removed.
 
 With a separate value network of the policy network's shape (the default,
 ``vf_share_layers=False``) the two run as one batched product per layer (``bmm`` over a
-leading axis of 2): the two networks' weights, and their gradients, are made views of
-one stacked tensor per layer, so nothing is copied per step.
+leading axis of 2): the two networks' weights, and their gradients, are made views of one
+stacked tensor per layer, so nothing is copied per step.
 
-Only what the catalog builds from ``fcnet_hiddens`` / ``post_fcnet_hiddens`` qualifies:
-dense layers with tanh, relu or linear activations and an optional separate value
-encoder. Anything else (images, other activations, a free log-std, custom models) goes
-through autograd as before.
-
-:class:`QDenseGraph` does the same for the built-in Q-network of the DQN family
-(:class:`TorchQModel` over dense layers, dueling or not): DQN's loss states its gradient
-with respect to ``Q(s, .)`` (``dqn_torch_policy``), and the chain rule runs back through
-the advantage and value streams into the shared encoder.
-
-The actor-critic blocks of SAC, TD3 and DDPG (:class:`TorchActorCritic`) have their own
-graphs, :class:`~rlstack.models.torch.fused_actor_critic.ActorGraph` and
-:class:`~rlstack.models.torch.fused_actor_critic.CriticsGraph`, in
-``fused_actor_critic.py``: they reuse this module's activation helpers, and their losses'
-gradients are written out in ``sac_torch_policy`` and ``ddpg_torch_policy``.
+Only what the catalog builds from ``fcnet_hiddens`` / ``post_fcnet_hiddens`` qualifies
+(:func:`supports`): dense layers with tanh, relu or linear activations, an optional
+separate value encoder, a categorical or diagonal-Gaussian action distribution, a critic,
+no recurrent state and no custom loss. Anything else goes through autograd of ``loss()``.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from rlstack.models.specs import QModelSpec, plain_dense, twin_encoders
-from rlstack.models.torch.model import TorchModel, TorchQModel
+from rlstack.models.specs import plain_dense, twin_encoders
+from rlstack.models.torch.model import TorchModel
+from rlstack.sample_batch import SampleBatch
+
+if TYPE_CHECKING:
+    from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy
 
 # The activations whose derivative the hand-written backward passes know.
 _DIFFERENTIATED = ("tanh", "relu", "linear")
@@ -168,85 +168,6 @@ class DenseGraph:
             _backward_stack(self.vf_layers, vf_acts, torch.mm(grad_values, self.value_out.weight))
 
 
-class QDenseGraph:
-    """The layers of a dense :class:`TorchQModel`, run forward and backward by hand.
-
-    The network is an encoder (``fcnet_hiddens``, ``post_fcnet_hiddens``), an advantage
-    stream (``hiddens`` with ReLU, then one output per action) and, when dueling, a value
-    stream of the same shape into one output, ``Q = V + A - mean_a A``.
-
-    Args:
-        model: A built-in Q-network accepted by :meth:`supports`. Its parameters are
-            used in place (no copy), so optimizer updates and target-network copies
-            (``load_state_dict``) are seen at once.
-    """
-
-    def __init__(self, model: TorchQModel) -> None:
-        spec: QModelSpec = model.spec
-        self.model = model
-        self.columns = spec.encoder.column_index
-        self.encoder = _dense_layers(model, (*spec.encoder.fc, *spec.encoder.post_fc))
-        self.advantage = _dense_layers(model, (*spec.advantage_hiddens, spec.advantage_out))
-        self.value = _dense_layers(model, (*spec.value_hiddens, spec.value_out)) if spec.dueling else []
-
-    @staticmethod
-    def supports(model: nn.Module) -> bool:
-        """Whether ``model`` is a built-in Q-network (not a subclass: a user's may change
-        the forward pass or add a ``custom_loss``) of dense tanh, relu or linear layers
-        over vector observations (not distributional, not noisy)."""
-        if type(model) is not TorchQModel:
-            return False
-        spec = model.spec
-        if spec.encoder.images or not spec.encoder.vector_columns or spec.num_atoms > 1 or spec.noisy:
-            return False
-        return all(layer.kind == "dense" and layer.activation in _DIFFERENTIATED for layer in spec.layers)
-
-    def attach_grads(self) -> None:
-        """Gives every parameter a ``.grad`` buffer that :meth:`backward` overwrites."""
-        for p in self.model.parameters():
-            if p.grad is None or p.grad.shape != p.shape:
-                p.grad = torch.empty_like(p)
-
-    @torch.no_grad()
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, tuple]:
-        """Returns ``(q_values [B, num_actions], saved)``: ``model.q_values(obs)`` and the
-        activations :meth:`backward` needs."""
-        encoder_acts = _forward_stack(self.encoder, obs[:, self.columns])
-        advantage_acts = _forward_stack(self.advantage, encoder_acts[-1])
-        if not self.value:
-            return advantage_acts[-1], (encoder_acts, advantage_acts, None)
-        value_acts = _forward_stack(self.value, encoder_acts[-1])
-        advantages = advantage_acts[-1]
-        # In the model's order, (V + A) - mean_a A: the same rounding as q_values().
-        q_values = torch.add(value_acts[-1], advantages).sub_(advantages.mean(dim=1, keepdim=True))
-        return q_values, (encoder_acts, advantage_acts, value_acts)
-
-    @torch.no_grad()
-    def backward(self, saved: tuple, grad_q_values: torch.Tensor) -> None:
-        """Writes d loss / d parameter into each parameter's ``.grad`` (call
-        :meth:`attach_grads` first), given d loss / d ``q_values`` ``[B, num_actions]`` of
-        the rows :meth:`forward` saw."""
-        encoder_acts, advantage_acts, value_acts = saved
-        needs_features_grad = bool(self.encoder)
-        if value_acts is None:
-            grad_features = _backward_stack(self.advantage, advantage_acts, grad_q_values, needs_features_grad)
-        else:
-            # Q = V + A - mean_a A: dA = g - mean_a g, dV = sum_a g.
-            grad_advantages = grad_q_values - grad_q_values.mean(dim=1, keepdim=True)
-            grad_value = grad_q_values.sum(dim=1, keepdim=True)
-            grad_features = _backward_stack(self.advantage, advantage_acts, grad_advantages, needs_features_grad)
-            grad_from_value = _backward_stack(self.value, value_acts, grad_value, needs_features_grad)
-            if needs_features_grad:  # both streams read the same features
-                grad_features.add_(grad_from_value)
-        if needs_features_grad:
-            _backward_stack(self.encoder, encoder_acts, grad_features)
-
-
-def _dense_layers(model: TorchModel, layers: tuple) -> list[tuple[nn.Linear, str]]:
-    # (module, activation) of each layer spec, in order.
-    return [(model.layers[layer.name], layer.activation) for layer in layers]
-
-
 def _activate(y: torch.Tensor, activation: str) -> torch.Tensor:
     # In place: y is a fresh layer output; backward needs only the activated values.
     if activation == "tanh":
@@ -296,15 +217,139 @@ def _linear_param_grads(linear: nn.Linear, grad_out: torch.Tensor, x: torch.Tens
     torch.sum(grad_out, 0, out=linear.bias.grad)
 
 
-def _backward_stack(layers: list[tuple[nn.Linear, str]], acts: list[torch.Tensor], grad: torch.Tensor,
-                    input_grad: bool = False) -> torch.Tensor | None:
-    # grad is d loss / d (output of the last layer, after its activation); returns
-    # d loss / d acts[0] when input_grad (a stream's input: the encoder's features),
-    # else None (the observation needs no gradient).
+def _backward_stack(layers: list[tuple[nn.Linear, str]], acts: list[torch.Tensor], grad: torch.Tensor) -> None:
+    # grad is d loss / d (output of the last layer, after its activation); the
+    # observation (acts[0]) needs no gradient.
     for i in range(len(layers) - 1, -1, -1):
         linear, activation = layers[i]
         grad = _activation_grad(grad, acts[i + 1], activation)
         _linear_param_grads(linear, grad, acts[i])
-        if i > 0 or input_grad:
+        if i > 0:
             grad = torch.mm(grad, linear.weight)
-    return grad if input_grad else None
+
+
+# ----- the action distributions' derivatives -----------------------------------------
+
+def _categorical_columns(actions: torch.Tensor, old_inputs: torch.Tensor) -> list[torch.Tensor]:
+    # What _categorical_terms reads besides the logits, once per batch: the one-hot
+    # actions, the old distribution's probabilities and log-probabilities.
+    logp_old_all = torch.log_softmax(old_inputs, dim=1)
+    return [F.one_hot(actions.long(), old_inputs.shape[1]).float(), logp_old_all.exp(), logp_old_all]
+
+
+def _categorical_terms(z: torch.Tensor, a: torch.Tensor, p_old: torch.Tensor,
+                       logp_old_all: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    # Per row, for logits z: (logp(a), KL(old || new), entropy) and each one's d/dz:
+    # a - p, p - p_old, -p (log p + H) (a one-hot).
+    logp_all = torch.log_softmax(z, dim=1)
+    p = logp_all.exp()
+    entropy = -(p * logp_all).sum(1)
+    kl = (p_old * (logp_old_all - logp_all)).sum(1)
+    return (logp_all * a).sum(1), kl, entropy, a - p, p - p_old, -p * (logp_all + entropy.unsqueeze(1))
+
+
+def _gaussian_columns(actions: torch.Tensor, old_inputs: torch.Tensor) -> list[torch.Tensor]:
+    # The actions as [B, k] and the old distribution's inputs.
+    return [actions.float().reshape(old_inputs.shape[0], -1), old_inputs]
+
+
+def _gaussian_terms(z: torch.Tensor, a: torch.Tensor, old_inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    # Per row, for inputs z = [mu, s] (s the log std): (logp(a), KL(old || new), entropy)
+    # and each one's d/dz: d logp = [(a - mu) / var, ((a - mu) / std)^2 - 1];
+    # d KL = [(mu - mu_old) / var, 1 - (var_old + (mu - mu_old)^2) / var]; d entropy = [0, 1].
+    mean, log_std = z.chunk(2, dim=1)
+    mean_old, log_std_old = old_inputs.chunk(2, dim=1)
+    inv_var = torch.exp(-2.0 * log_std)
+    diff = a - mean
+    scaled = diff * diff * inv_var
+    logp = -0.5 * scaled.sum(1) - 0.5 * math.log(2.0 * math.pi) * mean.shape[1] - log_std.sum(1)
+    shift = mean - mean_old
+    spread = (torch.exp(2.0 * log_std_old) + shift * shift) * inv_var
+    kl = (log_std - log_std_old + 0.5 * spread - 0.5).sum(1)
+    entropy = (log_std + 0.5 * math.log(2.0 * math.pi * math.e)).sum(1)
+    dlogp = torch.cat([diff * inv_var, scaled - 1.0], dim=1)
+    dkl = torch.cat([shift * inv_var, 1.0 - spread], dim=1)
+    dentropy = torch.cat([torch.zeros_like(mean), torch.ones_like(log_std)], dim=1)
+    return logp, kl, entropy, dlogp, dkl, dentropy
+
+
+# By ActionDistSpec kind: (the batch's extra columns, the per-row terms and derivatives).
+DISTRIBUTION_TERMS: dict[str, tuple[Callable[..., list[torch.Tensor]], Callable[..., tuple[torch.Tensor, ...]]]] = {
+    "categorical": (_categorical_columns, _categorical_terms),
+    "diag_gaussian": (_gaussian_columns, _gaussian_terms),
+}
+
+
+# ----- PPO's loss and gradient ---------------------------------------------------------
+
+def supports(policy: PPOTorchPolicy) -> bool:
+    """Whether ``policy``'s loss can take the closed form: the built-in dense model (no
+    custom loss, no recurrent state), a categorical or diagonal-Gaussian distribution of
+    the catalog, and a critic (without one autograd leaves the value layers out of the
+    update)."""
+    return (policy.config["use_critic"] and policy.dist_spec.kind in DISTRIBUTION_TERMS
+            and not policy.is_recurrent and DenseGraph.supports(policy.model))
+
+
+def ppo_grad_fn(policy: PPOTorchPolicy, tensors: dict[str, torch.Tensor]) -> Callable[..., tuple[Any, dict]]:
+    """The learner's gradient function for ``policy`` on the batch ``tensors``: PPO's
+    loss and its gradient written out. With ``z`` the distribution inputs, ``r`` the
+    ratio, ``B`` the minibatch size:
+
+    * surrogate: d/dz of ``-mean(min(A r, A clip(r)))`` is ``-g r dlogp/dz / B`` with
+      ``g = A`` where the unclipped term is the minimum (ties included, which is every
+      row inside the clip range) and 0 where the clip binds;
+    * KL(old || new) and the entropy H: their own d/dz over ``B`` (DISTRIBUTION_TERMS);
+    * value loss ``clamp((v - v_target)^2, 0, vf_clip)``: ``2 (v - v_target) / B`` where
+      the square is within the clip, else 0.
+    """
+    cfg = policy.config
+    if policy.dense_graph is None:
+        policy.dense_graph = DenseGraph(policy.model)
+    graph = policy.dense_graph
+    graph.attach_grads()
+    clip_low, clip_high = 1.0 - cfg["clip_param"], 1.0 + cfg["clip_param"]
+    kl_coeff, entropy_coeff = policy.kl_coeff, float(policy.entropy_coeff)
+    vf_coeff, vf_clip = float(cfg["vf_loss_coeff"]), float(cfg["vf_clip_param"])
+    columns_of, terms_of = DISTRIBUTION_TERMS[policy.dist_spec.kind]
+    # Every column the loss reads in one matrix: one gather per minibatch.
+    obs = tensors[SampleBatch.OBS].float()
+    dist_columns = columns_of(tensors[SampleBatch.ACTIONS], tensors[SampleBatch.ACTION_DIST_INPUTS].float())
+    packed = torch.cat([obs, *dist_columns,
+                        torch.stack([tensors[SampleBatch.ACTION_LOGP].float(), tensors[SampleBatch.ADVANTAGES].float(),
+                                     tensors[SampleBatch.VALUE_TARGETS].float()], dim=1)], dim=1)
+    widths = [obs.shape[1], *(c.shape[1] for c in dist_columns), 3]
+    # total = -surrogate + kl_coeff kl + vf_coeff vf - entropy_coeff entropy
+    loss_weights = torch.tensor([-1.0, kl_coeff, vf_coeff, -entropy_coeff], device=policy.device)
+
+    def grads(index: torch.Tensor, with_stats: bool = True) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        rows = len(index)
+        obs, *dist_parts, rest = packed.index_select(0, index).split(widths, dim=1)
+        logp_old, advantages, value_targets = rest.unbind(1)
+        dist_inputs, values, saved = graph.forward(obs)
+
+        logp, kl, entropy, dlogp, dkl, dentropy = terms_of(dist_inputs, *dist_parts)
+        ratio = torch.exp(logp - logp_old)
+        pg_loss1 = advantages * ratio
+        pg_loss2 = advantages * ratio.clamp(clip_low, clip_high)
+        surrogate = torch.minimum(pg_loss1, pg_loss2)
+
+        grad_logp = torch.where(pg_loss1 <= pg_loss2, advantages, 0.0).mul_(ratio).mul_(-1.0 / rows)
+        grad_inputs = dlogp.mul_(grad_logp.unsqueeze(1))
+        grad_inputs.add_(dkl, alpha=kl_coeff / rows)
+        if entropy_coeff:
+            grad_inputs.add_(dentropy, alpha=-entropy_coeff / rows)
+        error = values - value_targets
+        squared_error = error * error
+        vf_loss = squared_error.clamp(max=vf_clip)
+        grad_values = torch.where(squared_error <= vf_clip, error, 0.0).mul_(2.0 * vf_coeff / rows)
+        graph.backward(saved, grad_inputs, grad_values)
+
+        means = torch.stack([surrogate, kl, vf_loss, entropy], dim=1).mean(0)
+        total_loss = (means * loss_weights).sum()
+        if not with_stats:
+            return total_loss, {}
+        return total_loss, {"total_loss": total_loss, "policy_loss": -means[0], "vf_loss": means[2],
+                            "kl": means[1], "entropy": means[3]}
+
+    return grads
