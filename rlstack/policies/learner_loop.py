@@ -2,9 +2,9 @@
 the optimizers' state under ``optimizer/...`` keys, gradient-norm statistic names, and
 the statistics of a gradient summed over microbatches.
 
-The loops themselves are :meth:`TorchLearner.learn_on_batch
-<rlstack.policies.torch_learner.TorchLearner.learn_on_batch>` and :meth:`TFLearner.learn_on_batch
-<rlstack.policies.tf_learner.TFLearner.learn_on_batch>`.
+The loops themselves are :meth:`TorchPolicy.learn_on_batch
+<rlstack.policies.torch_policy.TorchPolicy.learn_on_batch>` and :meth:`TFPolicy.learn_on_batch
+<rlstack.policies.tf_policy.TFPolicy.learn_on_batch>`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ built and undone by ``Trainer.stop()``:
   splits, so it takes one thread.
 
 Flush-to-zero: a torch learner's arithmetic flushes subnormal floats to zero
-(:func:`flush_denormals`, turned on when ``rlstack.policies.torch_optimizers`` is imported,
+(:func:`flush_denormals`, turned on when ``rlstack.policies.torch_policy`` is imported,
 before torch starts its intra-op threads, which copy their creator's mode). The last
 trainer to stop puts the calling thread's mode back as it was before rlstack first set it;
 torch's intra-op threads started meanwhile keep theirs (the mode has no cross-thread

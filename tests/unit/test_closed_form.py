@@ -93,7 +93,7 @@ def test_models_outside_the_closed_form_path_fall_back_to_autograd():
     assert not DenseGraph.supports(torch.nn.Linear(5, 3))
     for policy in (multi, image, swish, no_critic):
         grad_fn = policy.make_grad_fn({})
-        assert grad_fn.__qualname__.startswith("TorchLearner.make_grad_fn"), type(policy.model)  # the autograd path
+        assert grad_fn.__qualname__.startswith("TorchPolicy.make_grad_fn"), type(policy.model)  # the autograd path
 
 
 def test_closed_form_path_rejects_a_non_finite_loss_before_the_update():

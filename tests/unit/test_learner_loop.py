@@ -478,7 +478,7 @@ def test_torch_learners_flush_subnormals_in_every_intra_op_thread():
     script = (
         "import torch\n"
         "torch.set_num_threads(2)\n"
-        "import rlstack.policies.torch_learner\n"
+        "import rlstack.policies.torch_policy\n"
         # (bit patterns compared, not values: comparisons treat subnormals as zero too)
         # 1e-40 from its bit pattern (a cast would flush it already); split between threads
         "x = torch.full((1_000_000,), 71362, dtype=torch.int32).view(torch.float32)\n"

@@ -11,7 +11,7 @@ from rlstack.models.modelv2 import model_obs_space
 from rlstack.models.tf.blocks import TFActorCritic
 from rlstack.models.tf.framework import tf
 from rlstack.policies.policy import PolicyState, saved_target_weights, target_state
-from rlstack.policies.tf_optimizers import Adam
+from rlstack.policies.tf_policy import Adam
 from rlstack.policies.tf_policy import TFPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.ddpg.ddpg_policy import DDPGLearningPolicyMixin, make_exploration
