@@ -9,12 +9,41 @@ The loops themselves are :meth:`TorchPolicy.learn_on_batch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from rlstack.errors import CheckpointError
 from rlstack.policies.policy import PolicyState
+
+
+def checked_optimizers(policy: Any, optimizers: list[Any], members: str, describe: Callable[[Any], str]) -> list[Any]:
+    """``optimizers`` (``make_optimizers()``'s result) once checked: at least one, and no
+    parameter in two of them (each steps on the gradient of its own loss only).
+
+    Args:
+        policy: The policy, named in the messages.
+        optimizers: The optimizers.
+        members: The optimizers' attribute listing what they update (``"params"``,
+            ``"variables"``), and the word for one of them in the messages.
+        describe: How the message names one of them (its shape, its name).
+
+    Raises:
+        TypeError: If there is no optimizer, or a parameter is in two.
+    """
+    name = type(policy).__name__
+    if not optimizers:
+        raise TypeError(f"{name}.make_optimizers() returned no optimizer; return at least one (the default: one "
+                        f"over all the model's {members}).")
+    owner: dict[int, int] = {}
+    for i, optimizer in enumerate(optimizers):
+        for member in getattr(optimizer, members):
+            if owner.setdefault(id(member), i) != i:
+                raise TypeError(
+                    f"{name}.make_optimizers(): {describe(member)} is in optimizers {owner[id(member)]} and {i}; give "
+                    f"each one to one optimizer (it steps on the gradient of its own loss only).")
+    return optimizers
 
 
 def optimizer_state_key(index: int, key: str) -> str:

@@ -46,7 +46,7 @@ from rlstack.models.tf.graph_function import GraphFunction
 from rlstack.models.tf.model import TFModel
 from rlstack.models.tf.tf_modelv2 import ShortcutTFModel, TFModelV2
 from rlstack.policies.learner_loop import (
-    as_losses, combine_microbatch_stats, grad_norm_key, load_optimizers_state, optimizers_state,
+    as_losses, checked_optimizers, combine_microbatch_stats, grad_norm_key, load_optimizers_state, optimizers_state,
 )
 from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
 from rlstack.policies.recurrent import prev_inputs_of
@@ -628,18 +628,7 @@ class TFPolicy(Policy):
         if self._optimizers is None:
             with tf.device(self.device):
                 optimizers = list(self.make_optimizers())
-            if not optimizers:
-                raise TypeError(f"{type(self).__name__}.make_optimizers() returned no optimizer; return at least "
-                                "one (the default: one over all the model's variables).")
-            owner: dict[int, int] = {}
-            for i, optimizer in enumerate(optimizers):
-                for var in optimizer.variables:
-                    if owner.setdefault(id(var), i) != i:
-                        raise TypeError(
-                            f"{type(self).__name__}.make_optimizers(): variable {var.name} is in optimizers "
-                            f"{owner[id(var)]} and {i}; give each variable to one optimizer (it steps on the gradient "
-                            "of its own loss only).")
-            self._optimizers = optimizers
+            self._optimizers = checked_optimizers(self, optimizers, "variables", lambda var: f"variable {var.name}")
         return self._optimizers
 
     @property

@@ -48,7 +48,7 @@ from rlstack.models.torch.model import TorchModel
 from rlstack.models.torch.torch_action_dist import TorchDistributionWrapper
 from rlstack.models.torch.torch_modelv2 import ShortcutTorchModel
 from rlstack.policies.learner_loop import (
-    as_losses, combine_microbatch_stats, grad_norm_key, load_optimizers_state, optimizers_state,
+    as_losses, checked_optimizers, combine_microbatch_stats, grad_norm_key, load_optimizers_state, optimizers_state,
 )
 from rlstack.policies.policy import Policy, PolicyState, decode_json, encode_json
 from rlstack.policies.rnn_sequencing import SEQ_MASK, SEQ_START, is_per_sequence, state_in_key, state_out_key
@@ -629,19 +629,8 @@ class TorchPolicy(Policy):
             TypeError: If ``make_optimizers`` returns none, or a parameter twice.
         """
         if self._optimizers is None:
-            optimizers = list(self.make_optimizers())
-            if not optimizers:
-                raise TypeError(f"{type(self).__name__}.make_optimizers() returned no optimizer; return at least "
-                                "one (the default: one over all the model's parameters).")
-            owner: dict[int, int] = {}
-            for i, optimizer in enumerate(optimizers):
-                for param in optimizer.params:
-                    if owner.setdefault(id(param), i) != i:
-                        raise TypeError(
-                            f"{type(self).__name__}.make_optimizers(): a parameter of shape {list(param.shape)} is "
-                            f"in optimizers {owner[id(param)]} and {i}; give each parameter to one optimizer (it "
-                            "steps on the gradient of its own loss only).")
-            self._optimizers = optimizers
+            self._optimizers = checked_optimizers(self, list(self.make_optimizers()), "params",
+                                                  lambda param: f"a parameter of shape {list(param.shape)}")
         return self._optimizers
 
     @property

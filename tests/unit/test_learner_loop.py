@@ -397,6 +397,23 @@ def test_wrong_number_of_losses_is_a_clear_error(framework):
         policy.learn_on_batch(_batch())
 
 
+@pytest.mark.parametrize("returned, message", [
+    ("none", "returned no optimizer; return at least one"),
+    ("twice", "is in optimizers 0 and 1; give each one to one optimizer"),
+])
+def test_make_optimizers_is_checked_once_for_both_frameworks(framework, returned, message):
+    def make_optimizers(self):
+        if returned == "none":
+            return []
+        own = type(self).__mro__[1].make_optimizers(self)
+        members = own[0].params if framework == "torch" else own[0].variables
+        return [own[0], self.make_optimizer(list(members), 0.1)]
+
+    policy = _build(framework, _subclass(framework, make_optimizers=make_optimizers))
+    with pytest.raises(TypeError, match=message):
+        policy.learn_on_batch(_batch())
+
+
 # ----- DQN on the base loop --------------------------------------------------------------------
 
 
