@@ -93,7 +93,6 @@ class DistributedReplayTrainer(Trainer):
 
     # Multi-agent: each shard keeps a buffer per policy, replays are asked per trained
     # policy, and the learner thread learns each replayed batch with its policy.
-    supports_multi_agent = True
 
     # ----- set-up -----------------------------------------------------------------------
 

@@ -151,7 +151,6 @@ class OffPolicyTrainer(Trainer):
     network; the replay ratio and the step counts follow the trainer's config.
     """
 
-    supports_multi_agent = True
     _HOT_KEYS = (*Trainer._HOT_KEYS, "target_network_update_freq", "training_intensity", "learning_starts",
                  "prioritized_replay_beta", "final_prioritized_replay_beta")
 

@@ -48,7 +48,6 @@ class A2CTrainer(Trainer):
     _default_config = A2C_DEFAULT_CONFIG
     postprocess_fn = staticmethod(postprocess_advantages)
     supports_recurrent_models = True
-    supports_multi_agent = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

@@ -82,7 +82,6 @@ class A3CTrainer(Trainer):
     # Workers compute the gradients: they keep the framework policy beside the numpy copy.
     remote_workers_learn = True
     # Multi-agent workers compute each trained policy's gradients on its own rows.
-    supports_multi_agent = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

@@ -91,7 +91,6 @@ class IMPALATrainer(Trainer):
     _default_config = DEFAULT_CONFIG
     postprocess_fn = staticmethod(_acting_only)
     supports_recurrent_models = True
-    supports_multi_agent = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

@@ -49,7 +49,6 @@ class PGTrainer(Trainer):
     postprocess_fn = staticmethod(postprocess_returns)
     numpy_policy_class = "rlstack.trainers.pg.pg_policy:PGNumpyPolicy"
     supports_recurrent_models = True
-    supports_multi_agent = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:

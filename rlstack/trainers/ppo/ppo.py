@@ -77,7 +77,6 @@ class PPOTrainer(Trainer):
     _default_config = DEFAULT_CONFIG
     postprocess_fn = staticmethod(postprocess_advantages)
     supports_recurrent_models = True
-    supports_multi_agent = True
 
     @classmethod
     def validate_config(cls, config: dict[str, Any]) -> None:
