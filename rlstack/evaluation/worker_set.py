@@ -87,9 +87,9 @@ class WorkerSet:
         self.restore_weights: Callable[[], Any] | None = None
         if num_workers > 0:
             resources = worker_resources(config)
-            # No task events: Ray's GCS keeps those of the last 100k actor calls (~1-2 KiB each,
-            # for the dashboard's task table), so a long run's GCS grew by hundreds of MiB
-            # (bench/soak.py: ApeX's GCS +132% in 100k env steps). Failures are still raised.
+            # No task events: Ray's GCS keeps those of the last 100k actor calls for the
+            # dashboard's task table, so a long run's GCS grows by hundreds of MiB
+            # (bench/soak.py, RELIABILITY.md). Failures are still raised.
             options = {"num_cpus": resources.pop("CPU"), "num_gpus": resources.pop("GPU"),
                        "resources": resources or None, "max_concurrency": 1, "enable_task_events": False}
             remote_cls = ray.remote(RolloutWorker)
@@ -115,7 +115,7 @@ class WorkerSet:
             self._remote_workers = [make_remote(position) for position in range(num_workers)]
         spaces = config_spaces(env_spec, config)
         try:
-            # The driver's policy imports its framework (torch: ~1.2 s here) while the
+            # The driver's policy imports its framework (a second or more) while the
             # remote workers start, rather than after the first of them answers.
             policy_class = resolve_class(policy_class)
             if num_workers > 0 and not local_env and spaces is None:

@@ -1,8 +1,8 @@
 """TensorFlow, imported once for every rlstack TF module: ``from rlstack.models.tf.framework import tf``.
 
 ``import tensorflow`` (2.21) ends by importing Keras 3's optimizers eagerly, only so that
-they are registered for SavedModel loading: ~950 modules and ~0.5 s of a ~2.5 s import
-on this project's 2-core machine. rlstack's TF code uses no Keras (plain variables and
+they are registered for SavedModel loading: hundreds of modules and a fifth of the
+import's time (BENCHMARKS.md has the figure). rlstack's TF code uses no Keras (plain variables and
 its own Adam), so the first import here skips that step: TensorFlow's switch for the
 legacy ``tf_keras`` package is set for the duration of the import only, which makes the
 eager Keras import fail quietly (``tf_keras`` is not a dependency). ``tf.keras`` and
