@@ -93,11 +93,24 @@ def check_finite_update(optimizer: "Adam | RMSProp", loss: torch.Tensor | None =
     raise NonFiniteError.in_update(what, f"a torch {type(optimizer).__name__} step", optimizer.lr)
 
 
-class Adam:
+class _ParamsOptimizer:
+    """What the two optimizers share: the parameters they update, and dropping their
+    gradients."""
+
+    def __init__(self, params: list[torch.nn.Parameter]) -> None:
+        self.params = list(params)
+
+    def zero_grad(self) -> None:
+        """Drops the parameters' gradients."""
+        for p in self.params:
+            p.grad = None
+
+
+class Adam(_ParamsOptimizer):
     """Adam (Kingma & Ba 2015) over a list of parameters, the twin of tf_policy.Adam.
 
     ``torch.optim.Adam`` would do, but constructing any ``torch.optim`` optimizer imports
-    torch's compiler stack (``torch._dynamo``, 1-2 s of start-up on these machines). This
+    torch's compiler stack (``torch._dynamo``, a second or more of start-up). This
     one calls the same fused kernel (``torch._fused_adam_``) directly, falling back to a
     plain implementation where the kernel is missing, and keeps its state in the same
     three slots per parameter: ``step``, ``exp_avg``, ``exp_avg_sq``.
@@ -105,7 +118,7 @@ class Adam:
 
     def __init__(self, params: list[torch.nn.Parameter], lr: float, eps: float = 1e-8,
                  beta1: float = 0.9, beta2: float = 0.999) -> None:
-        self.params = list(params)
+        super().__init__(params)
         self.lr, self.eps, self.beta1, self.beta2 = float(lr), float(eps), beta1, beta2
         self.exp_avgs = [torch.zeros_like(p) for p in self.params]
         self.exp_avg_sqs = [torch.zeros_like(p) for p in self.params]
@@ -115,11 +128,6 @@ class Adam:
         self._all_steps = torch.zeros(len(self.params), dtype=torch.float32, device=device)
         self.steps = list(self._all_steps.unbind())
         self._fused = hasattr(torch, "_fused_adam_")
-
-    def zero_grad(self) -> None:
-        """Drops the parameters' gradients."""
-        for p in self.params:
-            p.grad = None
 
     @torch.no_grad()
     def step(self, loss: torch.Tensor | None = None, grad_norm: torch.Tensor | None = None,
@@ -184,7 +192,7 @@ class Adam:
             v.copy_(torch.from_numpy(np.array(state[f"{i}/exp_avg_sq"], dtype=np.float32)))
 
 
-class RMSProp:
+class RMSProp(_ParamsOptimizer):
     """RMSProp as in the IMPALA paper's TF implementation (momentum form), the twin of
     tf_policy.RMSProp: ``ms = decay ms + (1 - decay) g^2``; ``mom = momentum mom +
     lr g / sqrt(ms + eps)``; ``w -= mom``. ``ms`` starts at 1 (TF1's RMSPropOptimizer).
@@ -192,15 +200,10 @@ class RMSProp:
 
     def __init__(self, params: list[torch.nn.Parameter], lr: float, decay: float = 0.99, momentum: float = 0.0,
                  eps: float = 0.1) -> None:
-        self.params = list(params)
+        super().__init__(params)
         self.lr, self.decay, self.momentum, self.eps = float(lr), float(decay), float(momentum), float(eps)
         self.mean_squares = [torch.ones_like(p) for p in self.params]
         self.moments = [torch.zeros_like(p) for p in self.params]
-
-    def zero_grad(self) -> None:
-        """Drops the parameters' gradients."""
-        for p in self.params:
-            p.grad = None
 
     @torch.no_grad()
     def step(self, loss: torch.Tensor | None = None, grad_norm: torch.Tensor | None = None,
