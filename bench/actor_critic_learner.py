@@ -34,7 +34,7 @@ ACTION_SPACE = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
 
 
 def make_policy(algorithm: str, fused: bool):
-    from rlstack.trainers.config import merge_config
+    from rlstack.trainers.common.config import merge_config
 
     if algorithm == "SAC":
         from rlstack.trainers.sac.sac import DEFAULT_CONFIG

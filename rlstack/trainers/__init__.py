@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
+from rlstack.trainers.common.registry import ALGORITHMS, get_trainer_class
 
 __all__ = ["ALGORITHMS", "get_trainer_class", "with_common_config"]
 
@@ -11,7 +11,7 @@ def __getattr__(name: str) -> Any:
     # 1.13's `from ray.rllib.agents import with_common_config`; trainer.py imports Ray Tune,
     # so it loads on first use.
     if name == "with_common_config":
-        from rlstack.trainers.trainer import with_common_config
+        from rlstack.trainers.common.trainer import with_common_config
 
         return with_common_config
     raise AttributeError(f"module 'rlstack.trainers' has no attribute {name!r}")

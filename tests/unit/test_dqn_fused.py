@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 from rlstack.models.torch.fused import QDenseGraph  # noqa: E402
 from rlstack.models.torch.model import TorchQModel  # noqa: E402
 from rlstack.sample_batch import SampleBatch  # noqa: E402
-from rlstack.trainers.config import merge_config  # noqa: E402
+from rlstack.trainers.common.config import merge_config  # noqa: E402
 from rlstack.trainers.dqn import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.dqn.dqn_torch_policy import DQNTorchPolicy  # noqa: E402
 

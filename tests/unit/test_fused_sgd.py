@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rlstack.models.torch.fused import DenseGraph  # noqa: E402
-from rlstack.trainers.config import merge_config  # noqa: E402
+from rlstack.trainers.common.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy  # noqa: E402
 from tests.helpers.fused_cases import (  # noqa: E402

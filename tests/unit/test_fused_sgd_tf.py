@@ -14,7 +14,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from rlstack.models.tf.fused import DenseGraph  # noqa: E402
-from rlstack.trainers.config import merge_config  # noqa: E402
+from rlstack.trainers.common.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
 from tests.helpers.fused_cases import (  # noqa: E402

@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 from rlstack.models.torch import fused_actor_critic  # noqa: E402
 from rlstack.models.torch.blocks import TorchActorCritic  # noqa: E402
 from rlstack.sample_batch import SampleBatch  # noqa: E402
-from rlstack.trainers.config import merge_config  # noqa: E402
+from rlstack.trainers.common.config import merge_config  # noqa: E402
 from rlstack.trainers.sac.sac import DEFAULT_CONFIG, validate_sac_config  # noqa: E402
 from rlstack.trainers.sac.sac_torch_policy import SACTorchPolicy  # noqa: E402
 

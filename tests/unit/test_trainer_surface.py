@@ -12,7 +12,7 @@ import pytest
 
 from rlstack.errors import ConfigError
 from rlstack.trainers.ppo import PPOTrainer
-from rlstack.trainers.result_logger import UnifiedLogger
+from rlstack.trainers.common.result_logger import UnifiedLogger
 from tests.helpers.envs import ContinuousEnv
 
 SMALL = {"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 64, "num_sgd_iter": 2,
@@ -265,6 +265,6 @@ def test_placement_timeout_must_be_positive_seconds(value):
     ("IMPALA", {"num_workers": 2}, True),
 ])
 def test_learns_asynchronously_says_which_runs_depend_on_their_speed(run, config, expected):
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     assert get_trainer_class(run).learns_asynchronously(config) is expected

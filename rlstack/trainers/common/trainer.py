@@ -5,7 +5,7 @@ when needed, building the rollout workers, one iteration and its result dict, ac
 with the trained policy under RLlib 1.13's names, evaluation, the per-policy steps of
 multi-agent runs, checkpoints, resource requests and shutdown. What it calls on is in
 modules of its own: the config (``config.py``), the ``multiagent`` config
-(``multi_agent.py``), the checkpoint format (``checkpoint.py``), Ray's start
+(``multi_agent.py``), the checkpoint format (``checkpoint_files.py``), Ray's start
 (``ray_start.py``) and the result files (``result_logger.py``). An algorithm subclass
 supplies ``_name``, ``_default_config``, ``policy_classes``, ``validate_config`` and,
 unless the synchronous default fits, ``training_step``.
@@ -51,15 +51,15 @@ from rlstack.policies.policy import Policy
 from rlstack.policies.policy_map import PolicySpec
 from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
-from rlstack.trainers import checkpoint as ckpt
-from rlstack.trainers.config import (
+from rlstack.trainers.common import checkpoint_files as ckpt
+from rlstack.trainers.common.config import (
     COMMON_CONFIG,
     RENAMED_KEYS,
     evaluation_config_of,
     merge_config,
     validate_common_config,
 )
-from rlstack.trainers.multi_agent import (
+from rlstack.trainers.common.multi_agent import (
     as_policy_id,
     as_policy_spec,
     check_multiagent_functions,
@@ -71,8 +71,8 @@ from rlstack.trainers.multi_agent import (
     validate_multiagent_config,
     with_multiagent_paths,
 )
-from rlstack.trainers.ray_start import ensure_ray
-from rlstack.trainers.result_logger import create_user_logger, results_writer
+from rlstack.trainers.common.ray_start import ensure_ray
+from rlstack.trainers.common.result_logger import create_user_logger, results_writer
 from rlstack.utils.framework import check_installed
 from rlstack.utils.imports import import_object
 from rlstack.utils.seeding import seed_everything
@@ -105,7 +105,7 @@ class Trainer(tune.Trainable):
         logger_creator: RLlib 1.13's ``logger_creator(config) -> logger`` for a
             standalone trainer: the logger's ``logdir`` becomes the trainer's
             :attr:`logdir`; a logger with ``on_result(result)`` (1.x's Logger interface,
-            e.g. :class:`~rlstack.trainers.result_logger.UnifiedLogger`) receives every
+            e.g. :class:`~rlstack.trainers.common.result_logger.UnifiedLogger`) receives every
             result and is closed by :meth:`stop`, any other leaves the writing to rlstack's
             result files in that directory. Ignored under Tune, which owns the trial's logs.
         remote_checkpoint_dir: Accepted for 1.13 compatibility; must be None (Tune's
@@ -237,7 +237,7 @@ class Trainer(tune.Trainable):
         # A recurrent model (use_lstm / use_attention) only for trainers that train them.
         memory = next((key for key in ("use_lstm", "use_attention") if config["model"].get(key)), None)
         if memory and not cls.supports_recurrent_models:
-            from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
+            from rlstack.trainers.common.registry import ALGORITHMS, get_trainer_class
 
             able = sorted(name for name in ALGORITHMS if get_trainer_class(name).supports_recurrent_models)
             raise ConfigError(
@@ -316,7 +316,7 @@ class Trainer(tune.Trainable):
     def rollout_worker_count(cls, config: dict[str, Any]) -> int:
         """How many remote RolloutWorkers the trainer's WorkerSet starts: ``num_workers``,
         except for trainers whose ``num_workers`` are actors of their own (ES, ARS: see
-        ``trainers/evolution.py``), which keep only the local worker."""
+        ``trainers/common/evolution.py``), which keep only the local worker."""
         return config["num_workers"]
 
     # ----- set-up ---------------------------------------------------------------------
@@ -1020,7 +1020,7 @@ class Trainer(tune.Trainable):
         evaluation = getattr(self, "evaluation_workers", None)
         if evaluation_workers and evaluation is not None:
             # Evaluation workers run the policy with evaluation_config's overrides (explore, ...).
-            from rlstack.trainers.config import evaluation_config_of
+            from rlstack.trainers.common.config import evaluation_config_of
 
             on_evaluation = complete_spec(evaluation_config_of(self.config), pid, given, len(policies), self._name)
             evaluation.add_policy(pid, on_evaluation._replace(observation_space=spec.observation_space,
@@ -1080,7 +1080,7 @@ class Trainer(tune.Trainable):
             "policies_to_train": multiagent["policies_to_train"] if policies_to_train is None else policies_to_train}
 
     def _validate_policy_config(self, policy_id: str, config: dict[str, Any]) -> None:
-        from rlstack.trainers.config import validate_common_config
+        from rlstack.trainers.common.config import validate_common_config
 
         try:
             validate_common_config(dict(config))
@@ -1097,7 +1097,7 @@ class Trainer(tune.Trainable):
         return {"num_agent_steps_sampled": sampled, "num_agent_steps_trained": trained,
                 "agent_timesteps_total": sampled, "agent_steps_total": sampled}
 
-    # ----- checkpoints (the file format is trainers/checkpoint.py's) ------------------------
+    # ----- checkpoints (the file format is trainers/common/checkpoint_files.py's) -----------
 
     @classmethod
     def from_checkpoint(cls, checkpoint: Any, env: Any = None, config_overrides: dict[str, Any] | None = None) -> "Trainer":
@@ -1388,7 +1388,7 @@ def _filter_arrays(state: dict[str, Any]) -> dict[str, np.ndarray]:
 def with_common_config(extra_config: dict[str, Any]) -> dict[str, Any]:
     """RLlib 1.13's way of writing an algorithm's defaults: a deep copy of
     ``COMMON_CONFIG`` with ``extra_config`` merged in (sub-dicts key by key). Unlike
-    :func:`~rlstack.trainers.config.merge_config`, it checks nothing: the keys are the new
+    :func:`~rlstack.trainers.common.config.merge_config`, it checks nothing: the keys are the new
     algorithm's own."""
     merged = copy.deepcopy(COMMON_CONFIG)
     _deep_update(merged, extra_config)
