@@ -140,7 +140,8 @@ def _build_trainer(args: argparse.Namespace) -> tuple[Any, Any]:
         raise ConfigError(f"--run {args.run} does not match the checkpoint, which {algorithm} wrote; "
                           f"use --run {algorithm} or leave --run out (it is read from the checkpoint).")
     trainer_class = get_trainer_class(algorithm)
-    stored = {k: v for k, v in metadata["config"].items() if k in trainer_class.get_default_config()}
+    stored = {k: v for k, v in ckpt.with_moved_paths(metadata["config"]).items()
+              if k in trainer_class.get_default_config()}
     config = _deep_merge(stored, stored.get("evaluation_config") or {})
     config = _deep_merge(config, user)
     config.update(no_workers)

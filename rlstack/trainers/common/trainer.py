@@ -1123,7 +1123,7 @@ class Trainer(tune.Trainable):
                 f"Checkpoint was written by {metadata.get('algorithm')!r}; load it with "
                 f"{metadata.get('algorithm')}'s trainer, not {cls._name}'s."
             )
-        config = {k: v for k, v in metadata["config"].items() if k in cls._default_config}
+        config = {k: v for k, v in ckpt.with_moved_paths(metadata["config"]).items() if k in cls._default_config}
         if env is not None:
             config["env"] = env
         elif isinstance(config.get("env"), dict):
