@@ -51,10 +51,10 @@ METADATA_FILE = "rlstack_checkpoint.json"
 METADATA_HASH_KEY = "metadata_sha256"
 # Import names of the frameworks, for the version recorded in the manifest.
 FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow"}
-# The modules that were rlstack/trainers/<name>.py and are in rlstack/trainers/common/ now.
-# A checkpoint's config keeps an import path as the user gave it (a logger_config "type",
-# a multiagent policy_mapping_fn), so an older checkpoint may name one at its former place.
-# trainer, callbacks and registry need no entry: 1.13's paths to them are still there.
+# The former path of each module of rlstack/trainers/common/ -> its path. A checkpoint's
+# config keeps an import path as the user gave it (a logger_config "type", a multiagent
+# policy_mapping_fn), so it may name one of these modules at its former place. trainer,
+# callbacks and registry need no entry: 1.13's paths to them still import.
 MOVED_MODULES = {
     **{f"rlstack.trainers.{name}": f"rlstack.trainers.common.{name}"
        for name in ("classic_keys", "config", "distributed_replay", "evolution", "multi_agent", "off_policy",
