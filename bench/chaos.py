@@ -201,7 +201,7 @@ def base_config(algorithm: str, framework: str, seed: int) -> dict:
 
 
 def make_trainer(algorithm: str, config: dict, env_config: dict):
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     return get_trainer_class(algorithm)({**config, "env_config": env_config}, ENV_NAME)
 
@@ -293,7 +293,7 @@ def chaos_run(algorithm: str, config: dict, args) -> dict:
 def check_checkpoints(algorithm: str, checkpoints: list, args) -> tuple[int, list[str], float]:
     """Loads each checkpoint into a fresh trainer (no remote workers, no faults) that must
     report the checkpoint's iteration and compute a valid action."""
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     cls = get_trainer_class(algorithm)
     env_config = {"count_dir": tempfile.mkdtemp(prefix="rlstack_chaos_check_"), "error_every": 0}
@@ -368,7 +368,7 @@ def main() -> None:
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     from rlstack.env.registry import register_env
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.common.ray_start import init_local_ray
 
     init_local_ray(num_cpus=max(2, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
     register_env(ENV_NAME, lambda ctx: ChaosCartPole(ctx))

@@ -33,7 +33,7 @@ CASES = {
 
 
 def measure(algorithm: str, env: str, config: dict, rounds: int) -> dict:
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     trainer_class = get_trainer_class(algorithm)
     trainers = {}

@@ -50,14 +50,14 @@ def child(args: argparse.Namespace) -> None:
     import psutil
     import ray
 
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     spec = tuned_example(f"cartpole-{args.algo.lower()}.yaml")
     config = {**spec["config"], "num_workers": args.workers, "seed": args.seed}
     if args.noise_size:
         config["noise_size"] = args.noise_size
     used_before = psutil.virtual_memory().used
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.common.ray_start import init_local_ray
 
     init_local_ray(num_cpus=max(2, args.workers + 1), include_dashboard=False, log_to_driver=False)
     trainer = get_trainer_class(args.algo)(config, "CartPole-v1")

@@ -109,7 +109,7 @@ def run(algorithm: str, fault: str | None, setting: str | None, iterations: int)
 
     from rlstack.env.registry import register_env
     from rlstack.errors import WorkerFailureError
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     register_env("counting_cartpole", lambda ctx: CountingCartPole(ctx))
     count_dir = tempfile.mkdtemp(prefix="rlstack_faults_")
@@ -151,7 +151,7 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.common.ray_start import init_local_ray
 
     init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     rows = []

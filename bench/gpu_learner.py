@@ -50,7 +50,7 @@ def sampled_batch(trainer, size: int):
 def measure(case: str, num_gpus: int, repeats: int) -> dict:
     from rlstack.sample_batch import SampleBatch
     from rlstack.policies.postprocessing import standardize
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     algorithm, env, overrides, size = CASES[case]
     config = {"framework": "torch", "num_workers": 0, "num_gpus": num_gpus, "seed": 0,

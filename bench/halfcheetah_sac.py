@@ -84,7 +84,7 @@ class Clock:
 
 
 def rlstack_child(args: argparse.Namespace) -> None:
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     # One result every `report` sampled steps (rollout_fragment_length 1: one step per
     # round) and no minimum time, so a result lands where learning starts and the run

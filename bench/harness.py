@@ -118,7 +118,7 @@ def start_local_ray(**init_kwargs: Any) -> None:
     rlstack build being measured, or, for an older build without it (``make bench-check``
     measures older commits with today's bench scripts), ``ray.init(address="local")``."""
     try:
-        from rlstack.trainers.ray_start import init_local_ray
+        from rlstack.trainers.common.ray_start import init_local_ray
     except ImportError:
         import ray
 

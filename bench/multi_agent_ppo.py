@@ -42,7 +42,7 @@ alike; round *i* uses seed *i − 1*), two fresh child processes through bench/h
   (OMP_NUM_THREADS=1, as Ray gives a one-CPU worker); a warm-up round, then
   ``--sample-rounds`` rounds of ``--sample-steps`` env steps (2,000: one train batch).
   rlstack: a ``RolloutWorker`` built as the trainer's remote worker is (worker_index 1, the
-  YAML's config, ``policy_specs`` from ``rlstack.trainers.multi_agent.policy_specs``; so it
+  YAML's config, ``policy_specs`` from ``rlstack.trainers.common.multi_agent.policy_specs``; so it
   acts in numpy as a remote worker does), ``sample()`` (200-step fragments, PPO's
   postprocessing and GAE included) until the round's steps are in; RLlib:
   ``MultiAgentEnvRunner.sample(num_timesteps=...)`` of an algorithm with no remote env
@@ -140,7 +140,7 @@ def rlstack_learning_child(args: argparse.Namespace) -> None:
 
     env, config = rlstack_training_config(args.framework, args.seed, args.last_n, args.smoke)
     if config.get("num_workers", 0) > 0:
-        from rlstack.trainers.ray_start import init_local_ray
+        from rlstack.trainers.common.ray_start import init_local_ray
 
         init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     trainer = PPOTrainer(config, env)
@@ -187,7 +187,7 @@ def _first_reached(first: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def rlstack_sampling_child(args: argparse.Namespace) -> None:
     from rlstack.evaluation.rollout_worker import RolloutWorker
-    from rlstack.trainers.multi_agent import policy_specs
+    from rlstack.trainers.common.multi_agent import policy_specs
     from rlstack.trainers.ppo import PPOTrainer
 
     env, config = rlstack_training_config(args.framework, args.seed, args.last_n, smoke=False)
@@ -364,7 +364,7 @@ def rllib_learning_child(args: argparse.Namespace) -> None:
 
     settings = json.loads(args.rllib_settings)
     RecordPolicyReturns, last_n_means = rllib_policy_returns_recorder(args.last_n)
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.common.ray_start import init_local_ray
 
     init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     algo = rllib_config(settings, args.seed).callbacks(RecordPolicyReturns).build_algo()
@@ -411,7 +411,7 @@ def rllib_sampling_child(args: argparse.Namespace) -> None:
     local env runner, in this process, has the env)."""
 
     settings = json.loads(args.rllib_settings)
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.common.ray_start import init_local_ray
 
     init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     algo = rllib_config(settings, args.seed, num_env_runners=0).build_algo()

@@ -150,7 +150,7 @@ def rlstack_learning_child(args: argparse.Namespace) -> None:
     if args.workers > 0:
         import ray
 
-        from rlstack.trainers.ray_start import init_local_ray
+        from rlstack.trainers.common.ray_start import init_local_ray
 
         init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     config, source = rlstack_training_config(args)
@@ -336,7 +336,7 @@ def rllib_learning_child(args: argparse.Namespace) -> None:
 
     RecordReturns, last_n_mean = rllib_returns_recorder(args.last_n)
 
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.common.ray_start import init_local_ray
 
     init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     training = None
@@ -373,7 +373,7 @@ def _rllib_local_algo(args: argparse.Namespace, training: dict[str, Any] | None 
     """An algorithm with no remote env runners: its local env runner (in this process,
     with an env) samples, its local learner learns."""
 
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.common.ray_start import init_local_ray
 
     init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     return rllib_config(0, args.seed, training).build_algo()

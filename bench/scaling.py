@@ -26,7 +26,7 @@ def main() -> None:
 
     from rlstack.trainers.ppo import PPOTrainer
 
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.common.ray_start import init_local_ray
 
     init_local_ray(num_cpus=max(2, max(args.workers)), include_dashboard=False, log_to_driver=False)
     out = {}

@@ -209,7 +209,7 @@ def start_noop(port: int, direct_ingress: bool, args: argparse.Namespace) -> dic
     changed = rlstack_server._direct_ingress_env(port, 1) if direct_ingress else {}
     saved = {key: os.environ.get(key) for key in changed}
     os.environ.update(changed)
-    from rlstack.trainers.ray_start import init_local_ray
+    from rlstack.trainers.common.ray_start import init_local_ray
 
     init_local_ray(include_dashboard=False, log_to_driver=False)
     quiet = {"enable_access_log": False, "log_level": "WARNING"}

@@ -159,8 +159,8 @@ def child(args: argparse.Namespace) -> None:
     """One algorithm's run, in this process (the driver)."""
     import ray
 
-    from rlstack.trainers.ray_start import init_local_ray
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.ray_start import init_local_ray
+    from rlstack.trainers.common.registry import get_trainer_class
 
     algo = args.child
     spec = tuned_example(TUNED[algo])

@@ -33,7 +33,7 @@ def child(system: str) -> None:
         return
 
     if not system.endswith("-own-ray"):
-        from rlstack.trainers.ray_start import init_local_ray
+        from rlstack.trainers.common.ray_start import init_local_ray
 
         init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     if system.startswith("rlstack"):

@@ -2,7 +2,7 @@
 
 Importing ``rlstack`` imports neither torch nor TensorFlow nor Ray; the framework a config
 names is imported when a policy is built. The trainer classes (``rlstack.PPOTrainer`` and
-every other one an algorithm package declares, see ``rlstack/trainers/registry.py``) are
+every other one an algorithm package declares, see ``rlstack/trainers/common/registry.py``) are
 imported on first use.
 """
 
@@ -17,8 +17,8 @@ from rlstack.errors import CheckpointError, ConfigError, EnvError, FrameworkNotI
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch, concat_samples
-from rlstack.trainers import registry as _registry
-from rlstack.trainers.registry import get_trainer_class
+from rlstack.trainers.common import registry as _registry
+from rlstack.trainers.common.registry import get_trainer_class
 from rlstack import _missing_modules
 
 # `import rlstack.trainers.sac` (an RLlib 1.x module rlstack lacks) raises an ImportError

@@ -17,7 +17,7 @@ An algorithm package that exists wins over its entry here, with no edit to this 
 Python's own finders find the folder before this finder is asked, and a missing module
 inside a declared algorithm package (``rlstack.trainers.sac.nope``: ``sac/`` exists)
 skips that package's entry. The list of algorithms the messages give comes from the
-registry (``rlstack/trainers/registry.py``) when a message is built.
+registry (``rlstack/trainers/common/registry.py``) when a message is built.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _not_yet(name: str, verb: str = "is") -> str:
 
 def algorithms_summary() -> str:
     """``"rlstack has A2C, ..., PPO (rlstack.trainers.{a3c,...,ppo})"``, from the registry."""
-    from rlstack.trainers.registry import declarations  # the registry is a layer above
+    from rlstack.trainers.common.registry import declarations  # the registry is a layer above
 
     found = declarations()
     if not found:  # asked while the registry scans (an algorithm package failed to import)
@@ -169,7 +169,7 @@ def _rllib_name(name: str) -> str:
 
 def _guidance(fullname: str) -> str:
     # An algorithm package that exists is not "missing", though a module inside it may be.
-    from rlstack.trainers.registry import declarations
+    from rlstack.trainers.common.registry import declarations
 
     existing = {declaration.package for declaration in declarations().values()}
     parts = fullname.split(".")

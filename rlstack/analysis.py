@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rlstack.trainers.result_logger import flatten
+from rlstack.trainers.common.result_logger import flatten
 
 
 def _env_name(env: object) -> str:

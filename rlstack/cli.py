@@ -42,8 +42,8 @@ def _init_ray(args: argparse.Namespace, experiments: dict[str, dict[str, Any]]) 
     import ray
 
     from rlstack.experiments import needed_cpus
-    from rlstack.trainers.ray_start import connect_ray, init_local_ray
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.ray_start import connect_ray, init_local_ray
+    from rlstack.trainers.common.registry import get_trainer_class
 
     if ray.is_initialized():
         return
@@ -117,8 +117,8 @@ def _keep_going(steps: int, max_steps: int, episodes: int, max_episodes: int) ->
 def _build_trainer(args: argparse.Namespace) -> tuple[Any, Any]:
     """The trainer to play with, and its env: the checkpoint's config under its
     ``evaluation_config`` under ``--config`` (1.x's order), restored from the checkpoint."""
-    from rlstack.trainers import checkpoint as ckpt
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common import checkpoint_files as ckpt
+    from rlstack.trainers.common.registry import get_trainer_class
 
     user = _parse_json(args.config, "--config")
     no_workers = {"num_workers": 0, "evaluation_num_workers": 0, "evaluation_interval": None}
@@ -140,7 +140,8 @@ def _build_trainer(args: argparse.Namespace) -> tuple[Any, Any]:
         raise ConfigError(f"--run {args.run} does not match the checkpoint, which {algorithm} wrote; "
                           f"use --run {algorithm} or leave --run out (it is read from the checkpoint).")
     trainer_class = get_trainer_class(algorithm)
-    stored = {k: v for k, v in metadata["config"].items() if k in trainer_class.get_default_config()}
+    stored = {k: v for k, v in ckpt.with_moved_paths(metadata["config"]).items()
+              if k in trainer_class.get_default_config()}
     config = _deep_merge(stored, stored.get("evaluation_config") or {})
     config = _deep_merge(config, user)
     config.update(no_workers)
@@ -265,7 +266,7 @@ def _ls(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     from rlstack.env.registry import registered_envs
-    from rlstack.trainers.registry import ALGORITHMS
+    from rlstack.trainers.common.registry import ALGORITHMS
 
     print("algorithms: " + ", ".join(sorted(ALGORITHMS)))
     custom = sorted(registered_envs())

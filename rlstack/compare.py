@@ -106,7 +106,7 @@ def build_experiments(algos: list[str] | None = None, examples: list[str] | None
     Raises:
         ConfigError: Nothing to run, an unknown algorithm or example, no stop criterion.
     """
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     if not algos and not examples:
         raise ConfigError("compare needs --algos (e.g. PPO,IMPALA,DQN) or --examples (e.g. cartpole-ppo).")

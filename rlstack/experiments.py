@@ -170,7 +170,7 @@ def validate_experiments(experiments: dict[str, dict[str, Any]], framework: str 
     Raises:
         ConfigError: Naming the experiment and what is wrong.
     """
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     where = getattr(experiments, "source", "the command line")
     for name, spec in experiments.items():
@@ -223,7 +223,7 @@ def run_experiments(
     """
     from ray import tune
 
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     validate_experiments(experiments, framework)
     rows = []

@@ -295,7 +295,7 @@ def migrate_source(source: str, path: str = "<string>", check_names: bool = True
     Raises:
         libcst.ParserSyntaxError: If ``source`` is not valid Python.
     """
-    from rlstack.trainers.registry import ALGORITHMS
+    from rlstack.trainers.common.registry import ALGORITHMS
 
     module = cst.parse_module(source)
     migrator = _Migrator(path, ALGORITHMS)

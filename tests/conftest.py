@@ -24,7 +24,7 @@ def ray_local():
     import ray
 
     if not ray.is_initialized():
-        from rlstack.trainers.ray_start import init_local_ray
+        from rlstack.trainers.common.ray_start import init_local_ray
 
         init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray

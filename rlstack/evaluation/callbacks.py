@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from rlstack.evaluation.rollout_worker import RolloutWorker
     from rlstack.policies.policy import Policy
     from rlstack.sample_batch import SampleBatch
-    from rlstack.trainers.trainer import Trainer
+    from rlstack.trainers.common.trainer import Trainer
 
 __all__ = ["DefaultCallbacks", "MemoryTrackingCallbacks", "MultiCallbacks", "callbacks_spec", "check_callbacks", "make_callbacks",
            "overridden_hooks", "restorable_callbacks", "with_callbacks_specs"]

@@ -95,7 +95,7 @@ def _classic_arguments(env_spec: Any, policy_class: Any, config: dict | None,
                        classic: dict[str, Any]) -> tuple[Any, Any, dict]:
     # RolloutWorker(env_creator=..., policy_spec=..., policy_config=..., ...): 1.13's keyword
     # form, as (env_spec, policy_class, complete config).
-    from rlstack.trainers.config import COMMON_CONFIG, merge_config  # the trainers' defaults (a higher layer)
+    from rlstack.trainers.common.config import COMMON_CONFIG, merge_config  # the trainers' defaults (a higher layer)
 
     classic = dict(classic)
     env_creator = classic.pop("env_creator", None)

@@ -53,8 +53,8 @@ class PolicyServer:
                  max_body_bytes: int = 1 << 20) -> None:
         from ray import serve
 
-        from rlstack.trainers import checkpoint as ckpt
-        from rlstack.trainers.registry import get_trainer_class
+        from rlstack.trainers.common import checkpoint_files as ckpt
+        from rlstack.trainers.common.registry import get_trainer_class
 
         metadata, _ = ckpt.read_checkpoint(checkpoint)
         trainer_class = get_trainer_class(metadata["algorithm"])

@@ -215,7 +215,7 @@ def _start_ray(address: str | None, direct_ingress: bool, port: int, num_replica
         for key, value in _direct_ingress_env(port, num_replicas).items():
             _running.saved_env.setdefault(key, os.environ.get(key))
             os.environ[key] = value
-    from rlstack.trainers.ray_start import connect_ray, init_local_ray
+    from rlstack.trainers.common.ray_start import connect_ray, init_local_ray
 
     if address:
         connect_ray(address, log_to_driver=False)
@@ -274,8 +274,8 @@ def _check_options(num_replicas: int, num_cpus_per_replica: float, route_prefix:
 
 def _check_checkpoint(checkpoint: str, policy_id: str) -> None:
     # Before Ray starts: a wrong path or policy id fails in a second, not after a deploy.
-    from rlstack.trainers import checkpoint as ckpt
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common import checkpoint_files as ckpt
+    from rlstack.trainers.common.registry import get_trainer_class
 
     if not Path(checkpoint).is_dir():
         raise CheckpointError(f"No checkpoint directory at {checkpoint}; pass a directory that an rlstack trainer "

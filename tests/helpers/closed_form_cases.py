@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG
 
 B = SampleBatch

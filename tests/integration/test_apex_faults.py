@@ -43,7 +43,7 @@ def test_a_killed_replay_shard_is_recreated_and_training_goes_on(ray_local, capl
         held = result["replay_shards"][1]["num_entries"]
         assert held > 0
         dead = trainer.replay_shards[1]
-        with caplog.at_level(logging.WARNING, logger="rlstack.trainers.distributed_replay"):
+        with caplog.at_level(logging.WARNING, logger="rlstack.trainers.common.distributed_replay"):
             ray.kill(dead)
             result = _train_until(trainer, lambda r: r["num_replay_shard_restarts"] > 0)
         assert result["num_replay_shard_restarts"] == 1

@@ -16,7 +16,7 @@ from tests.integration.test_lstm import FRAMEWORK_MODULES
 @pytest.mark.parametrize("algorithm", ["A2C", "IMPALA"])
 def test_a2c_and_impala_train_with_attention(ray_local, framework, algorithm):
     pytest.importorskip(FRAMEWORK_MODULES[framework])
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     config = _config(framework, num_workers=1 if algorithm == "IMPALA" else 0, rollout_fragment_length=50,
                      train_batch_size=200, evaluation_interval=None, evaluation_num_workers=0,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rlstack.cli import main
-from rlstack.trainers.registry import ALGORITHMS
+from rlstack.trainers.common.registry import ALGORITHMS
 
 
 def _rlstack(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -111,7 +111,7 @@ def test_without_masking_the_env_refuses_the_actions():
 
 @pytest.mark.parametrize("algorithm", ["A2C", "IMPALA", "DQN"])
 def test_other_algorithms_learn_with_a_custom_model_and_its_custom_loss(algorithm):
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     config = {"framework": "torch", "num_workers": 0, "seed": 0, "min_time_s_per_reporting": 0,
               "model": {"custom_model": models.CustomLossModel, "custom_model_config": {"coeff": 0.5}}}

@@ -25,7 +25,7 @@ import ray
 from ray import tune
 
 from rlstack.errors import CheckpointError, ConfigError
-from rlstack.trainers.checkpoint import read_checkpoint
+from rlstack.trainers.common.checkpoint_files import read_checkpoint
 from rlstack.trainers.dqn import ApeXTrainer, DQNTrainer
 from rlstack.trainers.ppo import PPOTrainer
 from tests.helpers.actors import still_alive_after

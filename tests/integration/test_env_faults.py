@@ -23,7 +23,7 @@ import ray
 from rlstack.errors import EnvFailureError, NonFiniteError, RLStackError
 from rlstack.evaluation.rollout_worker import RolloutWorker
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 
 B = SampleBatch
 MARK = 999.0

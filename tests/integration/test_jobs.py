@@ -31,7 +31,7 @@ from ray.job_submission import JobStatus, JobSubmissionClient  # ray[default], a
 from rlstack import jobs
 from rlstack.cli import main
 from rlstack.errors import ConfigError
-from rlstack.trainers import checkpoint as ckpt
+from rlstack.trainers.common import checkpoint_files as ckpt
 
 pytestmark = pytest.mark.timeout(420)
 

@@ -21,7 +21,7 @@ from collections import Counter
 import psutil
 import pytest
 
-import rlstack.trainers.ray_start as ray_start
+import rlstack.trainers.common.ray_start as ray_start
 
 # What Ray 2.60 cannot bind to loopback: (process name prefix, wildcard IP) -> why. Every
 # daemon of a single-node Ray whose node IP is 127.0.0.1 binds 127.0.0.1 (the C++ gRPC

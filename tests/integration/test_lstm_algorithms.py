@@ -13,7 +13,7 @@ import pytest
 @pytest.mark.parametrize("algorithm", ["A2C", "A3C", "IMPALA"])
 def test_a2c_a3c_and_impala_train_with_use_lstm(algorithm, ray_local):
     pytest.importorskip("torch")
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     prev = algorithm != "A2C"
     config = {"num_workers": 1, "rollout_fragment_length": 50, "seed": 0, "microbatch_size": 40,

@@ -78,7 +78,7 @@ def cluster():
             cluster.shutdown()
         ray_constants.ENABLE_RAY_CLUSTER = enable_cluster
         if was_running:  # the session's shared Ray, as tests/conftest.py starts it
-            from rlstack.trainers.ray_start import init_local_ray
+            from rlstack.trainers.common.ray_start import init_local_ray
 
             init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
 

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from rlstack.errors import CheckpointError
-from rlstack.trainers import checkpoint as ckpt
+from rlstack.trainers.common import checkpoint_files as ckpt
 from rlstack.trainers.ppo import PPOTrainer
 
 SMALL = {"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 100, "num_sgd_iter": 1,
@@ -42,7 +42,7 @@ def _greedy_actions(trainer) -> list[int]:
 KILLED_SAVE = textwrap.dedent("""
     import json, os, signal, sys
     import numpy as np
-    from rlstack.trainers import checkpoint as ckpt
+    from rlstack.trainers.common import checkpoint_files as ckpt
     from rlstack.trainers.ppo import PPOTrainer
 
     first, second, actions_file, kill_at, config = sys.argv[1:6]
@@ -287,7 +287,7 @@ def test_other_framework_version_loads_with_a_warning(copy_of, caplog):
     metadata = _manifest(path)
     metadata["framework_version"] = "1.0.0"
     _write_manifest(path, metadata)
-    with caplog.at_level("WARNING", logger="rlstack.trainers.checkpoint"):
+    with caplog.at_level("WARNING", logger="rlstack.trainers.common.checkpoint_files"):
         trainer.restore(str(path))
     assert "was written with torch 1.0.0; this process runs torch" in caplog.text
 
@@ -385,7 +385,7 @@ def test_tune_trial_that_crashes_once_resumes_and_ends_with_planned_counters(ray
         return CrashOnce(gym.make("CartPole-v1"))
 
     register_env("cartpole_crash_once", creator)
-    # "PPO" is rlstack's trainer for Tune once rlstack is imported (rlstack/trainers/registry.py).
+    # "PPO" is rlstack's trainer for Tune once rlstack is imported (rlstack/trainers/common/registry.py).
     tuner = tune.Tuner(
         "PPO",
         param_space={**SMALL, "train_batch_size": batch, "rollout_fragment_length": batch, "seed": 1,

@@ -20,7 +20,7 @@ import pytest
 import ray
 
 from rlstack.errors import ConfigError
-from rlstack.trainers.registry import ALGORITHMS
+from rlstack.trainers.common.registry import ALGORITHMS
 from rlstack.trainers.ppo import PPOTrainer
 
 SMALL = {"num_workers": 2, "train_batch_size": 200, "sgd_minibatch_size": 100, "num_sgd_iter": 1,
@@ -119,7 +119,7 @@ def test_gpu_requests_reach_ray(tmp_path):
 @pytest.mark.parametrize("algorithm", ["PPO", "IMPALA", "APPO"])
 def test_learner_on_the_gpu(ray_local, framework, algorithm):
     """Runs only where the framework sees a GPU (the lent GPU machine, not CI)."""
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     if framework == "torch":
         import torch
@@ -198,7 +198,7 @@ def test_every_algorithm_learns_on_the_gpu_and_restores_on_the_cpu(ray_local, al
     restores on the CPU with the same greedy actions."""
     import torch
 
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA GPU")

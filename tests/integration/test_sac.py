@@ -167,7 +167,7 @@ def test_sac_exports_the_actor(framework, tmp_path):
 def test_the_drivers_numpy_actor_acts_with_the_learners_latest_weights(framework, algorithm):
     # torch on the CPU: the acting copy reads the parameters in place (no copy per sync);
     # TF: a copy at every sync. Either way the driver acts with the weights of the moment.
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     tiny = TINY if algorithm == "SAC" else {k: v for k, v in TINY.items() if not k.endswith("_model")}
     trainer = get_trainer_class(algorithm)({**tiny, "framework": framework}, "Pendulum-v1")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlstack.trainers.registry import ALGORITHMS
+from rlstack.trainers.common.registry import ALGORITHMS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +65,7 @@ out["tuner"] = sorted(results[0].metrics)
 analysis = tune.run("PPO", config=small, stop={"training_iteration": 1}, storage_path=sys.argv[2], name="run",
                     verbose=0)
 out["run"] = sorted(analysis.trials[0].last_result)
-from rlstack.trainers.registry import ALGORITHMS
+from rlstack.trainers.common.registry import ALGORITHMS
 out["classes"] = {name: get_trainable_cls(name).__module__ for name in ALGORITHMS}
 print("RESULT " + json.dumps(out))
 '''
@@ -100,7 +100,7 @@ def test_every_name_resolves_to_rlstack_when_tune_was_imported_first():
         from ray import tune
         from ray.tune.registry import get_trainable_cls
         import rlstack
-        from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
+        from rlstack.trainers.common.registry import ALGORITHMS, get_trainer_class
         assert all(get_trainable_cls(name) is get_trainer_class(name) for name in ALGORITHMS)
         assert "ray.rllib" not in sys.modules and "torch" not in sys.modules and "tensorflow" not in sys.modules
         print("OK")

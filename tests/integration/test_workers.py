@@ -102,7 +102,7 @@ def test_torch_learner_threads_follow_the_work_and_stop_puts_them_back(ray_local
                                                                       num_workers, user_threads, threads):
     import torch
 
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
     from rlstack.utils.threads import torch_default_threads
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)

@@ -24,7 +24,7 @@ import yaml
 
 import rlstack.analysis
 from rlstack.experiments import PER_POLICY_KEYS, load_experiments, needed_cpus
-from rlstack.trainers.registry import get_trainer_class
+from rlstack.trainers.common.registry import get_trainer_class
 from tests.helpers.tuned_examples import learning_cases
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,6 +31,20 @@ def test_with_common_config_merges_sub_dicts_and_leaves_common_config_alone():
     assert from_the_package is with_common_config
 
 
+def test_1_13_trainer_callbacks_and_registry_paths_give_the_objects_they_re_export():
+    import importlib
+
+    for path, home in (("rlstack.trainers.trainer", "rlstack.trainers.common.trainer"),
+                       ("rlstack.trainers.registry", "rlstack.trainers.common.registry"),
+                       ("rlstack.trainers.callbacks", "rlstack.evaluation.callbacks")):
+        module, source = importlib.import_module(path), importlib.import_module(home)
+        assert module.__all__ and all(getattr(module, name) is getattr(source, name) for name in module.__all__)
+    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.trainer import COMMON_CONFIG, DEFAULT_POLICY_ID, Trainer, with_common_config  # noqa: F401
+
+    assert issubclass(get_trainer_class("PPO"), Trainer)
+
+
 def test_task_settable_env_and_env_state():
     from rlstack.env.apis.task_settable_env import TaskSettableEnv
     from rlstack.env.multi_agent_env import ENV_STATE

@@ -10,7 +10,7 @@ import pytest
 
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.a3c import A2C_DEFAULT_CONFIG
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)

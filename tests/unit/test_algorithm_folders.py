@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 import rlstack
-from rlstack.trainers import registry
-from rlstack.trainers.registry import ALGORITHMS, Declaration, declarations, scan
+from rlstack.trainers.common import registry
+from rlstack.trainers.common.registry import ALGORITHMS, Declaration, declarations, scan
 from tests.helpers.tuned_examples import learning_cases, tuned_examples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def test_importing_rlstack_and_every_algorithm_package_imports_no_ray_and_no_fra
 # ----- the check fails a folder that lacks a piece -------------------------------------------
 
 FAKE_INIT = '''
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
 TRAINERS = {"FOO": "fake_algos.foo.foo:FooTrainer"}
 PUBLIC = {"DEFAULT_CONFIG": "fake_algos.foo.foo:DEFAULT_CONFIG"}
@@ -210,7 +210,7 @@ def test_two_folders_declaring_one_name_is_an_error(fake_algorithm):
 # ----- a new folder, and nothing else edited ---------------------------------------------------
 
 ES_INIT = '''
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
 TRAINERS = {"MADDPG": "rlstack.trainers.maddpg.maddpg:MADDPGTrainer"}
 PUBLIC = {"DEFAULT_CONFIG": "rlstack.trainers.maddpg.maddpg:DEFAULT_CONFIG"}
@@ -222,7 +222,7 @@ NEW_FOLDER_SCRIPT = textwrap.dedent('''
     import contextlib, importlib, io, json, sys
     import rlstack
     from rlstack import _missing_modules, cli
-    from rlstack.trainers.registry import ALGORITHMS, declarations
+    from rlstack.trainers.common.registry import ALGORITHMS, declarations
     from tests.unit.test_algorithm_folders import missing_pieces
 
     out = {"file": rlstack.__file__, "algorithms": list(ALGORITHMS), "all": rlstack.__all__,

@@ -14,7 +14,7 @@ import pytest
 from rlstack.errors import ConfigError
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.appo.appo import APPOTrainer
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.impala.fragments import VALID
 from rlstack.trainers.impala.vtrace import fold_truncation, vtrace
 from rlstack.trainers.ppo.appo import DEFAULT_CONFIG

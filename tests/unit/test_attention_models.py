@@ -13,7 +13,7 @@ from rlstack.errors import ConfigError
 from rlstack.examples.env.repeat_after_me_env import RepeatAfterMeEnv
 from rlstack.models.attention import GTrXLSpec
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG
 from tests.unit.test_lstm_models import assert_ppo_loss_on_sequences, rollout
 

@@ -113,7 +113,7 @@ class MultiBinaryActionEnv(gym.Env):
      r"Q-learning \(DQN, ApeX\) needs a Discrete action space, got Tuple"),
 ])
 def test_unsupported_action_space_names_it_and_the_supported_ones(algorithm, action_space, message):
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     with pytest.raises(ConfigError, match=message):
         get_trainer_class(algorithm)({"num_workers": 0, "model": {"fcnet_hiddens": [8]},
@@ -136,7 +136,7 @@ def test_dqn_on_a_box_action_space():
 def test_q_learning_on_a_box_action_space_with_remote_workers(ray_local, algorithm):
     # The error is raised in the rollout worker actor's constructor; the trainer raises
     # it as the same ConfigError, not as Ray's ActorDiedError.
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     config = {"num_workers": 1, "num_cpus_for_driver": 0}
     if algorithm == "APEX":

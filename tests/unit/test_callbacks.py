@@ -16,7 +16,7 @@ from rlstack.policies.numpy_policy import NumpyPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.evaluation.callbacks import make_callbacks, overridden_hooks
 from rlstack.trainers.callbacks import DefaultCallbacks, MemoryTrackingCallbacks, MultiCallbacks
-from rlstack.trainers.config import merge_config, validate_common_config
+from rlstack.trainers.common.config import merge_config, validate_common_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
 from tests.helpers.callback_classes import (
     LEGACY_DICT,

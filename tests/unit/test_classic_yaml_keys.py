@@ -11,7 +11,7 @@ import pytest
 
 from rlstack.errors import ConfigError
 from rlstack.experiments import _experiment_config, _first_values, load_experiments, validate_experiments
-from rlstack.trainers.registry import get_trainer_class
+from rlstack.trainers.common.registry import get_trainer_class
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tuned_1x"
 FILES = sorted(FIXTURES.glob("*.yaml"))

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rlstack.models.torch.closed_form import DISTRIBUTION_TERMS, DenseGraph  # noqa: E402
-from rlstack.trainers.config import merge_config  # noqa: E402
+from rlstack.trainers.common.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy  # noqa: E402
 from tests.helpers.closed_form_cases import (  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 
 from rlstack.errors import ConfigError, EnvError
 from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
-from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
+from rlstack.trainers.common.registry import ALGORITHMS, get_trainer_class
 
 SMALL = {"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 64, "num_sgd_iter": 1}
 
@@ -160,7 +160,7 @@ def test_tf_session_args_reject_tf1_options_and_bad_thread_counts():
 
 
 def test_tf_session_args_merge_key_by_key():
-    from rlstack.trainers.config import merge_config
+    from rlstack.trainers.common.config import merge_config
 
     config = merge_config(DEFAULT_CONFIG, {"local_tf_session_args": {"inter_op_parallelism_threads": 4}}, "PPO")
     assert config["local_tf_session_args"] == {"intra_op_parallelism_threads": None, "inter_op_parallelism_threads": 4}

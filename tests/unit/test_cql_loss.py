@@ -13,7 +13,7 @@ import pytest
 
 from rlstack.errors import ConfigError
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.cql import CQL_DEFAULT_CONFIG, CQLTrainer
 
 B = SampleBatch

@@ -32,7 +32,7 @@ import pytest
 
 from rlstack.errors import ConfigError
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.ddpg.ddpg import DEFAULT_CONFIG, validate_ddpg_config
 from rlstack.trainers.ddpg.ddpg_policy import DDPGNumpyPolicy, postprocess_ddpg
 from tests.helpers.tensors import as_tensors

@@ -31,7 +31,7 @@ import pytest
 from rlstack.errors import ConfigError
 from rlstack.models.catalog import ModelCatalog
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG, validate_dqn_config
 from rlstack.trainers.dqn.dqn_policy import DQNNumpyPolicy, postprocess_q_learning, td_errors
 from tests.helpers.tensors import as_tensors, to_numpy

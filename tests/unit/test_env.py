@@ -446,7 +446,7 @@ def test_vector_env_four_tuple_step_after_gymnasium_reset_raises():
 
 def test_discrete_action_space_with_start_gets_actions_in_range():
     pytest.importorskip("torch")
-    from rlstack.trainers.config import merge_config
+    from rlstack.trainers.common.config import merge_config
     from rlstack.trainers.ppo import DEFAULT_CONFIG
     from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy
 

@@ -14,7 +14,7 @@ from rlstack.errors import (
     closest_matches,
     did_you_mean,
 )
-from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
+from rlstack.trainers.common.registry import ALGORITHMS, get_trainer_class
 
 KEYS = ["train_batch_size", "sgd_minibatch_size", "num_sgd_iter", "lr", "lambda"]
 
@@ -55,7 +55,7 @@ def test_did_you_mean_formats_suffix():
 
 
 def _unknown_config_key(tmp_path, monkeypatch):
-    from rlstack.trainers.config import COMMON_CONFIG, merge_config
+    from rlstack.trainers.common.config import COMMON_CONFIG, merge_config
 
     merge_config(COMMON_CONFIG, {"train_bach_size": 1}, "PPO")
 
@@ -67,7 +67,7 @@ def _unknown_env(tmp_path, monkeypatch):
 
 
 def _missing_checkpoint(tmp_path, monkeypatch):
-    from rlstack.trainers.checkpoint import read_checkpoint
+    from rlstack.trainers.common.checkpoint_files import read_checkpoint
 
     read_checkpoint(tmp_path / "missing")
 

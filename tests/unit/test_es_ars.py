@@ -14,7 +14,7 @@ from rlstack.trainers.ars import ARSTrainer
 from rlstack.trainers.ars.ars import SGD, ars_gradient, top_directions
 from rlstack.trainers.es import ESTrainer
 from rlstack.trainers.es.es import Adam, es_gradient
-from rlstack.trainers.evolution import (EvolutionWorker, centered_ranks, create_noise_table, flatten,
+from rlstack.trainers.common.evolution import (EvolutionWorker, centered_ranks, create_noise_table, flatten,
                                         policy_weight_names, unflatten)
 
 

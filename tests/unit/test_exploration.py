@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from rlstack.errors import ConfigError
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG as DQN_CONFIG, validate_dqn_config
 from rlstack.utils.exploration import (
     NOISE_DEFAULTS,

@@ -18,7 +18,7 @@ import textwrap
 
 import pytest
 
-from rlstack.trainers.registry import ALGORITHMS
+from rlstack.trainers.common.registry import ALGORITHMS
 from tests.helpers.tuned_examples import tuned_examples
 
 # One short iteration: each key an algorithm's defaults have is lowered to this value
@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent(
     import rlstack
     assert "torch" not in sys.modules and "tensorflow" not in sys.modules, "import rlstack loaded a framework"
     from rlstack.errors import ConfigError
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     cases, smoke, framework = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
     for name, env in cases:

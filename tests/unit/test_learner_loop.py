@@ -422,7 +422,7 @@ def test_dqn_learn_on_batch_equals_its_loss_stepped_by_hand(framework, double_q)
     """One Adam step per train_batch_size rows, in order, with the target network fixed:
     td_error, the loss statistic and the weights equal ``loss()`` on each chunk followed
     by a clipped Adam step taken by hand with a second copy of the policy."""
-    from rlstack.trainers.config import merge_config
+    from rlstack.trainers.common.config import merge_config
     from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG
 
     config = merge_config(DEFAULT_CONFIG, {"seed": 0, "model": {"fcnet_hiddens": [16]}, "hiddens": [8],

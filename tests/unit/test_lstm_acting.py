@@ -11,7 +11,7 @@ from rlstack.evaluation.rollout_worker import RolloutWorker
 from rlstack.examples.env.stateless_cartpole import StatelessCartPole
 from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG
 
 B = SampleBatch

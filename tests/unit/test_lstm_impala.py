@@ -9,7 +9,7 @@ import pytest
 
 from rlstack.policies.rnn_sequencing import SEQ_START, mark_sequence_starts
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from tests.helpers.tensors import as_tensors, to_numpy
 from tests.unit.test_lstm_models import ACTION_SPACE, MODEL, OBS_SPACE, stepped  # noqa: F401
 

@@ -13,7 +13,7 @@ from rlstack.errors import ConfigError
 from rlstack.policies.numpy_policy import NumpyPolicy
 from rlstack.policies.rnn_sequencing import SEQ_MASK, pad_batch_to_sequences
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG
 from tests.unit.test_ppo_loss import numpy_ppo_loss
 from tests.helpers.tensors import as_tensors, to_numpy
@@ -201,7 +201,7 @@ def test_bad_lstm_keys_are_config_errors(key, value, fragment):
 
 @pytest.mark.parametrize("algorithm", ["DQN", "APEX", "SAC", "DDPG", "TD3"])
 def test_use_lstm_with_an_algorithm_without_sequences_names_the_ones_with(algorithm):
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     with pytest.raises(ConfigError, match=rf"use_lstm=True is not supported by {algorithm} yet.*A2C, A3C, IMPALA, PG, PPO"):
         get_trainer_class(algorithm).merge_and_validate({"model": {"use_lstm": True}})

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.marwil import DEFAULT_CONFIG
 from rlstack.trainers.marwil.marwil_policy import postprocess_returns
 

@@ -13,7 +13,7 @@ import pytest
 
 import rlstack  # noqa: F401  (installs the finder)
 from rlstack._missing_modules import MISSING, MissingModuleError, algorithms_summary, describe
-from rlstack.trainers.registry import declarations
+from rlstack.trainers.common.registry import declarations
 
 
 # Entries naming a package rlstack has cover the modules that package lacks.

@@ -12,7 +12,7 @@ from rlstack.examples.policy.random_policy import RandomPolicy
 from rlstack.policies.policy import PolicySpec
 from rlstack.trainers.a3c import A2CTrainer
 from rlstack.trainers.dqn import DQNTrainer
-from rlstack.trainers.multi_agent import configured_policies, policy_specs
+from rlstack.trainers.common.multi_agent import configured_policies, policy_specs
 from rlstack.trainers.ppo import PPOTrainer
 
 BOX = gym.spaces.Box(-1.0, 1.0, (4,))
@@ -143,7 +143,7 @@ def test_without_a_mapping_function_agents_go_to_the_only_policy_or_the_default(
 
 
 def test_each_policy_starts_from_its_own_weights_reproducibly():
-    from rlstack.trainers.multi_agent import policy_specs
+    from rlstack.trainers.common.multi_agent import policy_specs
     from rlstack.trainers.ppo import DEFAULT_CONFIG
 
     config = {**DEFAULT_CONFIG, "seed": 3,

@@ -22,8 +22,8 @@ from rlstack.examples.policy.random_policy import RandomPolicy
 from rlstack.policies.policy import PolicySpec
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch
 from rlstack.trainers.callbacks import DefaultCallbacks
-from rlstack.trainers.config import merge_config
-from rlstack.trainers.multi_agent import policy_specs
+from rlstack.trainers.common.config import merge_config
+from rlstack.trainers.common.multi_agent import policy_specs
 from rlstack.trainers.ppo import DEFAULT_CONFIG
 from tests.unit.test_rollout_worker import V, ScriptedPolicy
 

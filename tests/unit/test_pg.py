@@ -12,7 +12,7 @@ import pytest
 from rlstack.errors import ConfigError
 from rlstack.evaluation.rollout_worker import RolloutWorker
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.pg import DEFAULT_CONFIG, PGTrainer, post_process_advantages
 from rlstack.trainers.pg.pg_policy import postprocess_returns
 

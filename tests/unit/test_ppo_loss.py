@@ -13,7 +13,7 @@ import pytest
 
 from rlstack.policies.postprocessing import adapt_kl_coeff
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG
 from tests.helpers.tensors import as_tensors, to_float
 

@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 pytest.importorskip("tensorflow")
 
 from rlstack.sample_batch import SampleBatch  # noqa: E402
-from rlstack.trainers.config import merge_config  # noqa: E402
+from rlstack.trainers.common.config import merge_config  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402
 from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
 from rlstack.trainers.ppo.ppo_torch_policy import PPOTorchPolicy  # noqa: E402

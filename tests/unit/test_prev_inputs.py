@@ -15,7 +15,7 @@ from rlstack.models.prev_inputs import NUMPY_OPS, PrevInputsSpec, with_prev_inpu
 from rlstack.policies.numpy_policy import NumpyPolicy
 from rlstack.policies.rnn_sequencing import SEQ_MASK, pad_batch_to_sequences
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from tests.helpers.tensors import as_tensors, to_numpy
 from tests.unit.test_attention_models import MODEL as ATTENTION_MODEL
 from tests.unit.test_attention_models import _perturbed, assert_same_gradients

@@ -28,7 +28,7 @@ from rlstack.errors import ConfigError
 from rlstack.models.catalog import ModelCatalog
 from rlstack.models.specs import initial_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG, validate_dqn_config
 from rlstack.trainers.dqn.dqn_policy import DQNNumpyPolicy, c51_td_errors, postprocess_q_learning
 from rlstack.trainers.dqn.dqn_policy import project_distribution as q_learning_project

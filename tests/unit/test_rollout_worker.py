@@ -15,7 +15,7 @@ from rlstack.evaluation.metrics import EpisodeStats
 from rlstack.evaluation.rollout_worker import RolloutWorker
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.ppo import DEFAULT_CONFIG
 
 B = SampleBatch

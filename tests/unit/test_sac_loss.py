@@ -37,7 +37,7 @@ from rlstack.models.numpy.blocks import NumpyActorCritic
 from rlstack.models.numpy.distributions import SquashedGaussian as NumpySquashedGaussian
 from rlstack.models.specs import initial_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.sac.sac import DEFAULT_CONFIG, validate_sac_config
 from rlstack.trainers.sac.sac_policy import SACNumpyPolicy, postprocess_sac, target_entropy
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rlstack.errors import ConfigError
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.ddpg.ddpg_policy import DDPGNumpyPolicy
 from rlstack.trainers.td3 import DEFAULT_CONFIG, TD3Trainer
 

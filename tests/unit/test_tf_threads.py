@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
     import json, sys
     import gymnasium as gym
     import numpy as np
-    from rlstack.trainers.config import merge_config
+    from rlstack.trainers.common.config import merge_config
     from rlstack.trainers.ppo import DEFAULT_CONFIG
     from rlstack.trainers.ppo.ppo_tf_policy import PPOTFPolicy
     from rlstack.models.tf.framework import tf

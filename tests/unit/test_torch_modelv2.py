@@ -21,7 +21,7 @@ from rlstack.models.torch.misc import SlimFC, normc_initializer, same_padding, v
 from rlstack.models.torch.torch_action_dist import TorchCategorical, TorchDiagGaussian  # noqa: E402
 from rlstack.models.torch.visionnet import VisionNetwork  # noqa: E402
 from rlstack.sample_batch import SampleBatch as B  # noqa: E402
-from rlstack.trainers.config import merge_config  # noqa: E402
+from rlstack.trainers.common.config import merge_config  # noqa: E402
 from rlstack.trainers.dqn import DEFAULT_CONFIG as DQN_DEFAULTS  # noqa: E402
 from rlstack.trainers.dqn.dqn_torch_policy import DQNTorchPolicy  # noqa: E402
 from rlstack.trainers.ppo import DEFAULT_CONFIG  # noqa: E402

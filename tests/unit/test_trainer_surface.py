@@ -12,7 +12,7 @@ import pytest
 
 from rlstack.errors import ConfigError
 from rlstack.trainers.ppo import PPOTrainer
-from rlstack.trainers.result_logger import UnifiedLogger
+from rlstack.trainers.common.result_logger import UnifiedLogger
 from tests.helpers.envs import ContinuousEnv
 
 SMALL = {"num_workers": 0, "train_batch_size": 200, "sgd_minibatch_size": 64, "num_sgd_iter": 2,
@@ -237,6 +237,32 @@ def test_logger_config_type_builds_the_standalone_trainers_logger(tmp_path):
         PPOTrainer({**SMALL, "logger_config": {"type": 3}}, "CartPole-v1")
 
 
+def test_a_checkpoint_naming_a_shared_module_at_its_former_path_still_loads(tmp_path):
+    from rlstack.trainers.common import checkpoint_files as ckpt
+
+    # rlstack/trainers/result_logger.py is rlstack/trainers/common/result_logger.py now; a
+    # checkpoint keeps the import path its config was given.
+    assert ckpt.with_moved_paths({"a": ["rlstack.trainers.result_logger:UnifiedLogger"],
+                                  "b": "rlstack.trainers.checkpoint.to_jsonable", "c": "rlstack.trainers.ppo:X"}) == {
+        "a": ["rlstack.trainers.common.result_logger:UnifiedLogger"],
+        "b": "rlstack.trainers.common.checkpoint_files.to_jsonable", "c": "rlstack.trainers.ppo:X"}
+    trainer = PPOTrainer({**SMALL, "logger_config": {"type": "rlstack.trainers.common.result_logger.UnifiedLogger",
+                                                     "logdir": str(tmp_path / "logs")}}, "CartPole-v1")
+    saved = trainer.save(str(tmp_path / "new"))
+    trainer.stop()
+    metadata, arrays = ckpt.read_checkpoint(saved)
+    metadata["config"]["logger_config"]["type"] = "rlstack.trainers.result_logger.UnifiedLogger"
+    (tmp_path / "old").mkdir()
+    ckpt.write_checkpoint(tmp_path / "old", {k: v for k, v in metadata.items() if k != ckpt.METADATA_HASH_KEY},
+                          arrays)
+    restored = PPOTrainer.from_checkpoint(str(tmp_path / "old"))
+    try:
+        assert restored.config["logger_config"]["type"] == "rlstack.trainers.common.result_logger.UnifiedLogger"
+        assert restored.logdir == str(tmp_path / "logs")
+    finally:
+        restored.stop()
+
+
 def test_logger_creator_and_1_13_arguments_are_checked(tmp_path):
     with pytest.raises(ConfigError, match="without a logdir attribute"):
         PPOTrainer(SMALL, "CartPole-v1", logger_creator=lambda cfg: object())
@@ -265,6 +291,6 @@ def test_placement_timeout_must_be_positive_seconds(value):
     ("IMPALA", {"num_workers": 2}, True),
 ])
 def test_learns_asynchronously_says_which_runs_depend_on_their_speed(run, config, expected):
-    from rlstack.trainers.registry import get_trainer_class
+    from rlstack.trainers.common.registry import get_trainer_class
 
     assert get_trainer_class(run).learns_asynchronously(config) is expected

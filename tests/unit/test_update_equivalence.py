@@ -44,7 +44,7 @@ import tensorflow as tf  # noqa: E402
 import torch  # noqa: E402
 
 from rlstack.sample_batch import SampleBatch  # noqa: E402
-from rlstack.trainers.registry import get_trainer_class  # noqa: E402
+from rlstack.trainers.common.registry import get_trainer_class  # noqa: E402
 
 RTOL, ATOL = 1e-4, 2e-5  # float32 arithmetic in two libraries, a few Adam steps
 NOISE_SEED = 1234

@@ -38,7 +38,7 @@ import pytest
 
 from rlstack.errors import ConfigError
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import merge_config
+from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.impala.fragments import VALID, fixed_length_fragments
 from rlstack.trainers.impala.vtrace import fold_truncation, vtrace
 from tests.helpers.tensors import as_tensors, to_float

@@ -19,7 +19,7 @@ import ray
 from rlstack.env.policy_server_input import PolicyServerInput
 from rlstack.trainers.dqn import DQNTrainer
 from rlstack.trainers.ppo import PPOTrainer
-from rlstack.trainers.ray_start import init_local_ray
+from rlstack.trainers.common.ray_start import init_local_ray
 
 SERVER_ADDRESS = "127.0.0.1"
 

@@ -1,9 +1,9 @@
 """Advantage actor-critic: A2CTrainer (synchronous) and A3CTrainer (asynchronous
 gradients), imported on first use. ``DEFAULT_CONFIG`` is A3C's, as in RLlib 1.13."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {
     "A2C": "rlstack.trainers.a3c.a2c:A2CTrainer",
     "A3C": "rlstack.trainers.a3c.a3c:A3CTrainer",

@@ -15,8 +15,8 @@ from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.a3c.a3c import DEFAULT_CONFIG as A3C_DEFAULT_CONFIG
 from rlstack.trainers.a3c.a3c import validate_actor_critic_config
-from rlstack.trainers.config import DefaultConfig, merge_config
-from rlstack.trainers.trainer import Trainer
+from rlstack.trainers.common.config import DefaultConfig, merge_config
+from rlstack.trainers.common.trainer import Trainer
 
 # Classic RLlib 1.x A2C defaults: A3C's with synchronous sampling.
 A2C_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(

@@ -13,8 +13,8 @@ import ray
 
 from rlstack.errors import ConfigError
 from rlstack.policies.postprocessing import postprocess_advantages
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
-from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
+from rlstack.trainers.common.trainer import DEFAULT_POLICY_ID, Trainer
 
 # Classic RLlib 1.x A3C defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(

@@ -2,9 +2,9 @@
 thread with PPO's clipped surrogate; ``APPOTrainer`` and its ``DEFAULT_CONFIG``, imported
 on first use (1.13's module path ``rlstack.trainers.ppo.appo`` re-exports them)."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"APPO": "rlstack.trainers.appo.appo:APPOTrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.appo.appo:DEFAULT_CONFIG",

@@ -17,7 +17,7 @@ from typing import Any
 from rlstack.errors import ConfigError
 from rlstack.policies.postprocessing import postprocess_advantages
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch
-from rlstack.trainers.config import DefaultConfig, merge_config
+from rlstack.trainers.common.config import DefaultConfig, merge_config
 from rlstack.trainers.impala.impala import DEFAULT_CONFIG as IMPALA_CONFIG
 from rlstack.trainers.impala.impala import IMPALATrainer
 

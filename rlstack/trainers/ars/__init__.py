@@ -1,9 +1,9 @@
 """Augmented random search: ARSTrainer (ARS v2: top directions, reward-std normalised
 steps, observation filter), imported on first use, as in RLlib 1.13's ``ray.rllib.agents.ars``."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"ARS": "rlstack.trainers.ars.ars:ARSTrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.ars.ars:DEFAULT_CONFIG",

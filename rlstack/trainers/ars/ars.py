@@ -8,7 +8,7 @@ Each iteration the ``num_workers`` actors run antithetic pairs of episodes with 
 the std of the kept returns (SGD with momentum 0.9, as 1.13). The policy is the model
 config's network: ``model: {fcnet_hiddens: []}`` is the paper's linear policy. The
 shared machinery (noise table, actors, observation filter, results) is
-:mod:`rlstack.trainers.evolution`'s.
+:mod:`rlstack.trainers.common.evolution`'s.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from rlstack.errors import ConfigError
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
-from rlstack.trainers.evolution import EvolutionTrainer, noise_slice
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config
+from rlstack.trainers.common.evolution import EvolutionTrainer, noise_slice
 
 # Classic RLlib 1.13 ARS defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(

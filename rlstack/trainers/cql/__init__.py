@@ -1,9 +1,9 @@
 """Conservative Q-learning from recorded experience: CQLTrainer (on SAC), imported on first
 use, as in RLlib 1.13's ``ray.rllib.agents.cql``."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"CQL": "rlstack.trainers.cql.cql:CQLTrainer"}
 PUBLIC = {
     "CQL_DEFAULT_CONFIG": "rlstack.trainers.cql.cql:CQL_DEFAULT_CONFIG",

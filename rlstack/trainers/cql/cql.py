@@ -9,7 +9,7 @@ them. With ``lagrangian`` the weight is learned so that the gap stays near
 ``lagrangian_thresh``. For its first ``bc_iters`` gradient steps the actor imitates the
 recorded actions (behaviour cloning) instead of maximising Q.
 
-The training step is SAC's (:class:`~rlstack.trainers.off_policy.OffPolicyTrainer`): with
+The training step is SAC's (:class:`~rlstack.trainers.common.off_policy.OffPolicyTrainer`): with
 ``input`` the workers read recorded batches (n-step returns computed on them,
 ``postprocess_inputs``) into the replay buffer, which the learner samples.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 
 from rlstack.errors import ConfigError
-from rlstack.trainers.config import DefaultConfig, merge_config
+from rlstack.trainers.common.config import DefaultConfig, merge_config
 from rlstack.trainers.sac.sac import DEFAULT_CONFIG as SAC_DEFAULT_CONFIG
 from rlstack.trainers.sac.sac import SACTrainer
 

@@ -2,9 +2,9 @@
 (``ApexDDPGTrainer``, ``apex.py``), imported on first use. TD3 (``rlstack.trainers.td3``)
 runs on this folder's policies."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {
     "DDPG": "rlstack.trainers.ddpg.ddpg:DDPGTrainer",
     "APEX_DDPG": "rlstack.trainers.ddpg.apex:ApexDDPGTrainer",

@@ -1,5 +1,5 @@
 """ApexDDPGTrainer: Ape-X DDPG (Horgan et al. 2018), DDPG's actor and critics on the
-distributed prioritized replay of ``trainers/distributed_replay.py``.
+distributed prioritized replay of ``trainers/common/distributed_replay.py``.
 
 Many rollout workers act with the deterministic actor plus Gaussian noise of a constant,
 per-worker scale (``PerWorkerGaussianNoise``) and compute their rows' initial priorities
@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlstack.trainers.config import DefaultConfig, merge_config
+from rlstack.trainers.common.config import DefaultConfig, merge_config
 from rlstack.trainers.ddpg.ddpg import DEFAULT_CONFIG as DDPG_DEFAULT_CONFIG
 from rlstack.trainers.ddpg.ddpg import DDPGFamily
-from rlstack.trainers.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, DistributedReplayTrainer,
+from rlstack.trainers.common.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, DistributedReplayTrainer,
                                                  validate_distributed_replay_config)
 
 # Classic RLlib 1.13's ApeX-DDPG defaults, on top of DDPG's.
 APEX_DDPG_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
     {
         **DDPG_DEFAULT_CONFIG,
-        # The distributed replay's keys (trainers/distributed_replay.py, 1.x ApeX's defaults).
+        # The distributed replay's keys (trainers/common/distributed_replay.py, 1.x ApeX's defaults).
         **DISTRIBUTED_REPLAY_CONFIG,
     },
     {
@@ -47,7 +47,7 @@ APEX_DDPG_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 
 class ApexDDPGTrainer(DDPGFamily, DistributedReplayTrainer):
     """Ape-X DDPG with the classic RLlib API (needs ``num_workers >= 1``; see
-    :class:`~rlstack.trainers.distributed_replay.DistributedReplayTrainer`)."""
+    :class:`~rlstack.trainers.common.distributed_replay.DistributedReplayTrainer`)."""
 
     _name = "APEX_DDPG"
     _default_config = APEX_DDPG_DEFAULT_CONFIG

@@ -3,7 +3,7 @@ control with deep reinforcement learning") with classic RLlib 1.13's config, inc
 its TD3 switches (``twin_q``, ``policy_delay``, ``smooth_target_policy``; Fujimoto et al.
 2018), which ``trainers/td3`` turns on by default.
 
-The training step is :class:`~rlstack.trainers.off_policy.OffPolicyTrainer`'s: workers act
+The training step is :class:`~rlstack.trainers.common.off_policy.OffPolicyTrainer`'s: workers act
 with the deterministic actor plus exploration noise (in numpy), n-step rows go into
 replay, the learner takes one gradient step per ``train_batch_size`` replayed rows on two
 losses (actor and critics; ``ddpg_torch_policy.py`` / ``ddpg_tf_policy.py``), and the
@@ -22,8 +22,8 @@ from rlstack.errors import ConfigError
 from rlstack.models.catalog import ACTIVATIONS
 from rlstack.policies.policy import decode_json, encode_json
 from rlstack.policies.postprocessing import postprocess_n_step
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
-from rlstack.trainers.off_policy import REPLAY_CONFIG, OffPolicyTrainer, validate_replay_config
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config
+from rlstack.trainers.common.off_policy import REPLAY_CONFIG, OffPolicyTrainer, validate_replay_config
 from rlstack.utils.exploration import NOISE_DEFAULTS, validate_noise_config
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
     {
         **COMMON_CONFIG,
-        # (replay keys and comments: trainers/off_policy.py's REPLAY_CONFIG; DDPG's own
+        # (replay keys and comments: trainers/common/off_policy.py's REPLAY_CONFIG; DDPG's own
         # defaults of them follow below)
         **REPLAY_CONFIG,
         # === TD3's tricks (Fujimoto et al. 2018), off for DDPG ===

@@ -1,9 +1,9 @@
 """The DQN family: DQNTrainer (local replay) and ApeXTrainer (distributed replay;
 ``ApexTrainer`` is its RLlib 1.13 spelling), imported on first use."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {
     "APEX": "rlstack.trainers.dqn.apex:ApeXTrainer",
     "DQN": "rlstack.trainers.dqn.dqn:DQNTrainer",

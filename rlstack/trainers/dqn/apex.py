@@ -1,5 +1,5 @@
 """ApeXTrainer: Ape-X DQN (Horgan et al. 2018), DQN's loss on the distributed prioritized
-replay of ``trainers/distributed_replay.py``: many rollout workers, each with its own
+replay of ``trainers/common/distributed_replay.py``: many rollout workers, each with its own
 constant epsilon (``PerWorkerEpsilonGreedy``), compute their rows' initial priorities;
 replay shards and a learner thread do the rest.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from rlstack.policies.postprocessing import postprocess_n_step
-from rlstack.trainers.config import DefaultConfig, merge_config
-from rlstack.trainers.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, DistributedReplayTrainer,
+from rlstack.trainers.common.config import DefaultConfig, merge_config
+from rlstack.trainers.common.distributed_replay import (DISTRIBUTED_REPLAY_CONFIG, DistributedReplayTrainer,
                                                  validate_distributed_replay_config)
 from rlstack.trainers.dqn.dqn import DEFAULT_CONFIG as DQN_DEFAULT_CONFIG
 from rlstack.trainers.dqn.dqn import DQNTrainer, validate_dqn_config
@@ -20,7 +20,7 @@ from rlstack.utils.exploration import EpsilonGreedy, per_worker_epsilon
 APEX_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
     {
         **DQN_DEFAULT_CONFIG,
-        # The distributed replay's keys (trainers/distributed_replay.py, 1.x ApeX's defaults).
+        # The distributed replay's keys (trainers/common/distributed_replay.py, 1.x ApeX's defaults).
         **DISTRIBUTED_REPLAY_CONFIG,
     },
     {
@@ -43,7 +43,7 @@ APEX_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 
 class ApeXTrainer(DistributedReplayTrainer):
     """Ape-X DQN with the classic RLlib API (needs ``num_workers >= 1``; see
-    :class:`~rlstack.trainers.distributed_replay.DistributedReplayTrainer`)."""
+    :class:`~rlstack.trainers.common.distributed_replay.DistributedReplayTrainer`)."""
 
     _name = "APEX"
     _default_config = APEX_DEFAULT_CONFIG

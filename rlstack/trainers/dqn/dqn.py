@@ -17,8 +17,8 @@ from typing import Any
 
 from rlstack.errors import ConfigError
 from rlstack.policies.postprocessing import postprocess_n_step
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
-from rlstack.trainers.off_policy import REPLAY_CONFIG, OffPolicyTrainer, validate_replay_config
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config
+from rlstack.trainers.common.off_policy import REPLAY_CONFIG, OffPolicyTrainer, validate_replay_config
 from rlstack.utils.exploration import EXPLORATION_DEFAULTS, EpsilonGreedy, validate_exploration_config
 
 # Classic RLlib 1.x DQN defaults, on top of COMMON_CONFIG.
@@ -50,7 +50,7 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         # === Exploration ===
         "exploration_config": dict(EXPLORATION_DEFAULTS),
         # === Replay buffer, replay ratio, n-step and target network ===
-        # (keys and comments: trainers/off_policy.py's REPLAY_CONFIG, 1.x DQN's defaults)
+        # (keys and comments: trainers/common/off_policy.py's REPLAY_CONFIG, 1.x DQN's defaults)
         **REPLAY_CONFIG,
         # === Optimisation ===
         "lr": 5e-4,

@@ -1,9 +1,9 @@
 """Evolution strategies: ESTrainer (OpenAI-ES: antithetic noise from a shared table,
 centered ranks, Adam), imported on first use, as in RLlib 1.13's ``ray.rllib.agents.es``."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"ES": "rlstack.trainers.es.es:ESTrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.es.es:DEFAULT_CONFIG",

@@ -7,7 +7,7 @@ shared noise table) until ``episodes_per_batch`` episodes and ``train_batch_size
 are in; the returns are shaped into centered ranks, the gradient estimate is
 ``g = sum_i (F(+eps_i) - F(-eps_i)) * eps_i / (2n)``, and Adam (``stepsize``) climbs it
 with an L2 penalty ``l2_coeff * theta``. The shared machinery (noise table, actors,
-observation filter, results) is :mod:`rlstack.trainers.evolution`'s.
+observation filter, results) is :mod:`rlstack.trainers.common.evolution`'s.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from rlstack.errors import ConfigError
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
-from rlstack.trainers.evolution import EvolutionTrainer, centered_ranks, noise_slice
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config
+from rlstack.trainers.common.evolution import EvolutionTrainer, centered_ranks, noise_slice
 
 # Classic RLlib 1.13 ES defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(

@@ -1,9 +1,9 @@
 """IMPALA (Espeholt et al. 2018): asynchronous actor-learner training with V-trace;
 ``IMPALATrainer`` (``ImpalaTrainer`` is its RLlib 1.13 spelling), imported on first use."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"IMPALA": "rlstack.trainers.impala.impala:IMPALATrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.impala.impala:DEFAULT_CONFIG",

@@ -20,9 +20,9 @@ import ray
 from rlstack.errors import ConfigError
 from rlstack.execution.learner_thread import LearnerThread
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
 from rlstack.trainers.impala.fragments import fixed_length_fragments
-from rlstack.trainers.trainer import Trainer
+from rlstack.trainers.common.trainer import Trainer
 
 
 def _acting_only(batch: SampleBatch, config: dict) -> SampleBatch:

@@ -2,9 +2,9 @@
 BCTrainer (behaviour cloning, MARWIL with ``beta`` 0), imported on first use, as in
 RLlib 1.13's ``ray.rllib.agents.marwil``."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {
     "MARWIL": "rlstack.trainers.marwil.marwil:MARWILTrainer",
     "BC": "rlstack.trainers.marwil.bc:BCTrainer",

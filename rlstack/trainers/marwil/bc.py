@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlstack.errors import ConfigError
-from rlstack.trainers.config import DefaultConfig, merge_config
+from rlstack.trainers.common.config import DefaultConfig, merge_config
 from rlstack.trainers.marwil.marwil import DEFAULT_CONFIG as MARWIL_DEFAULT_CONFIG
 from rlstack.trainers.marwil.marwil import MARWILTrainer
 

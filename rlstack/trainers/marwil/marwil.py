@@ -17,9 +17,9 @@ from typing import Any
 from rlstack.errors import ConfigError
 from rlstack.execution.replay_buffer import ReplayBuffer
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config
 from rlstack.trainers.marwil.marwil_policy import postprocess_returns
-from rlstack.trainers.trainer import Trainer
+from rlstack.trainers.common.trainer import Trainer
 
 # Classic RLlib 1.13 MARWIL defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(

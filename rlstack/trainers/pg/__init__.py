@@ -1,9 +1,9 @@
 """Vanilla policy gradient: PGTrainer (REINFORCE, discounted returns, no critic),
 imported on first use, as in RLlib 1.13's ``ray.rllib.agents.pg``."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"PG": "rlstack.trainers.pg.pg:PGTrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.pg.pg:DEFAULT_CONFIG",

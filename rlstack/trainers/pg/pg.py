@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
 from rlstack.trainers.pg.pg_policy import postprocess_returns
-from rlstack.trainers.trainer import Trainer
+from rlstack.trainers.common.trainer import Trainer
 
 # Classic RLlib 1.13 PG defaults, on top of COMMON_CONFIG (rollout_fragment_length 200,
 # train_batch_size 200 and batch_mode "truncate_episodes" are the common ones; a piece cut

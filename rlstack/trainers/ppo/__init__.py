@@ -1,8 +1,8 @@
 """PPO: ``PPOTrainer`` and its ``DEFAULT_CONFIG``, imported on first use."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"PPO": "rlstack.trainers.ppo.ppo:PPOTrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.ppo.ppo:DEFAULT_CONFIG",

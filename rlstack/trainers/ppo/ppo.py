@@ -15,8 +15,8 @@ from rlstack.errors import ConfigError
 from rlstack.policies.policy import Policy
 from rlstack.policies.postprocessing import postprocess_advantages, standardize
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
-from rlstack.trainers.trainer import Trainer
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
+from rlstack.trainers.common.trainer import Trainer
 
 # Classic RLlib 1.x PPO defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(

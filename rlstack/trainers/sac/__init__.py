@@ -1,8 +1,8 @@
 """SAC: ``SACTrainer`` and its ``DEFAULT_CONFIG``, imported on first use."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"SAC": "rlstack.trainers.sac.sac:SACTrainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.sac.sac:DEFAULT_CONFIG",

@@ -2,7 +2,7 @@
 Applications") for Box actions, and its discrete form (Christodoulou 2019) for Discrete
 actions, with classic RLlib 1.13's config.
 
-The training step is :class:`~rlstack.trainers.off_policy.OffPolicyTrainer`'s: workers act
+The training step is :class:`~rlstack.trainers.common.off_policy.OffPolicyTrainer`'s: workers act
 with the actor (in numpy), n-step rows go into replay, the learner takes one gradient step
 per ``train_batch_size`` replayed rows on three losses (critics, actor, entropy
 coefficient; ``sac_torch_policy.py`` / ``sac_tf_policy.py``), and the target critics move
@@ -18,8 +18,8 @@ import numbers
 from typing import Any
 
 from rlstack.errors import ConfigError, did_you_mean
-from rlstack.trainers.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
-from rlstack.trainers.off_policy import REPLAY_CONFIG, OffPolicyTrainer, validate_replay_config
+from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
+from rlstack.trainers.common.off_policy import REPLAY_CONFIG, OffPolicyTrainer, validate_replay_config
 from rlstack.trainers.sac.sac_policy import postprocess_sac
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ _SUB_CONFIGS = {"Q_model": _Q_MODEL, "policy_model": _POLICY_MODEL, "optimizatio
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
     {
         **COMMON_CONFIG,
-        # (replay keys and comments: trainers/off_policy.py's REPLAY_CONFIG; SAC's own
+        # (replay keys and comments: trainers/common/off_policy.py's REPLAY_CONFIG; SAC's own
         # defaults of them follow below)
         **REPLAY_CONFIG,
         # === Model ===

@@ -2,9 +2,9 @@
 ``TD3_DEFAULT_CONFIG``, 1.13's name), imported on first use. It runs on DDPG's policies
 (``rlstack.trainers.ddpg``)."""
 
-from rlstack.trainers.registry import lazy_exports
+from rlstack.trainers.common.registry import lazy_exports
 
-# The declaration rlstack's registry finds (see rlstack/trainers/registry.py).
+# The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"TD3": "rlstack.trainers.td3.td3:TD3Trainer"}
 PUBLIC = {
     "DEFAULT_CONFIG": "rlstack.trainers.td3.td3:DEFAULT_CONFIG",

@@ -6,17 +6,17 @@ As in 1.13, TD3 is DDPG with its three tricks on, so it runs on DDPG's policies
 DDPG's checks: clipped double Q (``twin_q``), delayed actor updates (``policy_delay``)
 and target policy smoothing (``smooth_target_policy``), with Gaussian exploration noise
 after ``random_timesteps`` uniformly random steps. The training step is
-:class:`~rlstack.trainers.off_policy.OffPolicyTrainer`'s.
+:class:`~rlstack.trainers.common.off_policy.OffPolicyTrainer`'s.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rlstack.trainers.config import DefaultConfig, merge_config
+from rlstack.trainers.common.config import DefaultConfig, merge_config
 from rlstack.trainers.ddpg.ddpg import DEFAULT_CONFIG as DDPG_DEFAULT_CONFIG
 from rlstack.trainers.ddpg.ddpg import DDPG_HOT_KEYS, DDPGFamily
-from rlstack.trainers.off_policy import OffPolicyTrainer
+from rlstack.trainers.common.off_policy import OffPolicyTrainer
 
 # Classic RLlib 1.13's TD3 defaults: DDPG's (comments in trainers/ddpg/ddpg.py) with these
 # changes, close to the TD3 paper's settings.

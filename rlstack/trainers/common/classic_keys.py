@@ -4,7 +4,7 @@
 between two implementations of the same algorithm, or tune multi-GPU loading rlstack
 does not have. A key here is accepted only at a value that means what rlstack does
 anyway, and dropped after the check; any other value is a ConfigError that says why.
-The ``optimizer`` sub-dict (1.x's ApeX) is handled in ``rlstack.trainers.config``.
+The ``optimizer`` sub-dict (1.x's ApeX) is handled in ``rlstack.trainers.common.config``.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from rlstack.evaluation.worker_set import describe_failure
 from rlstack.execution.learner_thread import LearnerThread
 from rlstack.execution.replay_actor import ReplayActor
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch
-from rlstack.trainers.off_policy import beta_schedule
-from rlstack.trainers.trainer import Trainer
+from rlstack.trainers.common.off_policy import beta_schedule
+from rlstack.trainers.common.trainer import Trainer
 
 __all__ = ["DISTRIBUTED_REPLAY_CONFIG", "DistributedReplayTrainer", "validate_distributed_replay_config"]
 

@@ -30,7 +30,7 @@ from rlstack.env.registry import make_env, registered_envs, restore_registry
 from rlstack.errors import ConfigError
 from rlstack.models.catalog import ModelCatalog
 from rlstack.policies.numpy_policy import NumpyPolicy
-from rlstack.trainers.trainer import Trainer, process_perf
+from rlstack.trainers.common.trainer import Trainer, process_perf
 from rlstack.utils.filters import make_filter
 from rlstack.utils.seeding import env_seed, seed_everything
 

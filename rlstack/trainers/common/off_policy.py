@@ -30,8 +30,8 @@ import numpy as np
 from rlstack.errors import ConfigError
 from rlstack.execution.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer, make_replay_buffer
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
-from rlstack.trainers.replay_config import apply_replay_buffer_config
-from rlstack.trainers.trainer import DEFAULT_POLICY_ID, Trainer
+from rlstack.trainers.common.replay_config import apply_replay_buffer_config
+from rlstack.trainers.common.trainer import DEFAULT_POLICY_ID, Trainer
 from rlstack.utils.schedules import PiecewiseSchedule
 
 __all__ = ["REPLAY_COLUMNS", "REPLAY_CONFIG", "OffPolicyTrainer", "beta_schedule", "replay_rows",
@@ -51,7 +51,7 @@ REPLAY_CONFIG: dict[str, Any] = {
     "target_network_update_freq": 500,
     # Classic 1.13's sub-dict of the replay settings below ({type, capacity,
     # learning_starts, prioritized_replay_alpha/beta/eps, ...}): copied onto them when
-    # the config is validated, taking precedence (trainers/replay_config.py).
+    # the config is validated, taking precedence (trainers/common/replay_config.py).
     "replay_buffer_config": {},
     # Rows the replay buffer keeps.
     "buffer_size": 50000,

@@ -1,5 +1,5 @@
 """Multi-agent training: the ``multiagent`` config read into :class:`PolicySpec` objects,
-and its checks; :class:`~rlstack.trainers.trainer.Trainer` takes the per-policy steps
+and its checks; :class:`~rlstack.trainers.common.trainer.Trainer` takes the per-policy steps
 from them.
 
 A synchronous trainer's ``training_step`` stays the same in both modes::
@@ -122,7 +122,7 @@ def validate_multiagent_config(config: dict[str, Any], algorithm: str, supported
     _check_function(multiagent["observation_fn"], "observation_fn")
     check_multiagent_functions(multiagent["policy_mapping_fn"], multiagent["policies_to_train"],
                                sorted(policies) or [DEFAULT_POLICY_ID])
-    from rlstack.trainers.config import validate_common_config
+    from rlstack.trainers.common.config import validate_common_config
 
     for pid, spec in (policy_specs(config, algorithm) or {}).items():
         try:
@@ -155,7 +155,7 @@ def check_multiagent_functions(policy_mapping_fn: Any, policies_to_train: Any, k
 
 
 def unsupported_message(algorithm: str) -> str:
-    from rlstack.trainers.registry import ALGORITHMS, get_trainer_class
+    from rlstack.trainers.common.registry import ALGORITHMS, get_trainer_class
 
     able = sorted(name for name in ALGORITHMS if getattr(get_trainer_class(name), "supports_multi_agent", False))
     return (f"multi-agent training is supported by {', '.join(able)} so far, not by {algorithm}: its trainer learns "
@@ -183,7 +183,7 @@ def complete_spec(config: dict[str, Any], policy_id: str, spec: PolicySpec, posi
     Raises:
         ConfigError: For an override key the trainer does not have (with the closest ones).
     """
-    from rlstack.trainers.config import merge_config
+    from rlstack.trainers.common.config import merge_config
 
     overrides = dict(spec.config or {})
     if position and config.get("seed") is not None and "seed" not in overrides:
@@ -195,7 +195,7 @@ def complete_spec(config: dict[str, Any], policy_id: str, spec: PolicySpec, posi
     if owner is not None and owner != algorithm:
         # Another algorithm's policy (1.13's two-trainer workflow: a PPO and a DQN policy
         # side by side): its overrides may use that algorithm's keys, whose defaults it gets.
-        from rlstack.trainers.registry import get_trainer_class
+        from rlstack.trainers.common.registry import get_trainer_class
 
         defaults, checked_as = {**get_trainer_class(owner)._default_config, **config}, owner
     try:
@@ -211,7 +211,7 @@ def owning_algorithm(policy_class: Any) -> str | None:
     None for another class."""
     if not isinstance(policy_class, type):
         return None
-    from rlstack.trainers.registry import declarations, get_trainer_class
+    from rlstack.trainers.common.registry import declarations, get_trainer_class
 
     paths = {f"{cls.__module__}:{cls.__qualname__}" for cls in policy_class.__mro__}
     owners = [declaration for name, declaration in declarations().items()

@@ -23,8 +23,8 @@ def ensure_ray(config: dict[str, Any], preload: str | None = None) -> None:
     which on a shared machine can be a dead one; so without an explicit address we
     start our own with ``address="local"`` and enough CPUs for the requested workers.
 
-    ``ray.init`` mostly waits on the daemons it starts (~3.5 s on this project's 2-core
-    machine, ~0.4 s of it in this process), so the module of ``preload`` (the driver
+    ``ray.init`` mostly waits on the daemons it starts (seconds, little of it in this
+    process: BENCHMARKS.md, "Start-up"), so the module of ``preload`` (the driver
     policy's ``"module:Class"`` path, whose import brings in torch or TensorFlow) is
     imported on a second thread meanwhile. (The two imports have no module in common
     but ``timeit``: no import-lock cycle between the threads.)

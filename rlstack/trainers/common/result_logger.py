@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from rlstack.trainers.checkpoint import to_jsonable
+from rlstack.trainers.common.checkpoint_files import to_jsonable
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def create_user_logger(logger_creator: Callable[[dict[str, Any]], Any], config: 
         raise ConfigError(
             f"logger_creator returned a {type(user_logger).__name__} without a logdir attribute (got {logdir!r}); "
             "return a logger whose .logdir is the directory for this trainer's results, e.g. "
-            "lambda config: rlstack.trainers.result_logger.UnifiedLogger(config, '/path/to/logdir')."
+            "lambda config: rlstack.trainers.common.result_logger.UnifiedLogger(config, '/path/to/logdir')."
         )
     os.makedirs(logdir, exist_ok=True)
     return user_logger, os.fspath(logdir)

@@ -51,6 +51,16 @@ METADATA_FILE = "rlstack_checkpoint.json"
 METADATA_HASH_KEY = "metadata_sha256"
 # Import names of the frameworks, for the version recorded in the manifest.
 FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow"}
+# The former path of each module of rlstack/trainers/common/ -> its path. A checkpoint's
+# config keeps an import path as the user gave it (a logger_config "type", a multiagent
+# policy_mapping_fn), so it may name one of these modules at its former place. trainer,
+# callbacks and registry need no entry: 1.13's paths to them still import.
+MOVED_MODULES = {
+    **{f"rlstack.trainers.{name}": f"rlstack.trainers.common.{name}"
+       for name in ("classic_keys", "config", "distributed_replay", "evolution", "multi_agent", "off_policy",
+                    "ray_start", "replay_config", "result_logger")},
+    "rlstack.trainers.checkpoint": "rlstack.trainers.common.checkpoint_files",
+}
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +76,22 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return {"__repr__": repr(value)}
+
+
+def with_moved_paths(value: Any) -> Any:
+    """A copy of a checkpoint's stored config (JSON data) in which each import path that
+    names a module of :data:`MOVED_MODULES` (``"module:name"`` or ``"module.name"``) names
+    that module where it is now."""
+    if isinstance(value, str):
+        for old, new in MOVED_MODULES.items():
+            if value.startswith((old + ":", old + ".")):
+                return new + value[len(old):]
+        return value
+    if isinstance(value, dict):
+        return {key: with_moved_paths(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [with_moved_paths(item) for item in value]
+    return value
 
 
 def framework_version(framework: str | None) -> str | None:

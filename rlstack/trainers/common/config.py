@@ -17,7 +17,7 @@ from rlstack.errors import ConfigError, did_you_mean
 from rlstack.evaluation.callbacks import DefaultCallbacks, check_callbacks
 from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
 from rlstack.offline.resolve import check_offline_config
-from rlstack.trainers.classic_keys import check_no_op_key, is_no_op_key
+from rlstack.trainers.common.classic_keys import check_no_op_key, is_no_op_key
 from rlstack.utils.filters import FILTERS
 from rlstack.utils.framework import check_framework
 
@@ -180,7 +180,7 @@ COMMON_CONFIG: dict[str, Any] = {
     "worker_health_probe_timeout_s": 60,
     # ...and to take the weights and filter state.
     "worker_restore_timeout_s": 1800,
-    # === Multi-agent (rlstack/trainers/multi_agent.py; README "Multi-agent") ===
+    # === Multi-agent (rlstack/trainers/common/multi_agent.py; README "Multi-agent") ===
     "multiagent": {
         # {policy_id: PolicySpec(policy_class, observation_space, action_space, config)}, 1.13's
         # 4-tuples in its place (or, in YAML, 4-item lists or mappings of those field names), or
