@@ -183,7 +183,7 @@ class EpisodeTracker:
     Args:
         worker: The rollout worker (passed to the hooks as ``worker``).
         callbacks: The worker's callbacks.
-        hooks: Which hooks it overrides (:func:`~rlstack.trainers.callbacks.overridden_hooks`).
+        hooks: Which hooks it overrides (:func:`~rlstack.evaluation.callbacks.overridden_hooks`).
         num_envs: Sub-envs of the worker.
         zero_action: Zeros shaped like one action.
     """
