@@ -53,6 +53,8 @@ class LearnerThread(threading.Thread):
         self.num_steps = 0
         # Seconds of each learn_on_batch since the driver last drained this list.
         self.learn_times: list[float] = []
+        # inqueue's size at the end of each of the driver's rounds since the last report.
+        self._queue_sizes: list[int] = []
         self._stopped = threading.Event()
         self._weights_ref: Any = None
         self._weights_version = -1
@@ -74,6 +76,33 @@ class LearnerThread(threading.Thread):
                 logger.exception("The learner thread failed.")
                 self.error = exc
                 return
+
+    def take_results(self, learn_timer: Any) -> list[tuple[Any, SampleBatch, dict[str, Any]]]:
+        """The ``(tag, batch, stats)`` of every batch learned since the last call; each
+        learn_on_batch's seconds go to ``learn_timer`` (a ``TimerStat``)."""
+        times, self.learn_times = self.learn_times, []
+        for seconds in times:
+            learn_timer.push(seconds)
+        results = []
+        while not self.outqueue.empty():
+            results.append(self.outqueue.get_nowait())
+        return results
+
+    def end_round(self, policies: Any, global_timestep: int) -> None:
+        """After a round of the driver's loop: records the queue's size and gives each
+        policy the new global timestep (under the lock: the thread may be learning)."""
+        self._queue_sizes.append(self.inqueue.qsize())
+        with self.lock:
+            for policy in policies:
+                policy.on_global_var_update(global_timestep)
+
+    def queue_report(self) -> dict[str, Any]:
+        """The learner's result keys since the last report: the queue's size at the end of
+        each round (mean, max, capacity) and the learner steps so far."""
+        sizes, self._queue_sizes = self._queue_sizes, []
+        return {"learner_queue": {"size_mean": sum(sizes) / len(sizes) if sizes else 0.0,
+                                  "size_max": int(max(sizes, default=0)), "capacity": self.inqueue.maxsize},
+                "learner_steps": self.num_steps}
 
     def weights_ref(self) -> Any:
         """The policy's weights in Ray's object store, put once per learner step and

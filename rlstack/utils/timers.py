@@ -37,3 +37,20 @@ class TimerStat:
     def mean(self) -> float:
         """Mean of the recent durations in seconds (0.0 before the first one)."""
         return sum(self._samples) / len(self._samples) if self._samples else 0.0
+
+
+class StepRates:
+    """Env steps sampled and trained per second between two reports (an asynchronous
+    trainer's ``sample_throughput`` / ``learner_throughput``)."""
+
+    def __init__(self) -> None:
+        self._mark = (time.time(), 0, 0)
+
+    def report(self, sampled: int, trained: int) -> dict[str, float]:
+        """The rates since the last call, given the counts so far."""
+        now = time.time()
+        last_time, last_sampled, last_trained = self._mark
+        elapsed = max(1e-9, now - last_time)
+        self._mark = (now, sampled, trained)
+        return {"sample_throughput": (sampled - last_sampled) / elapsed,
+                "learner_throughput": (trained - last_trained) / elapsed}

@@ -26,7 +26,6 @@ The algorithm's folder supplies the policy (a loss whose stats carry a per-row
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import numpy as np
@@ -40,6 +39,7 @@ from rlstack.execution.replay_actor import ReplayActor
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch
 from rlstack.trainers.common.off_policy import beta_schedule
 from rlstack.trainers.common.trainer import Trainer
+from rlstack.utils.timers import StepRates
 
 __all__ = ["DISTRIBUTED_REPLAY_CONFIG", "DistributedReplayTrainer", "validate_distributed_replay_config"]
 
@@ -127,8 +127,7 @@ class DistributedReplayTrainer(Trainer):
         self._replays_in_flight: dict[Any, tuple[int, str, int]] = {}
         self._samples_in_flight: dict[Any, tuple[int, Any]] = {}
         self._steps_since_sync = [0] * self.workers.num_remote_workers
-        self._queue_sizes: list[int] = []
-        self._rate_mark = (time.time(), 0, 0)
+        self._rates = StepRates()
         for index in range(self.workers.num_remote_workers):
             for _ in range(cfg["max_sample_requests_in_flight_per_worker"]):
                 self._request_sample(index)
@@ -227,10 +226,7 @@ class DistributedReplayTrainer(Trainer):
                 self.learner.inqueue.put_nowait(((shard_index, policy_id, generation), batch))
         self._request_replays()
         self._apply_learner_results()
-        self._queue_sizes.append(self.learner.inqueue.qsize())
-        with self.learner.lock:
-            for policy in self.workers.local_worker().policy_map.values():
-                policy.on_global_var_update(self.global_timestep())
+        self.learner.end_round(self.workers.local_worker().policy_map.values(), self.global_timestep())
         return self.last_learner_info()
 
     def _learn_replayed(self, batch: SampleBatch | MultiAgentBatch) -> dict[str, Any]:
@@ -296,11 +292,7 @@ class DistributedReplayTrainer(Trainer):
 
     def _apply_learner_results(self) -> None:
         cfg = self.config
-        times, self.learner.learn_times = self.learner.learn_times, []
-        for seconds in times:
-            self._timers["learn"].push(seconds)
-        while not self.learner.outqueue.empty():
-            (shard_index, policy_id, generation), batch, stats = self.learner.outqueue.get_nowait()
+        for (shard_index, policy_id, generation), batch, stats in self.learner.take_results(self._timers["learn"]):
             rows = batch.policy_batches[policy_id] if isinstance(batch, MultiAgentBatch) else batch
             td_error = stats.pop("td_error", None)
             # Rows replayed from a shard that has died since have no slots to update.
@@ -321,19 +313,9 @@ class DistributedReplayTrainer(Trainer):
     # ----- results, checkpoints, shutdown -------------------------------------------------
 
     def extra_results(self) -> dict[str, Any]:
-        cfg = self.config
-        now = time.time()
-        last_time, last_sampled, last_trained = self._rate_mark
-        sampled, trained = self._counters["num_env_steps_sampled"], self._counters["num_env_steps_trained"]
-        elapsed = max(1e-9, now - last_time)
-        self._rate_mark = (now, sampled, trained)
-        sizes, self._queue_sizes = self._queue_sizes, []
         return {
-            "sample_throughput": (sampled - last_sampled) / elapsed,
-            "learner_throughput": (trained - last_trained) / elapsed,
-            "learner_queue": {"size_mean": float(np.mean(sizes)) if sizes else 0.0,
-                              "size_max": int(max(sizes, default=0)), "capacity": cfg["learner_queue_size"]},
-            "learner_steps": self.learner.num_steps,
+            **self._rates.report(self._counters["num_env_steps_sampled"], self._counters["num_env_steps_trained"]),
+            **self.learner.queue_report(),
             "replay_shards": self._shard_stats(),
             "num_weight_syncs": self._counters["num_weight_syncs"],
             # Replay shards recreated after their actor died, and the rows they held (cumulative).

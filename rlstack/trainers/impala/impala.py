@@ -11,7 +11,6 @@ weights after every ``broadcast_interval`` of its batches.
 from __future__ import annotations
 
 import queue
-import time
 from typing import Any
 
 import numpy as np
@@ -21,8 +20,9 @@ from rlstack.errors import ConfigError
 from rlstack.execution.learner_thread import LearnerThread
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
 from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
-from rlstack.trainers.impala.fragments import fixed_length_fragments
 from rlstack.trainers.common.trainer import Trainer
+from rlstack.trainers.impala.fragments import fixed_length_fragments
+from rlstack.utils.timers import StepRates
 
 
 def _acting_only(batch: SampleBatch, config: dict) -> SampleBatch:
@@ -136,8 +136,7 @@ class IMPALATrainer(Trainer):
         self._pending: list[SampleBatch] = []
         self._pending_versions: list[int] = []
         self._policy_lags: list[int] = []
-        self._queue_sizes: list[int] = []
-        self._rate_mark = (time.time(), 0, 0)
+        self._rates = StepRates()
         self.learner: LearnerThread | None = None
         if self.workers.num_remote_workers == 0:
             return
@@ -199,10 +198,7 @@ class IMPALATrainer(Trainer):
             self._request_sample(index)
         self._enqueue_train_batches()
         self._apply_learner_results()
-        self._queue_sizes.append(self.learner.inqueue.qsize())
-        with self.learner.lock:
-            for policy in self.workers.local_worker().policy_map.values():
-                policy.on_global_var_update(self.global_timestep())
+        self.learner.end_round(self.workers.local_worker().policy_map.values(), self.global_timestep())
         return self.last_learner_info()
 
     def _learn(self, batch: SampleBatch | MultiAgentBatch) -> dict[str, Any]:
@@ -233,11 +229,7 @@ class IMPALATrainer(Trainer):
 
     def _apply_learner_results(self) -> None:
         assert self.learner is not None
-        times, self.learner.learn_times = self.learner.learn_times, []
-        for seconds in times:
-            self._timers["learn"].push(seconds)
-        while not self.learner.outqueue.empty():
-            _, batch, stats = self.learner.outqueue.get_nowait()
+        for _, batch, stats in self.learner.take_results(self._timers["learn"]):
             self.count_trained(batch)
             self._last_learner_stats = stats
 
@@ -260,19 +252,11 @@ class IMPALATrainer(Trainer):
     # ----- results, checkpoints, shutdown -------------------------------------------------
 
     def extra_results(self) -> dict[str, Any]:
-        now = time.time()
-        last_time, last_sampled, last_trained = self._rate_mark
-        sampled, trained = self._counters["num_env_steps_sampled"], self._counters["num_env_steps_trained"]
-        elapsed = max(1e-9, now - last_time)
-        self._rate_mark = (now, sampled, trained)
-        sizes, self._queue_sizes = self._queue_sizes, []
         lags, self._policy_lags = self._policy_lags, []
         return {
-            "sample_throughput": (sampled - last_sampled) / elapsed,
-            "learner_throughput": (trained - last_trained) / elapsed,
-            "learner_queue": {"size_mean": float(np.mean(sizes)) if sizes else 0.0,
-                              "size_max": int(max(sizes, default=0)),
-                              "capacity": self.config["learner_queue_size"]},
+            **self._rates.report(self._counters["num_env_steps_sampled"], self._counters["num_env_steps_trained"]),
+            # Without remote workers there is no learner thread (and no queue): learning is synchronous.
+            **(self.learner.queue_report() if self.learner is not None else {}),
             "policy_lag": {"mean": float(np.mean(lags)) if lags else 0.0, "max": int(max(lags, default=0))},
             "num_weight_broadcasts": self._counters["num_weight_broadcasts"],
         }
