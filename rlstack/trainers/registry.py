@@ -1,27 +1,6 @@
 """RLlib 1.13's module path of the algorithm registry (``ray.rllib.agents.registry``):
-``get_trainer_class``, ``ALGORITHMS`` and the declarations they come from live in
-``rlstack/trainers/common/registry.py``."""
+``get_trainer_class`` and ``ALGORITHMS`` live in ``rlstack/trainers/common/registry.py``."""
 
-from rlstack.trainers.common.registry import (
-    ALGORITHMS,
-    Declaration,
-    declarations,
-    get_trainer_class,
-    install_tune_names,
-    lazy_exports,
-    load,
-    scan,
-    trainer_class_names,
-)
+from rlstack.trainers.common.registry import ALGORITHMS, get_trainer_class
 
-__all__ = [
-    "ALGORITHMS",
-    "Declaration",
-    "declarations",
-    "get_trainer_class",
-    "install_tune_names",
-    "lazy_exports",
-    "load",
-    "scan",
-    "trainer_class_names",
-]
+__all__ = ["ALGORITHMS", "get_trainer_class"]
