@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from rlstack.policies.policy import Policy
 
 
@@ -27,9 +25,3 @@ class RandomPolicy(Policy):
 
     def learn_on_batch(self, samples: Any) -> dict:
         return {}
-
-    def get_weights(self) -> dict[str, np.ndarray]:
-        return {}
-
-    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        pass

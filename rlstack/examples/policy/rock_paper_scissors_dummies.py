@@ -43,12 +43,6 @@ class _Heuristic(Policy):
     def learn_on_batch(self, samples: Any) -> dict:
         return {}
 
-    def get_weights(self) -> dict[str, np.ndarray]:
-        return {}
-
-    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        pass
-
 
 class AlwaysSameHeuristic(_Heuristic):
     """Picks a move at the start of each episode and plays it all episode; the move is
