@@ -29,3 +29,9 @@ def to_numpy(value: Any) -> np.ndarray:
 def to_float(value: Any) -> float:
     """A scalar tensor of either framework as a Python float."""
     return float(to_numpy(value))
+
+
+def loss_value(policy: Any, batch: Any) -> float:
+    """``policy.loss`` of either framework on a numpy batch, as a float."""
+    loss, _ = policy.loss(as_tensors(policy.framework, batch))
+    return to_float(loss)

@@ -19,6 +19,7 @@ from rlstack.errors import WorkerFailureError
 from rlstack.trainers.ddpg import ApexDDPGTrainer
 from rlstack.trainers.dqn import ApeXTrainer
 from tests.helpers.distributed_replay_configs import DISTRIBUTED_REPLAY_TINY
+from tests.helpers.training import train_until
 
 APEX = {**DISTRIBUTED_REPLAY_TINY, "num_workers": 2, "min_sample_timesteps_per_reporting": 200,
         "max_weight_sync_delay": 40, "target_network_update_freq": 200, "hiddens": [16],
@@ -26,26 +27,17 @@ APEX = {**DISTRIBUTED_REPLAY_TINY, "num_workers": 2, "min_sample_timesteps_per_r
 SHARD_CAPACITY = APEX["buffer_size"] // APEX["num_replay_buffer_shards"]
 
 
-def _train_until(trainer, condition, limit=10):
-    result = trainer.train()
-    for _ in range(limit):
-        if condition(result):
-            return result
-        result = trainer.train()
-    return result
-
-
 def test_a_killed_replay_shard_is_recreated_and_training_goes_on(ray_local, caplog):
     trainer = ApeXTrainer({**APEX, "recreate_failed_workers": True}, "CartPole-v1")
     try:
-        result = _train_until(trainer, lambda r: r["num_env_steps_trained"] > 0)
+        result = train_until(trainer, lambda r: r["num_env_steps_trained"] > 0)
         assert result["num_replay_shard_restarts"] == 0 and result["replay_shard_rows_lost"] == 0
         held = result["replay_shards"][1]["num_entries"]
         assert held > 0
         dead = trainer.replay_shards[1]
         with caplog.at_level(logging.WARNING, logger="rlstack.trainers.common.distributed_replay"):
             ray.kill(dead)
-            result = _train_until(trainer, lambda r: r["num_replay_shard_restarts"] > 0)
+            result = train_until(trainer, lambda r: r["num_replay_shard_restarts"] > 0)
         assert result["num_replay_shard_restarts"] == 1
         # What it held at the last report and what was routed to it since, at most its capacity.
         assert held <= result["replay_shard_rows_lost"] <= SHARD_CAPACITY
@@ -85,7 +77,7 @@ def test_apex_ddpg_recreates_a_killed_replay_shard_too(ray_local):
     try:
         trainer.train()
         ray.kill(trainer.replay_shards[0])
-        result = _train_until(trainer, lambda r: r["num_replay_shard_restarts"] > 0)
+        result = train_until(trainer, lambda r: r["num_replay_shard_restarts"] > 0)
         assert result["num_replay_shard_restarts"] == 1 and result["replay_shard_rows_lost"] > 0
         before = result["timesteps_total"]
         assert trainer.train()["timesteps_total"] > before

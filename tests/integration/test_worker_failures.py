@@ -18,6 +18,7 @@ from rlstack.trainers.dqn import ApeXTrainer
 from rlstack.trainers.impala import IMPALATrainer
 from rlstack.trainers.ppo import PPOTrainer
 from tests.helpers.envs import FaultLog, FaultyCartPole
+from tests.helpers.training import train_until
 
 register_env("faulty_cartpole", lambda ctx: FaultyCartPole(ctx))
 
@@ -59,15 +60,6 @@ def _trainer(algorithm, log_name, **overrides):
     return trainer_class({**config, "env_config": env_config, **overrides}, "faulty_cartpole")
 
 
-def _train_until(trainer, condition, limit=12):
-    result = trainer.train()
-    for _ in range(limit):
-        if condition(result):
-            return result
-        result = trainer.train()
-    return result
-
-
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_without_fault_tolerance_a_failure_is_a_clear_error(fault_log, algorithm):
     name, log = fault_log
@@ -89,7 +81,7 @@ def test_ignore_worker_failures_goes_on_with_one_worker_fewer(fault_log, algorit
     name, log = fault_log
     trainer = _trainer(algorithm, name, ignore_worker_failures=True)
     try:
-        result = _train_until(trainer, lambda r: r["num_healthy_workers"] < 2)
+        result = train_until(trainer, lambda r: r["num_healthy_workers"] < 2)
         assert result["num_healthy_workers"] == 1
         assert result["num_remote_worker_restarts"] == 0
         assert ray.get(log.failures.remote()) == 1
@@ -107,7 +99,7 @@ def test_recreate_failed_workers_brings_the_worker_back(fault_log, algorithm):
     name, log = fault_log
     trainer = _trainer(algorithm, name, recreate_failed_workers=True)
     try:
-        result = _train_until(trainer, lambda r: r["num_remote_worker_restarts"] > 0)
+        result = train_until(trainer, lambda r: r["num_remote_worker_restarts"] > 0)
         assert result["num_remote_worker_restarts"] == 1
         assert result["num_healthy_workers"] == 2
         # The new worker 1 samples with the learner's weights and does not fail again.
@@ -131,7 +123,7 @@ def test_a_killed_worker_is_recreated(ray_local, algorithm):
     try:
         trainer.train()
         ray.kill(trainer.workers.remote_workers()[1])
-        result = _train_until(trainer, lambda r: r["num_remote_worker_restarts"] > 0)
+        result = train_until(trainer, lambda r: r["num_remote_worker_restarts"] > 0)
         assert result["num_remote_worker_restarts"] == 1
         assert result["num_healthy_workers"] == 2
         before = result["timesteps_total"]
@@ -148,7 +140,7 @@ def test_a_killed_worker_is_dropped_with_ignore_worker_failures(ray_local, algor
     try:
         trainer.train()
         ray.kill(trainer.workers.remote_workers()[1])
-        result = _train_until(trainer, lambda r: r["num_healthy_workers"] < 2)
+        result = train_until(trainer, lambda r: r["num_healthy_workers"] < 2)
         assert result["num_healthy_workers"] == 1
         assert result["num_remote_worker_restarts"] == 0
         before = result["timesteps_total"]

@@ -11,6 +11,7 @@ import pytest
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.a3c import A2C_DEFAULT_CONFIG
 from rlstack.trainers.common.config import merge_config
+from tests.helpers.tensors import loss_value
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -59,23 +60,11 @@ def numpy_a3c_loss(policy, batch: SampleBatch, vf_loss_coeff: float, entropy_coe
     return pi_err + vf_loss_coeff * value_err - entropy_coeff * entropy.sum()
 
 
-def _framework_loss(policy, batch: SampleBatch) -> float:
-    if policy.framework == "torch":
-        import torch
-
-        loss, _ = policy.loss({key: torch.from_numpy(value) for key, value in batch.items()})
-        return float(loss.detach())
-    import tensorflow as tf
-
-    loss, _ = policy.loss({key: tf.convert_to_tensor(value) for key, value in batch.items()})
-    return float(loss)
-
-
 def test_loss_matches_numpy_reference(framework):
     policy = _policy(framework)
     batch = _batch()
     expected = numpy_a3c_loss(policy, batch, vf_loss_coeff=0.5, entropy_coeff=0.01)
-    np.testing.assert_allclose(_framework_loss(policy, batch), expected, rtol=1e-5)
+    np.testing.assert_allclose(loss_value(policy, batch), expected, rtol=1e-5)
 
 
 def test_torch_and_tf_take_the_same_step():

@@ -15,6 +15,7 @@ from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.common.config import merge_config
 from rlstack.trainers.pg import DEFAULT_CONFIG, PGTrainer, post_process_advantages
 from rlstack.trainers.pg.pg_policy import postprocess_returns
+from tests.helpers.tensors import loss_value
 
 B = SampleBatch
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -58,19 +59,6 @@ def numpy_pg_loss(weights: dict[str, np.ndarray], spec, batch: SampleBatch) -> f
     return float(-(logp * batch[B.ADVANTAGES]).mean())
 
 
-def _framework_loss(policy, batch: SampleBatch) -> float:
-    if policy.framework == "torch":
-        import torch
-
-        loss, stats = policy.loss({key: torch.from_numpy(value) for key, value in batch.items()})
-        assert float(stats["policy_loss"].detach()) == float(loss.detach())
-        return float(loss.detach())
-    import tensorflow as tf
-
-    loss, _ = policy.loss({key: tf.convert_to_tensor(value) for key, value in batch.items()})
-    return float(loss)
-
-
 # ----- the loss ---------------------------------------------------------------------------
 
 def test_loss_matches_numpy_reference(framework):
@@ -78,7 +66,7 @@ def test_loss_matches_numpy_reference(framework):
     batch = _batch()
     expected = numpy_pg_loss(policy.get_weights(), policy.model_spec(), batch)
     assert abs(expected) > 0.1  # a batch on which a wrong sign or a missing term shows
-    np.testing.assert_allclose(_framework_loss(policy, batch), expected, rtol=1e-5)
+    np.testing.assert_allclose(loss_value(policy, batch), expected, rtol=1e-5)
 
 
 def test_torch_and_tf_agree_on_the_loss_and_the_step_from_the_same_weights():
@@ -89,7 +77,7 @@ def test_torch_and_tf_agree_on_the_loss_and_the_step_from_the_same_weights():
     assert not np.array_equal(torch_policy.get_weights()["logits/kernel"], tf_policy.get_weights()["logits/kernel"])
     tf_policy.set_weights(torch_policy.get_weights())
     batch = _batch(n=40, seed=3)
-    np.testing.assert_allclose(_framework_loss(torch_policy, batch), _framework_loss(tf_policy, batch), rtol=1e-5)
+    np.testing.assert_allclose(loss_value(torch_policy, batch), loss_value(tf_policy, batch), rtol=1e-5)
 
     torch_stats, tf_stats = torch_policy.learn_on_batch(batch.copy()), tf_policy.learn_on_batch(batch.copy())
     np.testing.assert_allclose(torch_stats["policy_loss"], tf_stats["policy_loss"], rtol=1e-5)
