@@ -145,6 +145,14 @@ FIGURES = (
            ("impala_cartpole.py", "--runs", "3", "--workers", "2", "--systems", "rlstack-torch",
             "--max-wall", "60"),
            ("summary", "rlstack-torch/2", "sample_throughput", "median"), 40),
+    # PPO's learner alone on RLlib's default settings (4,000 rows x 30 epochs of 128, 256x256):
+    # five timed learn_on_batch calls of ~2 s after a warm-up.
+    Figure("learner-ppo-torch", "PPO learner, RLlib's defaults, torch", "samples x epochs/s",
+           ("learner.py", "--repeats", "5", "--only", "torch/rllib-defaults"),
+           ("summary", "torch/rllib-defaults", "median"), 20),
+    Figure("learner-ppo-tf", "PPO learner, RLlib's defaults, tf", "samples x epochs/s",
+           ("learner.py", "--repeats", "5", "--only", "tf/rllib-defaults"),
+           ("summary", "tf/rllib-defaults", "median"), 25),
     # Five repeats of 400,000 steps at ~67,000/s, in one process.
     Figure("sampling-32-envs", "sampling, one rollout worker, 32 CartPole envs, numpy acting", "env steps/s",
            ("sampling.py", "--repeats", "5", "--steps", "400000",

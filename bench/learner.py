@@ -1,6 +1,6 @@
 """Learner throughput: samples/s through PPO's SGD epochs (samples x epochs / second).
 
-    python bench/learner.py [--repeats 3]
+    python bench/learner.py [--repeats 3] [--only torch/rllib-defaults,tf/rl-zoo,...]
 
 Prints one JSON line, torch and tf, for RLlib's default PPO learner settings (batch 4000,
 minibatch 128, 30 epochs, 256x256) and RL-Zoo's (batch 256, minibatch 256, 20 epochs, 64x64)
@@ -62,10 +62,14 @@ def batch_for(policy, n: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", help="comma-separated framework/setting pairs (default: all)")
     args = parser.parse_args()
+    wanted = set(args.only.split(",")) if args.only else None
     out = {}
     for framework in ("torch", "tf"):
         for name, (overrides, n, action_space) in SETTINGS.items():
+            if wanted is not None and f"{framework}/{name}" not in wanted:
+                continue
             policy, config = make_policy(framework, overrides, action_space)
             batch = batch_for(policy, n)
             policy.learn_on_batch(batch)  # warm-up (and TF tracing)
