@@ -79,7 +79,7 @@ class Milestones:
 
 
 def rlstack_child(args: argparse.Namespace) -> None:
-    from rlstack.trainers.common.registry import get_trainer_class
+    from rlstack.trainers.registry import get_trainer_class
 
     if args.preset == "rl-zoo":
         algorithm, config = "DQN", dict(RL_ZOO)

@@ -18,6 +18,7 @@ lines anew: ~0.1 s in the driver and again in each Ray worker, which users do no
 
 from __future__ import annotations
 
+import importlib
 import compileall
 import importlib.util
 import json
@@ -117,14 +118,17 @@ def start_local_ray(**init_kwargs: Any) -> None:
     """A new local Ray on 127.0.0.1 for a benchmark child: ``init_local_ray`` of the
     rlstack build being measured, or, for an older build without it (``make bench-check``
     measures older commits with today's bench scripts), ``ray.init(address="local")``."""
-    try:
-        from rlstack.trainers.common.ray_start import init_local_ray
-    except ImportError:
-        import ray
-
-        ray.init(address="local", _node_ip_address="127.0.0.1", **init_kwargs)
+    # trainers/common/ray_start.py, trainers/ray_start.py before that folder, or neither.
+    for module in ("rlstack.trainers.common.ray_start", "rlstack.trainers.ray_start"):
+        try:
+            init_local_ray = importlib.import_module(module).init_local_ray
+        except (ImportError, AttributeError):
+            continue
+        init_local_ray(**init_kwargs)
         return
-    init_local_ray(**init_kwargs)
+    import ray
+
+    ray.init(address="local", _node_ip_address="127.0.0.1", **init_kwargs)
 
 
 LAUNCH_TIME_VAR = "RLSTACK_BENCH_LAUNCH_TIME"

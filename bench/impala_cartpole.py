@@ -31,7 +31,7 @@ from harness import run_child, seconds_since_process_start, start_local_ray, sum
 
 
 def rlstack_child(args: argparse.Namespace) -> None:
-    from rlstack.trainers.common.registry import get_trainer_class
+    from rlstack.trainers.registry import get_trainer_class
 
     spec = tuned_example(f"cartpole-{args.algo.lower()}.yaml")
     config = {**spec["config"], "framework": args.framework, "seed": args.seed, "num_workers": args.workers,

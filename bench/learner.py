@@ -36,7 +36,10 @@ SETTINGS = {
 
 
 def make_policy(framework: str, overrides: dict, action_space: gym.Space = DISCRETE):
-    from rlstack.trainers.common.config import merge_config
+    try:
+        from rlstack.trainers.common.config import merge_config
+    except ImportError:  # bench/check.py's REF builds from before trainers/common/
+        from rlstack.trainers.config import merge_config
     from rlstack.trainers.ppo import DEFAULT_CONFIG
 
     config = merge_config(DEFAULT_CONFIG, {"seed": 0, **overrides}, "PPO")

@@ -67,7 +67,10 @@ def rllib_child(workers: int, target: float, max_steps: int, seed: int, max_wall
 
     RecordReturns, last_100_mean = rllib_returns_recorder(100)
 
-    from rlstack.trainers.common.ray_start import init_local_ray
+    try:
+        from rlstack.trainers.common.ray_start import init_local_ray
+    except ImportError:  # bench/check.py's REF builds from before trainers/common/
+        from rlstack.trainers.ray_start import init_local_ray
 
     init_local_ray(num_cpus=2, include_dashboard=False, log_to_driver=False)
     config = (

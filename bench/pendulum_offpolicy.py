@@ -105,7 +105,7 @@ class Watch:
 
 
 def rlstack_child(args: argparse.Namespace) -> None:
-    from rlstack.trainers.common.registry import get_trainer_class
+    from rlstack.trainers.registry import get_trainer_class
 
     config = dict(RL_ZOO[args.algorithm], framework=args.framework, seed=args.seed, num_workers=0,
                   metrics_smoothing_episodes=WINDOW, min_sample_timesteps_per_reporting=200)

@@ -76,7 +76,10 @@ def _step_callbacks() -> type:
 
 def rlstack_worker(num_envs: int, steps: int, inference: str, callbacks: bool = False) -> float:
     from rlstack.evaluation.rollout_worker import RolloutWorker
-    from rlstack.trainers.common.config import merge_config
+    try:
+        from rlstack.trainers.common.config import merge_config
+    except ImportError:  # bench/check.py's REF builds from before trainers/common/
+        from rlstack.trainers.config import merge_config
     from rlstack.trainers.ppo import DEFAULT_CONFIG, PPOTrainer
 
     fragment = 128  # steps per sub-env per sample() call
