@@ -18,8 +18,8 @@ lines anew: ~0.1 s in the driver and again in each Ray worker, which users do no
 
 from __future__ import annotations
 
-import importlib
 import compileall
+import importlib
 import importlib.util
 import json
 import os
