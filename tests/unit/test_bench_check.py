@@ -128,4 +128,5 @@ def test_bad_command_lines_exit_with_status_2_and_say_why(capsys):
     assert check.main(["--ref", "no-such-commit-xyz"]) == 2
     assert "REF 'no-such-commit-xyz' is not a commit" in capsys.readouterr().err
     assert [f.name for f in check.select_figures("ppo,sac")] == [
-        "ppo-defaults-torch", "ppo-defaults-tf", "ppo-rl-zoo-torch", "sac-pendulum-torch"]
+        "ppo-defaults-torch", "ppo-defaults-tf", "ppo-rl-zoo-torch", "sac-pendulum-torch", "learner-ppo-torch",
+        "learner-ppo-tf"]
