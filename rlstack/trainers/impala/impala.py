@@ -255,8 +255,10 @@ class IMPALATrainer(Trainer):
         lags, self._policy_lags = self._policy_lags, []
         return {
             **self._rates.report(self._counters["num_env_steps_sampled"], self._counters["num_env_steps_trained"]),
-            # Without remote workers there is no learner thread (and no queue): learning is synchronous.
-            **(self.learner.queue_report() if self.learner is not None else {}),
+            # Without remote workers there is no learner thread: learning is synchronous and
+            # the queue stays empty.
+            **(self.learner.queue_report() if self.learner is not None else
+               {"learner_queue": {"size_mean": 0.0, "size_max": 0, "capacity": self.config["learner_queue_size"]}}),
             "policy_lag": {"mean": float(np.mean(lags)) if lags else 0.0, "max": int(max(lags, default=0))},
             "num_weight_broadcasts": self._counters["num_weight_broadcasts"],
         }
