@@ -1,18 +1,35 @@
 # Two commands set everything up on a fresh machine:
-#   make demo   creates .venv, installs rlstack, trains PPO on CartPole, prints the table
+#   make demo   creates .venv, installs rlstack with PyTorch, trains PPO on CartPole, prints the table
 #   make test   creates .venv if needed, installs, runs the test suite (all but the learning matrix)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # constraints.txt pins every package CI installs (torch==2.13.0 CPU build among them).
-PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt
+# TORCH_INDEX: an extra index for torch's wheels. On a Linux machine whose pip would fetch
+# the CUDA build (several GB), `make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu`
+# gets the CPU build; left empty, pip's own indexes serve torch (the CPU build where they
+# carry it, as on the CI machines).
+TORCH_INDEX ?=
+PIP_INSTALL := $(PY) -m pip install --quiet -c constraints.txt $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 
-.PHONY: demo test test-unit test-learning test-compat bench bench-check soak chaos clean
+.PHONY: demo test test-unit test-learning test-compat docs docs-serve bench bench-check soak chaos clean
 
-$(VENV)/.installed: pyproject.toml constraints.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+
+# Everything the test suite exercises: every extra and the test tools.
+$(VENV)/.installed: pyproject.toml constraints.txt | $(VENV)/bin/python
 	$(PIP_INSTALL) -e '.[all,test]'
+	touch $@
+
+# What the demo needs: rlstack and PyTorch (no TensorFlow, no optional extras).
+$(VENV)/.installed-demo: pyproject.toml constraints.txt | $(VENV)/bin/python
+	$(PIP_INSTALL) -e '.[torch]'
+	touch $@
+
+$(VENV)/.installed-docs: pyproject.toml constraints.txt | $(VENV)/bin/python
+	$(PIP_INSTALL) -e '.[docs]'
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed
@@ -23,9 +40,17 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 # is set every process (each Ray worker too) would compile its sources again.
 COMPILE := $(PY) -m compileall -q rlstack
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-demo
 	$(COMPILE)
 	$(VENV)/bin/rlstack train -f tune_configs/cartpole-ppo.yaml
+
+# The documentation site (docs/, mkdocs.yml) into site/; docs-serve previews it with live
+# reload on http://127.0.0.1:8000.
+docs: $(VENV)/.installed-docs
+	$(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(VENV)/.installed-docs
+	$(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 # Unit and integration tests, README blocks, notebooks and the learning canaries, two test
 # files at a time (a file's module-scoped trainers stay in one worker).
@@ -89,4 +114,4 @@ chaos: $(VENV)/.installed
 	$(PY) bench/chaos.py
 
 clean:
-	rm -rf $(VENV) .bench-venvs build *.egg-info
+	rm -rf $(VENV) .bench-venvs build site *.egg-info

@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from rlstack.errors import ConfigError, RLStackError
+from rlstack import __version__
 
 
 def _parse_json(text: str, flag: str) -> dict[str, Any]:
@@ -181,7 +182,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             env = gym.wrappers.RecordVideo(env, args.video_dir, episode_trigger=lambda _: True, disable_logger=True)
         except gym.error.DependencyNotInstalled as exc:
             trainer.stop()
-            raise RLStackError(f"--video-dir needs moviepy to write mp4 files: pip install 'rlstack[video]' ({exc})") from exc
+            raise RLStackError(f"--video-dir needs moviepy to write mp4 files: pip install 'rlstack-ray[video] @ git+https://github.com/rlstack-dev/rlstack' ({exc})") from exc
     # --explore forces sampling; otherwise the merged config's `explore` decides (the
     # checkpoint's evaluation_config makes it greedy by default).
     explore = True if args.explore else None
@@ -233,7 +234,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     except gym.error.DependencyNotInstalled as exc:
         raise RLStackError(
             f"Rendering {env_name!r} needs a package that is not installed: {exc}. For every rendering and "
-            "video dependency: pip install 'rlstack[video]'."
+            "video dependency: pip install 'rlstack-ray[video] @ git+https://github.com/rlstack-dev/rlstack'."
         ) from exc
     finally:
         progress.close()
@@ -265,12 +266,23 @@ def _episode_start_prev(policy: Any) -> dict[str, Any]:
 def _ls(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
-    from rlstack.env.registry import registered_envs
+    from rlstack.compare import tuned_example_files
+    from rlstack.env.registry import EXAMPLE_ENVS, registered_envs
+    from rlstack.experiments import load_experiments
     from rlstack.trainers.common.registry import ALGORITHMS
 
     print("algorithms: " + ", ".join(sorted(ALGORITHMS)))
+    print("built-in envs (config['env'] = name): " + ", ".join(sorted(EXAMPLE_ENVS)))
     custom = sorted(registered_envs())
     print("registered envs: " + (", ".join(custom) if custom else "(none in this process; see rlstack.register_env)"))
+    print("tuned examples (rlstack train -f FILE, rlstack compare --examples NAME):")
+    for path in tuned_example_files():
+        experiments = load_experiments(str(path))
+        for name, spec in experiments.items():
+            stop = ", ".join(f"{key} {value}" for key, value in (spec.get("stop") or {}).items())
+            label = path.stem if len(experiments) == 1 else f"{path.stem} ({name})"
+            print(f"  {label:<44} {spec.get('run')} on {spec.get('env')}; stop: {stop}")
+    print(f"  (files in {path.parent})")
     ids = sorted(gym.registry)
     print(f"gymnasium envs ({len(ids)}): " + ", ".join(ids))
     return 0
@@ -408,8 +420,11 @@ def _add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``rlstack`` command."""
-    parser = argparse.ArgumentParser(prog="rlstack", description="Train reinforcement-learning agents on Ray.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="rlstack", description="Train reinforcement-learning agents on Ray. With no command: this help. "
+        "`rlstack train` alone trains PPO on CartPole-v1.")
+    parser.add_argument("--version", action="version", version=f"rlstack {__version__}")
+    commands = parser.add_subparsers(dest="command")
 
     train = commands.add_parser("train", help="train on Ray Tune until a stop criterion holds")
     train.add_argument("--run", default="PPO", help="algorithm name (default: PPO)")
@@ -440,7 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                     "older name `rllib rollout`)")):
         _add_evaluate_arguments(commands.add_parser(name, help=help_text, description=_EVALUATE_DESCRIPTION))
 
-    ls = commands.add_parser("ls", help="list the algorithms and the envs known by name")
+    ls = commands.add_parser("ls", help="list the algorithms, the envs known by name and the tuned examples")
     ls.set_defaults(func=_ls)
 
     plot = commands.add_parser(
@@ -559,7 +574,7 @@ def _migrate(args: argparse.Namespace) -> int:
     try:
         from rlstack.migrate import migrate_paths
     except ImportError as exc:
-        raise ConfigError(f"rlstack migrate needs LibCST ({exc}); pip install 'rlstack[migrate]'.") from exc
+        raise ConfigError(f"rlstack migrate needs LibCST ({exc}); pip install 'rlstack-ray[migrate] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
     try:
         results = migrate_paths(args.paths, write=not args.diff, check_names=not args.no_check)
     except FileNotFoundError as exc:
@@ -580,7 +595,11 @@ def _migrate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rlstack`` command; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         return args.func(args)
     except RLStackError as exc:

@@ -38,19 +38,28 @@ from rlstack.errors import ConfigError
 
 __all__ = ["TUNE_CONFIGS", "build_experiments", "summarize", "write_report", "compare"]
 
-# The tuned examples of a source checkout (rlstack is installed editable from it).
-TUNE_CONFIGS = Path(__file__).resolve().parents[1] / "tune_configs"
+# The tuned examples ship inside the package (a checkout's top-level tune_configs/ points here).
+TUNE_CONFIGS = Path(__file__).resolve().parent / "tune_configs"
 
 TABLE_COLUMNS = ["algorithm", "framework", "runs", "reached", "env steps to reward", "time to reward (s)",
                  "final return", "env steps/s", "peak trainer RSS (MB)", "config"]
 
 
+def tuned_example_files() -> list[Path]:
+    """The tuned examples' YAML files; an install without them is broken, and saying so
+    beats comparing at defaults the user did not ask for."""
+    files = sorted(TUNE_CONFIGS.glob("*.yaml"))
+    if not files:
+        raise ConfigError(f"rlstack's tuned examples are missing: no YAML file in {TUNE_CONFIGS}. The package was "
+                          "installed without its data files; reinstall it (pip install --force-reinstall "
+                          "\"rlstack-ray[torch] @ git+https://github.com/rlstack-dev/rlstack\").")
+    return files
+
+
 def _tuned_examples() -> list[tuple[Path, str, dict[str, Any]]]:
     from rlstack.experiments import load_experiments
 
-    if not TUNE_CONFIGS.is_dir():
-        return []
-    return [(path, name, spec) for path in sorted(TUNE_CONFIGS.glob("*.yaml"))
+    return [(path, name, spec) for path in tuned_example_files()
             for name, spec in load_experiments(str(path)).items()]
 
 
@@ -62,7 +71,7 @@ def _example(name_or_path: str) -> tuple[str, dict[str, Any], str]:
     if not path.suffix:
         path = TUNE_CONFIGS / f"{name_or_path}.yaml"
     if not path.is_file():
-        known = sorted(p.stem for p in TUNE_CONFIGS.glob("*.yaml")) if TUNE_CONFIGS.is_dir() else []
+        known = [p.stem for p in tuned_example_files()]
         raise ConfigError(f"--examples: no tuned example {name_or_path!r} (neither a YAML file nor a name in "
                           f"{TUNE_CONFIGS}); known names: {', '.join(known) or 'none'}.")
     experiments = load_experiments(str(path))

@@ -47,7 +47,7 @@ def check_available(algorithms: list[str], stop: dict[str, Any]) -> list[str]:
     try:
         import stable_baselines3  # noqa: F401
     except ImportError as err:
-        raise ConfigError("--with-sb3 needs Stable-Baselines3: pip install 'rlstack[sb3]'.") from err
+        raise ConfigError("--with-sb3 needs Stable-Baselines3: pip install 'rlstack-ray[sb3] @ git+https://github.com/rlstack-dev/rlstack'.") from err
     unknown = sorted(set(stop) - set(STOP_KEYS))
     if unknown:
         raise ConfigError(f"--with-sb3: SB3 runs stop on {', '.join(STOP_KEYS)}; the stop criteria also name "

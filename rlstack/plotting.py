@@ -25,7 +25,7 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError as err:
-        raise RLStackError("plots need matplotlib: pip install 'rlstack[plot]'") from err
+        raise RLStackError("plots need matplotlib: pip install 'rlstack-ray[plot] @ git+https://github.com/rlstack-dev/rlstack'") from err
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

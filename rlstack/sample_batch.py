@@ -4,10 +4,11 @@ A SampleBatch is a ``dict`` of numpy arrays ("columns") that all have the same l
 along their first axis, one row per environment step. Column names are the constants
 below, so that a typo is an ``AttributeError`` rather than a silent ``KeyError`` later.
 
->>> import numpy as np
->>> b = SampleBatch({SampleBatch.OBS: np.zeros((4, 2)), SampleBatch.REWARDS: np.arange(4.0)})
->>> len(b), b[1:3][SampleBatch.REWARDS].tolist()
-(4, [1.0, 2.0])
+Examples:
+    >>> import numpy as np
+    >>> b = SampleBatch({SampleBatch.OBS: np.zeros((4, 2)), SampleBatch.REWARDS: np.arange(4.0)})
+    >>> len(b), b[1:3][SampleBatch.REWARDS].tolist()
+    (4, [1.0, 2.0])
 """
 
 from __future__ import annotations
@@ -265,11 +266,12 @@ class MultiAgentBatch:
     step adds a row to its policy's batch, so :meth:`agent_steps` (all rows) is at least
     :meth:`env_steps` when every step has an acting agent.
 
-    >>> import numpy as np
-    >>> b = MultiAgentBatch({"pol0": SampleBatch({"obs": np.zeros((4, 2))}),
-    ...                      "pol1": SampleBatch({"obs": np.zeros((2, 2))})}, env_steps=3)
-    >>> b.env_steps(), b.agent_steps(), sorted(b.policy_batches)
-    (3, 6, ['pol0', 'pol1'])
+    Examples:
+        >>> import numpy as np
+        >>> b = MultiAgentBatch({"pol0": SampleBatch({"obs": np.zeros((4, 2))}),
+        ...                      "pol1": SampleBatch({"obs": np.zeros((2, 2))})}, env_steps=3)
+        >>> b.env_steps(), b.agent_steps(), sorted(b.policy_batches)
+        (3, 6, ['pol0', 'pol1'])
 
     Args:
         policy_batches: ``{policy_id: SampleBatch}``.

@@ -142,10 +142,11 @@ def make_multi_agent(env_name_or_creator: str | Callable[[Any], gym.Env]) -> typ
     agent that terminates or truncates gets no further actions; the episode ends for all
     once every agent has ended (``"__all__"``).
 
-    >>> env = make_multi_agent("CartPole-v1")({"num_agents": 2})
-    >>> obs, infos = env.reset(seed=0)
-    >>> sorted(obs), env.observation_space.shape
-    ([0, 1], (4,))
+    Examples:
+        >>> env = make_multi_agent("CartPole-v1")({"num_agents": 2})
+        >>> obs, infos = env.reset(seed=0)
+        >>> sorted(obs), env.observation_space.shape
+        ([0, 1], (4,))
 
     Args:
         env_name_or_creator: A gymnasium id, or a creator ``fn(env_config) -> gym.Env``

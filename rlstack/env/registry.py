@@ -24,7 +24,7 @@ EnvSpec = Union[str, type, EnvCreator]
 _REGISTRY: dict[str, EnvCreator] = {}
 # Example envs every process knows by name (as 1.13's examples were imported by path):
 # name -> "module:Class", imported on first use.
-_EXAMPLE_ENVS = {"StatelessCartPole": "rlstack.examples.env.stateless_cartpole:StatelessCartPole",
+EXAMPLE_ENVS = {"StatelessCartPole": "rlstack.examples.env.stateless_cartpole:StatelessCartPole",
                  "RepeatAfterMeEnv": "rlstack.examples.env.repeat_after_me_env:RepeatAfterMeEnv",
                  "RockPaperScissors": "rlstack.examples.env.rock_paper_scissors:RockPaperScissors",
                  **{name: f"rlstack.examples.env.multi_agent:{name}" for name in (
@@ -92,13 +92,13 @@ def restore_registry(entries: dict[str, EnvCreator]) -> None:
 
 
 def _known_names() -> list[str]:
-    return sorted(set(_REGISTRY) | set(_EXAMPLE_ENVS) | set(gym.registry.keys()))
+    return sorted(set(_REGISTRY) | set(EXAMPLE_ENVS) | set(gym.registry.keys()))
 
 
 def _example_env(name: str) -> EnvCreator | None:
     import importlib
 
-    path = _EXAMPLE_ENVS.get(name)
+    path = EXAMPLE_ENVS.get(name)
     if path is None:
         return None
     module, cls = path.split(":")

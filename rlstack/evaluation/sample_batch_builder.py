@@ -2,12 +2,13 @@
 ``ray.rllib.evaluation.sample_batch_builder``), for scripts that record experience
 themselves and write it with :class:`~rlstack.offline.json_writer.JsonWriter`.
 
->>> builder = SampleBatchBuilder()
->>> for t in range(3):
-...     builder.add_values(t=t, eps_id=0, obs=[0.0, 1.0], actions=t % 2, rewards=1.0, dones=t == 2)
->>> batch = builder.build_and_reset()
->>> batch.count, batch["actions"].tolist(), builder.count
-(3, [0, 1, 0], 0)
+Examples:
+    >>> builder = SampleBatchBuilder()
+    >>> for t in range(3):
+    ...     builder.add_values(t=t, eps_id=0, obs=[0.0, 1.0], actions=t % 2, rewards=1.0, dones=t == 2)
+    >>> batch = builder.build_and_reset()
+    >>> batch.count, batch["actions"].tolist(), builder.count
+    (3, [0, 1, 0], 0)
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ def agent_id_mod_2(agent_id: Any, episode: Any = None, worker: Any = None, **kwa
     """Agent ``i`` -> policy ``"pol<i % 2>"`` (agents 0, 2, ... share ``pol0``; 1, 3, ...
     ``pol1``), as in 1.13's multi-agent CartPole example with two policies.
 
-    >>> [agent_id_mod_2(i) for i in range(4)]
-    ['pol0', 'pol1', 'pol0', 'pol1']
+    Examples:
+        >>> [agent_id_mod_2(i) for i in range(4)]
+        ['pol0', 'pol1', 'pol0', 'pol1']
     """
     return f"pol{int(agent_id) % 2}"

@@ -10,10 +10,11 @@ children; node ``i`` has children ``2i`` and ``2i + 1``, the root is node 1.
 Updates and searches take whole index arrays and walk the tree level by level, so a
 batch of ``k`` operations costs ``O(k log n)`` numpy work in ``log n`` vectorised steps.
 
->>> tree = SumSegmentTree(4)
->>> tree.update(np.array([0, 1, 2, 3]), np.array([1.0, 2.0, 3.0, 4.0]))
->>> float(tree.total()), tree.find_prefixsum_index(np.array([0.5, 1.5, 9.9])).tolist()
-(10.0, [0, 1, 3])
+Examples:
+    >>> tree = SumSegmentTree(4)
+    >>> tree.update(np.array([0, 1, 2, 3]), np.array([1.0, 2.0, 3.0, 4.0]))
+    >>> float(tree.total()), tree.find_prefixsum_index(np.array([0.5, 1.5, 9.9])).tolist()
+    (10.0, [0, 1, 3])
 """
 
 from __future__ import annotations

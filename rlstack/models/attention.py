@@ -47,16 +47,28 @@ from rlstack.models.prev_inputs import PrevInputsSpec
 
 # 1.13's attention keys and defaults (model config).
 ATTENTION_DEFAULTS: dict[str, Any] = {
+    # Wrap the model in a GTrXL (gated transformer-XL) attention net; not with use_lstm.
     "use_attention": False,
+    # Number of transformer blocks (attention + position-wise MLP) stacked.
     "attention_num_transformer_units": 1,
+    # Width of the attention net's inputs, outputs and memory rows.
     "attention_dim": 64,
+    # Attention heads per transformer block.
     "attention_num_heads": 1,
+    # Width of each head's queries, keys and values.
     "attention_head_dim": 32,
+    # Past steps each block remembers while acting (the memory fed back as state).
     "attention_memory_inference": 50,
+    # Past steps each block remembers while learning on a sequence.
     "attention_memory_training": 50,
+    # Hidden width of each block's position-wise MLP.
     "attention_position_wise_mlp_dim": 32,
+    # Initial bias of the GRU gates that replace the residual connections (a high bias
+    # starts each block close to the identity, which keeps early training stable).
     "attention_init_gru_gate_bias": 2.0,
+    # Feed the last n actions to the attention net beside the observation.
     "attention_use_n_prev_actions": 0,
+    # Feed the last n rewards to the attention net beside the observation.
     "attention_use_n_prev_rewards": 0,
 }
 

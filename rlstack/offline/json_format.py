@@ -59,7 +59,7 @@ def _lz4():
     try:
         import lz4.frame
     except ImportError as err:  # pragma: no cover - lz4 comes with the offline extra
-        raise ImportError("packed (compressed) columns need the lz4 package: pip install 'rlstack[offline]'") from err
+        raise ImportError("packed (compressed) columns need the lz4 package: pip install 'rlstack-ray[offline] @ git+https://github.com/rlstack-dev/rlstack'") from err
     return lz4.frame
 
 

@@ -1,14 +1,15 @@
 """JsonWriter: sampled batches as JSON lines in 1.13's layout (``output: DIR``).
 
->>> import tempfile, numpy as np
->>> from rlstack.offline.json_reader import JsonReader
->>> from rlstack.sample_batch import SampleBatch
->>> path = tempfile.mkdtemp()
->>> writer = JsonWriter(path)
->>> writer.write(SampleBatch(obs=np.zeros((3, 2), np.float32), actions=[0, 1, 0], rewards=[1.0, 1.0, 1.0]))
->>> writer.close()
->>> JsonReader(path).next()["actions"].tolist()
-[0, 1, 0]
+Examples:
+    >>> import tempfile, numpy as np
+    >>> from rlstack.offline.json_reader import JsonReader
+    >>> from rlstack.sample_batch import SampleBatch
+    >>> path = tempfile.mkdtemp()
+    >>> writer = JsonWriter(path)
+    >>> writer.write(SampleBatch(obs=np.zeros((3, 2), np.float32), actions=[0, 1, 0], rewards=[1.0, 1.0, 1.0]))
+    >>> writer.close()
+    >>> JsonReader(path).next()["actions"].tolist()
+    [0, 1, 0]
 """
 
 from __future__ import annotations

@@ -8,12 +8,13 @@ pads each to ``max_seq_len`` with zeros, and keeps the state only at each sequen
 start; the learner then shuffles and batches whole sequences, and every loss term is a
 mean over the real steps only (``seq_mask``).
 
->>> import numpy as np
->>> batch = SampleBatch({"obs": np.arange(5.0)[:, None], "eps_id": [7, 7, 7, 8, 8],
-...                      "state_in_0": np.arange(5.0)[:, None]})
->>> seqs = pad_batch_to_sequences(batch, max_seq_len=2)
->>> seqs["seq_lens"].tolist(), seqs["obs"][..., 0].tolist(), seqs["state_in_0"][:, 0].tolist()
-([2, 1, 2], [[0.0, 1.0], [2.0, 0.0], [3.0, 4.0]], [0.0, 2.0, 3.0])
+Examples:
+    >>> import numpy as np
+    >>> batch = SampleBatch({"obs": np.arange(5.0)[:, None], "eps_id": [7, 7, 7, 8, 8],
+    ...                      "state_in_0": np.arange(5.0)[:, None]})
+    >>> seqs = pad_batch_to_sequences(batch, max_seq_len=2)
+    >>> seqs["seq_lens"].tolist(), seqs["obs"][..., 0].tolist(), seqs["state_in_0"][:, 0].tolist()
+    ([2, 1, 2], [[0.0, 1.0], [2.0, 0.0], [3.0, 4.0]], [0.0, 2.0, 3.0])
 """
 
 from __future__ import annotations

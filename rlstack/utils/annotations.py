@@ -41,11 +41,12 @@ _CLASSIC_INTERNALS = {
 def override(cls: type) -> Callable[[T], T]:
     """Marks a method as overriding one of ``cls``; fails if ``cls`` has no such method.
 
-    >>> class Base:
-    ...     def forward(self): ...
-    >>> class Model(Base):
-    ...     @override(Base)
-    ...     def forward(self): ...
+    Examples:
+        >>> class Base:
+        ...     def forward(self): ...
+        >>> class Model(Base):
+        ...     @override(Base)
+        ...     def forward(self): ...
 
     Args:
         cls: The base class (or any class) that must define the decorated method's name.

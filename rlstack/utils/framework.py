@@ -17,8 +17,8 @@ logger = logging.getLogger(__name__)
 FRAMEWORKS = ("torch", "tf")
 
 _INSTALL_HINT = {
-    "torch": "pip install 'rlstack[torch]' (or: pip install torch)",
-    "tf": "pip install 'rlstack[tf]' (or: pip install tensorflow-cpu)",
+    "torch": "pip install 'rlstack-ray[torch] @ git+https://github.com/rlstack-dev/rlstack' (or: pip install torch)",
+    "tf": "pip install 'rlstack-ray[tf] @ git+https://github.com/rlstack-dev/rlstack' (or: pip install tensorflow-cpu)",
 }
 
 

@@ -67,10 +67,37 @@ def test_train_grid_search_from_yaml_then_rollout(tmp_path):
         assert data["terminateds"].sum() + data["truncateds"].sum() == 2
 
 
-def test_ls_lists_algorithms_and_envs(capsys):
+def test_ls_lists_algorithms_built_in_envs_and_the_tuned_examples(capsys):
     assert main(["ls"]) == 0
     out = capsys.readouterr().out
     assert "algorithms: " + ", ".join(sorted(ALGORITHMS)) + "\n" in out and "CartPole-v1" in out
+    assert "built-in envs (config['env'] = name): " in out
+    for env in ("StatelessCartPole", "MultiAgentCartPole", "RockPaperScissors", "RepeatAfterMeEnv"):
+        assert env in out
+    assert "  cartpole-ppo " in out and "PPO on CartPole-v1; stop: episode_reward_mean 150" in out
+    assert "cartpole-appo (cartpole-appo-gae)" in out
+
+
+def test_the_tuned_examples_ship_inside_the_package_and_their_absence_is_an_error(monkeypatch, tmp_path):
+    import rlstack.compare as compare
+    from rlstack.errors import ConfigError
+
+    assert compare.TUNE_CONFIGS.parent == Path(compare.__file__).parent
+    assert (compare.TUNE_CONFIGS / "cartpole-ppo.yaml").is_file()
+    monkeypatch.setattr(compare, "TUNE_CONFIGS", tmp_path / "tune_configs")
+    with pytest.raises(ConfigError, match="tuned examples are missing: no YAML file in .*reinstall"):
+        compare.tuned_example_files()
+    assert main(["ls"]) == 2
+
+
+def test_bare_rlstack_prints_its_help_and_version_says_the_version(tmp_path):
+    import rlstack
+
+    bare = _rlstack(cwd=tmp_path)
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout.startswith("usage: rlstack") and "train" in bare.stdout and "migrate" in bare.stdout
+    version = _rlstack("--version", cwd=tmp_path)
+    assert version.returncode == 0 and version.stdout.strip() == f"rlstack {rlstack.__version__}"
 
 
 @pytest.mark.parametrize(

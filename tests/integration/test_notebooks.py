@@ -49,11 +49,16 @@ def outputs(notebook, kind: str) -> list:
     return found
 
 
-def test_every_example_notebook_has_a_parameter_cell_and_a_colab_install_cell():
+def test_every_example_notebook_has_a_parameter_cell_a_colab_badge_and_a_colab_install_cell():
     assert sorted(p.name for p in EXAMPLES.glob("*.ipynb")) == sorted(PARAMETERS)
     for name in PARAMETERS:
-        first_code = next(c for c in nbformat.read(EXAMPLES / name, as_version=4).cells if c.cell_type == "code")
-        assert "google.colab" in first_code.source and "pip install" in first_code.source
+        cells = nbformat.read(EXAMPLES / name, as_version=4).cells
+        assert f"colab.research.google.com/github/rlstack-dev/rlstack/blob/main/examples/{name})" in cells[0].source
+        first_code = next(c for c in cells if c.cell_type == "code")
+        # This project's distribution from its repository, never the unrelated `rlstack` on PyPI.
+        assert "google.colab" in first_code.source
+        assert '%pip install -q "rlstack-ray[torch,plot,video] @ git+https://github.com/rlstack-dev/rlstack"' in \
+            first_code.source
 
 
 def test_quickstart_trains_plots_and_shows_an_episode(tmp_path):

@@ -149,7 +149,7 @@ def test_missing_framework_says_what_to_install():
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "ERROR framework='tf' needs TensorFlow" in proc.stdout, proc.stderr[-2000:]
-    assert "pip install 'rlstack[tf]'" in proc.stdout
+    assert "pip install 'rlstack-ray[tf] @ git+https://github.com/rlstack-dev/rlstack'" in proc.stdout
 
 
 def test_tf_session_args_reject_tf1_options_and_bad_thread_counts():

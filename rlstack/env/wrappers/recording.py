@@ -5,7 +5,7 @@
 ``render()`` after every reset and step (an env that draws in a window of its own). With
 a ``folder`` it keeps each episode's frames (``render()`` returning an RGB array) and
 writes them as ``<folder>/<prefix>-episode-<n>.mp4`` when the episode ends, with
-moviepy (``pip install 'rlstack[video]'``).
+moviepy (``pip install 'rlstack-ray[video] @ git+https://github.com/rlstack-dev/rlstack'``).
 
 A 1.x env renders with ``render(mode=...)``; a gymnasium env with the ``render_mode``
 it was made with. Both are asked for an RGB array where a video is recorded.
@@ -53,7 +53,7 @@ class RenderAndRecord(gym.Wrapper):
             try:
                 import moviepy  # noqa: F401 - only checked here; used when an episode ends
             except ImportError as exc:
-                raise ConfigError(f"record_env needs moviepy to write mp4 files: pip install 'rlstack[video]' "
+                raise ConfigError(f"record_env needs moviepy to write mp4 files: pip install 'rlstack-ray[video] @ git+https://github.com/rlstack-dev/rlstack' "
                                   f"({exc}).") from exc
             os.makedirs(folder, exist_ok=True)
 

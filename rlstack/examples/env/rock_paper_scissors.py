@@ -29,7 +29,7 @@ def RockPaperScissors(config: Mapping[str, Any] | None = None) -> PettingZooEnv 
     try:
         from pettingzoo.classic import rps_v2 as rps
     except ImportError as exc:
-        raise ImportError(f"RockPaperScissors is PettingZoo's rps_v2 game: pip install 'rlstack[pettingzoo]' "
+        raise ImportError(f"RockPaperScissors is PettingZoo's rps_v2 game: pip install 'rlstack-ray[pettingzoo] @ git+https://github.com/rlstack-dev/rlstack' "
                           f"({exc}).") from exc
     max_cycles = int(config.get("max_cycles", 15))
     if config.get("parallel"):

@@ -30,25 +30,26 @@ TF_OPS = TensorOps(one_hot=lambda x, depth: tf.one_hot(tf.cast(x, tf.int32), dep
 class RecurrentNetwork(TFModelV2):
     """1.13's TF ``RecurrentNetwork``.
 
-    >>> import gymnasium as gym
-    >>> class MyRNN(RecurrentNetwork):
-    ...     def __init__(self, obs_space, action_space, num_outputs, model_config, name):
-    ...         super().__init__(obs_space, action_space, num_outputs, model_config, name)
-    ...         self.rnn = tf.keras.layers.GRU(8, return_sequences=True, return_state=True)
-    ...         self.logits, self.value_branch = tf.keras.layers.Dense(num_outputs), tf.keras.layers.Dense(1)
-    ...     def get_initial_state(self):
-    ...         return [tf.zeros([8])]
-    ...     def forward_rnn(self, inputs, state, seq_lens):  # inputs [B, T, 3]
-    ...         features, h = self.rnn(inputs, initial_state=state[0])
-    ...         self._values = tf.reshape(self.value_branch(features), [-1])
-    ...         return self.logits(features), [h]
-    ...     def value_function(self):
-    ...         return self._values
-    >>> model = MyRNN(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2), 2, {}, "rnn")
-    >>> # 5 sequences of 2 steps as flat rows, the state at each sequence's start.
-    >>> out, state = model({"obs": tf.zeros([10, 3])}, [tf.zeros([5, 8])], tf.fill([5], 2))
-    >>> tuple(out.shape), tuple(state[0].shape), tuple(model.value_function().shape)
-    ((10, 2), (5, 8), (10,))
+    Examples:
+        >>> import gymnasium as gym
+        >>> class MyRNN(RecurrentNetwork):
+        ...     def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+        ...         super().__init__(obs_space, action_space, num_outputs, model_config, name)
+        ...         self.rnn = tf.keras.layers.GRU(8, return_sequences=True, return_state=True)
+        ...         self.logits, self.value_branch = tf.keras.layers.Dense(num_outputs), tf.keras.layers.Dense(1)
+        ...     def get_initial_state(self):
+        ...         return [tf.zeros([8])]
+        ...     def forward_rnn(self, inputs, state, seq_lens):  # inputs [B, T, 3]
+        ...         features, h = self.rnn(inputs, initial_state=state[0])
+        ...         self._values = tf.reshape(self.value_branch(features), [-1])
+        ...         return self.logits(features), [h]
+        ...     def value_function(self):
+        ...         return self._values
+        >>> model = MyRNN(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2), 2, {}, "rnn")
+        >>> # 5 sequences of 2 steps as flat rows, the state at each sequence's start.
+        >>> out, state = model({"obs": tf.zeros([10, 3])}, [tf.zeros([5, 8])], tf.fill([5], 2))
+        >>> tuple(out.shape), tuple(state[0].shape), tuple(model.value_function().shape)
+        ((10, 2), (5, 8), (10,))
     """
 
     def forward(self, input_dict: dict[str, Any], state: list[tf.Tensor],

@@ -40,7 +40,7 @@ def export_torch_model(model: Any, obs_size: int, export_dir: str, onnx: int | N
             archive (``torch.jit.load`` reads it without rlstack).
 
     Raises:
-        ImportError: For ``onnx`` without the ``onnx`` package (``pip install 'rlstack[export]'``).
+        ImportError: For ``onnx`` without the ``onnx`` package (``pip install 'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'``).
     """
     os.makedirs(export_dir, exist_ok=True)
     device = next(iter(model.parameters()), torch.zeros(0)).device
@@ -50,7 +50,7 @@ def export_torch_model(model: Any, obs_size: int, export_dir: str, onnx: int | N
         try:
             import onnx as _onnx  # noqa: F401 - torch's exporter needs it to write the file
         except ImportError as exc:
-            raise ImportError("Exporting to ONNX needs the onnx package: pip install 'rlstack[export]'.") from exc
+            raise ImportError("Exporting to ONNX needs the onnx package: pip install 'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
         path = os.path.join(export_dir, "model.onnx")
         with torch.no_grad(), _quiet_tracing():
             # The TorchScript-based exporter: the graph of a ModelV2 is a plain feed-forward trace.

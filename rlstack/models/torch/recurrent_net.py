@@ -31,26 +31,27 @@ TORCH_OPS = TensorOps(one_hot=lambda x, depth: nn.functional.one_hot(x.long(), d
 class RecurrentNetwork(TorchModelV2):
     """1.13's torch ``RecurrentNetwork``: subclass it with ``nn.Module``.
 
-    >>> import gymnasium as gym
-    >>> class MyRNN(RecurrentNetwork, nn.Module):
-    ...     def __init__(self, obs_space, action_space, num_outputs, model_config, name):
-    ...         nn.Module.__init__(self)
-    ...         super().__init__(obs_space, action_space, num_outputs, model_config, name)
-    ...         self.rnn = nn.GRU(obs_space.shape[0], 8, batch_first=True)
-    ...         self.logits, self.value_branch = nn.Linear(8, num_outputs), nn.Linear(8, 1)
-    ...     def get_initial_state(self):
-    ...         return [torch.zeros(8)]
-    ...     def forward_rnn(self, inputs, state, seq_lens):  # inputs [B, T, 3]
-    ...         features, h = self.rnn(inputs, state[0][None])
-    ...         self._values = self.value_branch(features).reshape(-1)
-    ...         return self.logits(features), [h[0]]
-    ...     def value_function(self):
-    ...         return self._values
-    >>> model = MyRNN(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2), 2, {}, "rnn")
-    >>> # 5 sequences of 2 steps as flat rows, the state at each sequence's start.
-    >>> out, state = model({"obs": torch.zeros(10, 3)}, [torch.zeros(5, 8)], torch.full((5,), 2))
-    >>> tuple(out.shape), tuple(state[0].shape), tuple(model.value_function().shape)
-    ((10, 2), (5, 8), (10,))
+    Examples:
+        >>> import gymnasium as gym
+        >>> class MyRNN(RecurrentNetwork, nn.Module):
+        ...     def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+        ...         nn.Module.__init__(self)
+        ...         super().__init__(obs_space, action_space, num_outputs, model_config, name)
+        ...         self.rnn = nn.GRU(obs_space.shape[0], 8, batch_first=True)
+        ...         self.logits, self.value_branch = nn.Linear(8, num_outputs), nn.Linear(8, 1)
+        ...     def get_initial_state(self):
+        ...         return [torch.zeros(8)]
+        ...     def forward_rnn(self, inputs, state, seq_lens):  # inputs [B, T, 3]
+        ...         features, h = self.rnn(inputs, state[0][None])
+        ...         self._values = self.value_branch(features).reshape(-1)
+        ...         return self.logits(features), [h[0]]
+        ...     def value_function(self):
+        ...         return self._values
+        >>> model = MyRNN(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2), 2, {}, "rnn")
+        >>> # 5 sequences of 2 steps as flat rows, the state at each sequence's start.
+        >>> out, state = model({"obs": torch.zeros(10, 3)}, [torch.zeros(5, 8)], torch.full((5,), 2))
+        >>> tuple(out.shape), tuple(state[0].shape), tuple(model.value_function().shape)
+        ((10, 2), (5, 8), (10,))
     """
 
     def forward(self, input_dict: dict[str, Any], state: list[torch.Tensor],

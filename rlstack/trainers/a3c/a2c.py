@@ -35,13 +35,14 @@ A2C_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 class A2CTrainer(Trainer):
     """A2C with the classic RLlib API.
 
-    >>> from rlstack.trainers.a3c import A2CTrainer, A2C_DEFAULT_CONFIG
-    >>> config = A2C_DEFAULT_CONFIG.copy()
-    >>> config.update(num_workers=0, min_time_s_per_reporting=0)
-    >>> trainer = A2CTrainer(config, "CartPole-v1")
-    >>> trainer.train()["timesteps_total"]
-    200
-    >>> trainer.stop()
+    Examples:
+        >>> from rlstack.trainers.a3c import A2CTrainer, A2C_DEFAULT_CONFIG
+        >>> config = A2C_DEFAULT_CONFIG.copy()
+        >>> config.update(num_workers=0, min_time_s_per_reporting=0)
+        >>> trainer = A2CTrainer(config, "CartPole-v1")
+        >>> trainer.train()["timesteps_total"]
+        200
+        >>> trainer.stop()
     """
 
     _name = "A2C"

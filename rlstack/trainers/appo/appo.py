@@ -86,15 +86,16 @@ class APPOTrainer(IMPALATrainer):
     """Asynchronous PPO with the classic RLlib API (IMPALA's trainer plus the target
     network; the loss is in the policies).
 
-    >>> from rlstack.trainers.ppo.appo import APPOTrainer, DEFAULT_CONFIG
-    >>> config = DEFAULT_CONFIG.copy()
-    >>> config.update(num_workers=0, rollout_fragment_length=20, train_batch_size=100,
-    ...               min_time_s_per_reporting=0, min_sample_timesteps_per_reporting=100)
-    >>> trainer = APPOTrainer(config, "CartPole-v1")
-    >>> result = trainer.train()
-    >>> result["timesteps_total"], result["num_target_updates"]
-    (100, 1)
-    >>> trainer.stop()
+    Examples:
+        >>> from rlstack.trainers.ppo.appo import APPOTrainer, DEFAULT_CONFIG
+        >>> config = DEFAULT_CONFIG.copy()
+        >>> config.update(num_workers=0, rollout_fragment_length=20, train_batch_size=100,
+        ...               min_time_s_per_reporting=0, min_sample_timesteps_per_reporting=100)
+        >>> trainer = APPOTrainer(config, "CartPole-v1")
+        >>> result = trainer.train()
+        >>> result["timesteps_total"], result["num_target_updates"]
+        (100, 1)
+        >>> trainer.stop()
     """
 
     _name = "APPO"

@@ -74,8 +74,9 @@ def top_directions(noisy_returns: np.ndarray, rollouts_used: int) -> np.ndarray:
     """Indices of the ``rollouts_used`` directions with the largest ``max(r+, r-)``
     (all of them if fewer), best first; ties keep the earlier direction.
 
-    >>> top_directions(np.array([[1.0, 5.0], [3.0, 2.0], [0.0, 9.0]]), 2)
-    array([2, 0])
+    Examples:
+        >>> top_directions(np.array([[1.0, 5.0], [3.0, 2.0], [0.0, 9.0]]), 2)
+        array([2, 0])
     """
     best = np.max(noisy_returns, axis=1)
     return np.argsort(-best, kind="stable")[:min(rollouts_used, len(best))]
@@ -97,9 +98,10 @@ def ars_gradient(noise: np.ndarray, noise_indices: np.ndarray, noisy_returns: np
 class ARSTrainer(EvolutionTrainer):
     """Augmented random search with the classic RLlib API.
 
-    >>> from rlstack.trainers.ars import ARSTrainer, DEFAULT_CONFIG
-    >>> DEFAULT_CONFIG["num_rollouts"], DEFAULT_CONFIG["rollouts_used"]
-    (32, 32)
+    Examples:
+        >>> from rlstack.trainers.ars import ARSTrainer, DEFAULT_CONFIG
+        >>> DEFAULT_CONFIG["num_rollouts"], DEFAULT_CONFIG["rollouts_used"]
+        (32, 32)
     """
 
     _name = "ARS"

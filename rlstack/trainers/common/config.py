@@ -180,7 +180,9 @@ COMMON_CONFIG: dict[str, Any] = {
     "worker_health_probe_timeout_s": 60,
     # ...and to take the weights and filter state.
     "worker_restore_timeout_s": 1800,
-    # === Multi-agent (rlstack/trainers/common/multi_agent.py; README "Multi-agent") ===
+    # === Multi-agent (rlstack/trainers/common/multi_agent.py) ===
+    # Several policies in one env: which there are, which agent acts with which, and which
+    # learn (each sub-key below; the docs' "Multi-agent" page shows them at work).
     "multiagent": {
         # {policy_id: PolicySpec(policy_class, observation_space, action_space, config)}, 1.13's
         # 4-tuples in its place (or, in YAML, 4-item lists or mappings of those field names), or

@@ -44,8 +44,9 @@ NOISE_SEED = 123
 def create_noise_table(size: int, seed: int = NOISE_SEED) -> np.ndarray:
     """``size`` float32 draws of N(0, 1): the table every perturbation is a slice of.
 
-    >>> create_noise_table(3).dtype
-    dtype('float32')
+    Examples:
+        >>> create_noise_table(3).dtype
+        dtype('float32')
     """
     return np.random.default_rng(seed).standard_normal(int(size), dtype=np.float32)
 
@@ -59,9 +60,10 @@ def centered_ranks(values: np.ndarray) -> np.ndarray:
     """Ranks of ``values`` (over all entries) scaled to [-0.5, 0.5]: the fitness shaping of
     OpenAI-ES, invariant to the scale of returns and robust to outliers.
 
-    >>> centered_ranks(np.array([[10.0, -3.0], [0.5, 7.0]]))
-    array([[ 0.5       , -0.5       ],
-           [-0.16666667,  0.16666667]])
+    Examples:
+        >>> centered_ranks(np.array([[10.0, -3.0], [0.5, 7.0]]))
+        array([[ 0.5       , -0.5       ],
+               [-0.16666667,  0.16666667]])
     """
     values = np.asarray(values)
     ranks = np.empty(values.size, dtype=np.float64)

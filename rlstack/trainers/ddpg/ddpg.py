@@ -224,15 +224,16 @@ DDPG_HOT_KEYS = ("actor_lr", "critic_lr", "tau", "l2_reg", "target_noise", "targ
 class DDPGTrainer(DDPGFamily, OffPolicyTrainer):
     """Deep deterministic policy gradient with the classic RLlib API.
 
-    >>> from rlstack.trainers.ddpg import DDPGTrainer, DEFAULT_CONFIG
-    >>> config = DEFAULT_CONFIG.copy()
-    >>> config.update(learning_starts=64, train_batch_size=32, min_sample_timesteps_per_reporting=100,
-    ...               actor_hiddens=[32], critic_hiddens=[32])
-    >>> trainer = DDPGTrainer(config, "Pendulum-v1")
-    >>> result = trainer.train()
-    >>> result["timesteps_total"] >= 100, result["num_env_steps_trained"] > 0
-    (True, True)
-    >>> trainer.stop()
+    Examples:
+        >>> from rlstack.trainers.ddpg import DDPGTrainer, DEFAULT_CONFIG
+        >>> config = DEFAULT_CONFIG.copy()
+        >>> config.update(learning_starts=64, train_batch_size=32, min_sample_timesteps_per_reporting=100,
+        ...               actor_hiddens=[32], critic_hiddens=[32])
+        >>> trainer = DDPGTrainer(config, "Pendulum-v1")
+        >>> result = trainer.train()
+        >>> result["timesteps_total"] >= 100, result["num_env_steps_trained"] > 0
+        (True, True)
+        >>> trainer.stop()
     """
 
     _name = "DDPG"

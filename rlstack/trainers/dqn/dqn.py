@@ -106,14 +106,15 @@ def validate_dqn_config(config: dict[str, Any], algorithm: str = "DQN") -> None:
 class DQNTrainer(OffPolicyTrainer):
     """Deep Q-learning with the classic RLlib API.
 
-    >>> from rlstack.trainers.dqn import DQNTrainer, DEFAULT_CONFIG
-    >>> config = DEFAULT_CONFIG.copy()
-    >>> config.update(learning_starts=100, min_sample_timesteps_per_reporting=200)
-    >>> trainer = DQNTrainer(config, "CartPole-v1")
-    >>> result = trainer.train()
-    >>> result["timesteps_total"] >= 200, result["replay_buffer"]["num_entries"] == result["timesteps_total"]
-    (True, True)
-    >>> trainer.stop()
+    Examples:
+        >>> from rlstack.trainers.dqn import DQNTrainer, DEFAULT_CONFIG
+        >>> config = DEFAULT_CONFIG.copy()
+        >>> config.update(learning_starts=100, min_sample_timesteps_per_reporting=200)
+        >>> trainer = DQNTrainer(config, "CartPole-v1")
+        >>> result = trainer.train()
+        >>> result["timesteps_total"] >= 200, result["replay_buffer"]["num_entries"] == result["timesteps_total"]
+        (True, True)
+        >>> trainer.stop()
     """
 
     _name = "DQN"

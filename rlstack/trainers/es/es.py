@@ -106,9 +106,10 @@ def es_gradient(noise: np.ndarray, noise_indices: np.ndarray, noisy_returns: np.
 class ESTrainer(EvolutionTrainer):
     """Evolution strategies with the classic RLlib API.
 
-    >>> from rlstack.trainers.es import ESTrainer, DEFAULT_CONFIG
-    >>> DEFAULT_CONFIG["return_proc_mode"], DEFAULT_CONFIG["noise_size"]
-    ('centered_rank', 250000000)
+    Examples:
+        >>> from rlstack.trainers.es import ESTrainer, DEFAULT_CONFIG
+        >>> DEFAULT_CONFIG["return_proc_mode"], DEFAULT_CONFIG["noise_size"]
+        ('centered_rank', 250000000)
     """
 
     _name = "ES"

@@ -63,13 +63,14 @@ def _marwil_postprocess(batch: SampleBatch, config: dict) -> SampleBatch:
 class MARWILTrainer(Trainer):
     """MARWIL with the classic RLlib API.
 
-    >>> from rlstack.trainers.marwil import MARWILTrainer, DEFAULT_CONFIG
-    >>> config = DEFAULT_CONFIG.copy()
-    >>> config.update(train_batch_size=200, min_time_s_per_reporting=0)
-    >>> trainer = MARWILTrainer(config, "CartPole-v1")  # input: "sampler" (its own envs)
-    >>> trainer.train()["timesteps_total"]
-    200
-    >>> trainer.stop()
+    Examples:
+        >>> from rlstack.trainers.marwil import MARWILTrainer, DEFAULT_CONFIG
+        >>> config = DEFAULT_CONFIG.copy()
+        >>> config.update(train_batch_size=200, min_time_s_per_reporting=0)
+        >>> trainer = MARWILTrainer(config, "CartPole-v1")  # input: "sampler" (its own envs)
+        >>> trainer.train()["timesteps_total"]
+        200
+        >>> trainer.stop()
     """
 
     _name = "MARWIL"

@@ -33,13 +33,14 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 class PGTrainer(Trainer):
     """Vanilla policy gradient with the classic RLlib API.
 
-    >>> from rlstack.trainers.pg import PGTrainer, DEFAULT_CONFIG
-    >>> config = DEFAULT_CONFIG.copy()
-    >>> config.update(min_time_s_per_reporting=0, seed=0)
-    >>> trainer = PGTrainer(config, "CartPole-v1")
-    >>> trainer.train()["timesteps_total"]
-    200
-    >>> trainer.stop()
+    Examples:
+        >>> from rlstack.trainers.pg import PGTrainer, DEFAULT_CONFIG
+        >>> config = DEFAULT_CONFIG.copy()
+        >>> config.update(min_time_s_per_reporting=0, seed=0)
+        >>> trainer = PGTrainer(config, "CartPole-v1")
+        >>> trainer.train()["timesteps_total"]
+        200
+        >>> trainer.stop()
     """
 
     _name = "PG"

@@ -63,14 +63,15 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 class PPOTrainer(Trainer):
     """Proximal policy optimisation with the classic RLlib API.
 
-    >>> from rlstack.trainers.ppo import PPOTrainer, DEFAULT_CONFIG
-    >>> config = DEFAULT_CONFIG.copy()
-    >>> config.update(num_workers=0, train_batch_size=400, sgd_minibatch_size=100, num_sgd_iter=2)
-    >>> trainer = PPOTrainer(config, "CartPole-v1")
-    >>> result = trainer.train()
-    >>> result["timesteps_total"], result["training_iteration"]
-    (400, 1)
-    >>> trainer.stop()
+    Examples:
+        >>> from rlstack.trainers.ppo import PPOTrainer, DEFAULT_CONFIG
+        >>> config = DEFAULT_CONFIG.copy()
+        >>> config.update(num_workers=0, train_batch_size=400, sgd_minibatch_size=100, num_sgd_iter=2)
+        >>> trainer = PPOTrainer(config, "CartPole-v1")
+        >>> result = trainer.train()
+        >>> result["timesteps_total"], result["training_iteration"]
+        (400, 1)
+        >>> trainer.stop()
     """
 
     _name = "PPO"

@@ -178,18 +178,19 @@ def validate_sac_config(config: dict[str, Any]) -> None:
 class SACTrainer(OffPolicyTrainer):
     """Soft actor-critic with the classic RLlib API.
 
-    >>> from rlstack.trainers.sac import SACTrainer, DEFAULT_CONFIG
-    >>> config = DEFAULT_CONFIG.copy()
-    >>> config.update(learning_starts=64, train_batch_size=64, min_sample_timesteps_per_reporting=100,
-    ...               min_time_s_per_reporting=0, seed=0)
-    >>> trainer = SACTrainer(config, "Pendulum-v1")
-    >>> result = trainer.train()
-    >>> stats = result["info"]["learner"]["default_policy"]["learner_stats"]
-    >>> result["timesteps_total"], result["replay_buffer"]["num_entries"], sorted(stats)[:3]
-    (100, 100, ['actor_loss', 'alpha_loss', 'alpha_value'])
-    >>> -2.0 <= float(trainer.compute_single_action([1.0, 0.0, 0.0], explore=False)[0]) <= 2.0
-    True
-    >>> trainer.stop()
+    Examples:
+        >>> from rlstack.trainers.sac import SACTrainer, DEFAULT_CONFIG
+        >>> config = DEFAULT_CONFIG.copy()
+        >>> config.update(learning_starts=64, train_batch_size=64, min_sample_timesteps_per_reporting=100,
+        ...               min_time_s_per_reporting=0, seed=0)
+        >>> trainer = SACTrainer(config, "Pendulum-v1")
+        >>> result = trainer.train()
+        >>> stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+        >>> result["timesteps_total"], result["replay_buffer"]["num_entries"], sorted(stats)[:3]
+        (100, 100, ['actor_loss', 'alpha_loss', 'alpha_value'])
+        >>> -2.0 <= float(trainer.compute_single_action([1.0, 0.0, 0.0], explore=False)[0]) <= 2.0
+        True
+        >>> trainer.stop()
     """
 
     _name = "SAC"

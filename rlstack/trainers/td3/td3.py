@@ -69,15 +69,16 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 class TD3Trainer(DDPGFamily, OffPolicyTrainer):
     """Twin delayed DDPG with the classic RLlib API.
 
-    >>> from rlstack.trainers.td3 import TD3Trainer, DEFAULT_CONFIG
-    >>> config = DEFAULT_CONFIG.copy()
-    >>> config.update(learning_starts=64, train_batch_size=32, min_sample_timesteps_per_reporting=100,
-    ...               actor_hiddens=[32], critic_hiddens=[32], exploration_config={"random_timesteps": 50})
-    >>> trainer = TD3Trainer(config, "Pendulum-v1")
-    >>> result = trainer.train()
-    >>> result["timesteps_total"] >= 100, result["num_env_steps_trained"] > 0
-    (True, True)
-    >>> trainer.stop()
+    Examples:
+        >>> from rlstack.trainers.td3 import TD3Trainer, DEFAULT_CONFIG
+        >>> config = DEFAULT_CONFIG.copy()
+        >>> config.update(learning_starts=64, train_batch_size=32, min_sample_timesteps_per_reporting=100,
+        ...               actor_hiddens=[32], critic_hiddens=[32], exploration_config={"random_timesteps": 50})
+        >>> trainer = TD3Trainer(config, "Pendulum-v1")
+        >>> result = trainer.train()
+        >>> result["timesteps_total"] >= 100, result["num_env_steps_trained"] > 0
+        (True, True)
+        >>> trainer.stop()
     """
 
     _name = "TD3"
