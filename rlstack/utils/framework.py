@@ -32,6 +32,12 @@ def check_framework(framework: str) -> str:
     """
     if framework == "tf2":
         return "tf"
+    if framework is None:
+        raise ConfigError(
+            "framework=None (RLlib 1.13's setting for a policy of your own that imports neither torch nor "
+            "TensorFlow) is not an rlstack setting: set config['framework'] to 'torch' (the default) or 'tf'. A "
+            "policy class that uses neither framework runs under either."
+        )
     if framework not in FRAMEWORKS:
         raise ConfigError(
             f"Unknown framework {framework!r}; allowed: 'torch', 'tf' (or its alias 'tf2'). "

@@ -35,6 +35,12 @@ def test_unknown_framework():
         PPOTrainer({**SMALL, "framework": "jax"}, "CartPole-v1")
 
 
+def test_1_13s_framework_none_says_to_set_torch_or_tf():
+    with pytest.raises(ConfigError, match=r"framework=None .* not an rlstack setting: set config\['framework'\] to "
+                                          "'torch' .* or 'tf'"):
+        PPOTrainer({**SMALL, "framework": None}, "CartPole-v1")
+
+
 def test_minibatch_larger_than_train_batch():
     with pytest.raises(ConfigError, match=r"sgd_minibatch_size \(512\) must be <= train_batch_size \(200\)"):
         PPOTrainer({**SMALL, "sgd_minibatch_size": 512}, "CartPole-v1")
