@@ -1,7 +1,7 @@
 """An algorithm is its folder: every trainer an algorithm package declares
 (``TRAINERS`` in ``rlstack/trainers/<algo>/__init__.py``) has a tuned example, a learning
-test that trains it, a place in the public surface and a README row, and a new folder is
-found with no edit anywhere else.
+test that trains it, a place in the public surface, a docs page with its config table and a
+README line linking it, and a new folder is found with no edit anywhere else.
 
 :func:`missing_pieces` is the check; it is tested on fake folders too, so that a folder
 lacking any piece is shown to fail it.
@@ -35,7 +35,7 @@ def missing_pieces(declaration: Declaration, repo: Path = ROOT, surface: Any = r
 
     Args:
         declaration: One entry of the registry (a run name, its package and class).
-        repo: The checkout holding ``tune_configs/``, ``tests/learning/`` and ``README.md``.
+        repo: The checkout holding ``tune_configs/``, ``tests/learning/``, ``docs/`` and ``README.md``.
         surface: The top-level package (``rlstack``) whose ``__all__`` must name the class.
 
     Returns:
@@ -61,10 +61,15 @@ def missing_pieces(declaration: Declaration, repo: Path = ROOT, surface: Any = r
                         f"class; export it with lazy_exports(__name__, TRAINERS, PUBLIC)")
     if getattr(surface, class_name, None) is not trainer_class or class_name not in getattr(surface, "__all__", []):
         problems.append(f"{name}: rlstack.{class_name} is not the declared class or not in rlstack.__all__")
+    page = f"docs/algorithms/{name.lower().replace('_', '-')}.md"
+    marker = f"<!-- rlstack:config-table {name} -->"
+    if not (repo / page).exists() or marker not in (repo / page).read_text():
+        problems.append(f"{name}: no page {page} asking for its config table; write it (what it is, when to "
+                        f"pick it, its tuned example) with the line {marker} and add it to mkdocs.yml's nav")
     readme = (repo / "README.md").read_text() if (repo / "README.md").exists() else ""
-    if not any(line.startswith("|") and f"`{class_name}`" in line and f"`{name}`" in line
-               for line in readme.splitlines()):
-        problems.append(f"{name}: README.md's algorithm table has no row naming `{class_name}` and `{name}`")
+    if f"]({page})" not in readme:
+        problems.append(f"{name}: README.md's algorithm list has no link to {page}; add a line naming "
+                        f"`{class_name}` with a link to the page")
     return problems
 
 
@@ -164,12 +169,15 @@ def test_a_folder_lacking_each_piece_fails_until_it_has_them_all(fake_algorithm)
     assert [p.split(";")[0] for p in problems] == [
         "FOO: no tuned example",
         "FOO: rlstack.FooTrainer is not the declared class or not in rlstack.__all__",
-        "FOO: README.md's algorithm table has no row naming `FooTrainer` and `FOO`",
+        "FOO: no page docs/algorithms/foo.md asking for its config table",
+        "FOO: README.md's algorithm list has no link to docs/algorithms/foo.md",
     ]
     # A tuned example sized for a GPU is not trained by the learning tests on this machine.
     (repo / "tune_configs" / "cartpole-foo.yaml").write_text(FAKE_YAML % 1)
     surface = SimpleNamespace(FooTrainer=registry.load(declaration.target), __all__=["FooTrainer"])
-    (repo / "README.md").write_text("| trainer | `run:` |\n|---|---|\n| `FooTrainer` | `FOO` |\n")
+    (repo / "docs" / "algorithms").mkdir(parents=True)
+    (repo / "docs" / "algorithms" / "foo.md").write_text("# FOO\n\n<!-- rlstack:config-table FOO -->\n")
+    (repo / "README.md").write_text("- [FOO](docs/algorithms/foo.md) (`FooTrainer`): foo.\n")
     assert [p.split(";")[0] for p in missing_pieces(declaration, repo, surface)] == [
         "FOO: no learning test trains cartpole-foo.yaml"]
     # Either fix: a test under tests/learning names the file, or the generic learning test collects it.
@@ -267,6 +275,7 @@ def test_a_new_folder_is_found_with_no_other_edit(tmp_path):
     # A module missing from the new folder is not "MADDPG is not planned yet" any more.
     assert "rlstack has no such module" in out["inside"] and "not planned yet" not in out["inside"]
     assert out["ls"] == "algorithms: " + ", ".join(sorted([*ALGORITHMS, "MADDPG"]))
-    # The folder alone is not enough: the check asks for the example, its learning test, the README row.
+    # The folder alone is not enough: the check asks for the example, its learning test, its pages.
     assert [p.split(";")[0] for p in out["problems"]] == [
-        "MADDPG: no tuned example", "MADDPG: README.md's algorithm table has no row naming `MADDPGTrainer` and `MADDPG`"]
+        "MADDPG: no tuned example", "MADDPG: no page docs/algorithms/maddpg.md asking for its config table",
+        "MADDPG: README.md's algorithm list has no link to docs/algorithms/maddpg.md"]
