@@ -8,6 +8,8 @@ A page asks for a generated part with an HTML comment on a line of its own:
 - ``<!-- rlstack:common-config-table -->``: the keys every trainer shares (``COMMON_CONFIG``);
 - ``<!-- rlstack:model-config-table -->``: the ``model`` sub-keys (``MODEL_DEFAULTS``);
 - ``<!-- rlstack:cli-reference -->``: every ``rlstack`` command and flag, from the parsers;
+- ``<!-- rlstack:learning-curves PPO -->``: the learning curve of each tuned example of
+  the algorithm (docs/img/curves/, drawn by docs/_tools/learning_curves.py);
 - ``<!-- rlstack:api-reference -->``: each public name (a module's ``__all__``) of the
   modules users import from, documented from its docstring by mkdocstrings;
 - ``<!-- rlstack:include FILE.md -->``: a Markdown file of the repository's root (COMPAT.md,
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import importlib.util
 import inspect
 import io
 import json
@@ -39,13 +42,30 @@ SECTION = re.compile(r"^#\s*===")
 
 # --- Config keys and their comments ------------------------------------------------------
 
+# Module-level names whose dict literals hold config keys (DEFAULT_CONFIG, COMMON_CONFIG,
+# APEX_DEFAULT_CONFIG, MODEL_DEFAULTS, ATTENTION_DEFAULTS, ...).
+CONFIG_NAME = re.compile(r"(CONFIG|DEFAULTS)$")
+
+
+def _config_dicts(tree: ast.Module) -> list[ast.Dict]:
+    dicts = []
+    for statement in tree.body:
+        targets = (statement.targets if isinstance(statement, ast.Assign)
+                   else [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        if statement_value := getattr(statement, "value", None):
+            if any(isinstance(t, ast.Name) and CONFIG_NAME.search(t.id) for t in targets):
+                dicts.extend(node for node in ast.walk(statement_value) if isinstance(node, ast.Dict))
+    return dicts
+
+
 def source_comments(path: Path) -> dict[str, str]:
-    """The comment of each string key of every dict literal in a Python file.
+    """The comment of each string key of the config dicts a Python file defines at module
+    level (names ending in CONFIG or DEFAULTS).
 
     A key's comment is the block of ``#`` lines right above it, or the comment at the end
-    of its own line. A key written on the line after another key, with no comment of its
-    own (``"observation_space": None,`` / ``"action_space": None,``), shares the comment
-    of the key before it. The first comment found for a key wins.
+    of its own line; section headers (``# === Environment ===``) describe no key. A key
+    without either has no comment here (an override of another module's key then takes
+    that module's comment). The first comment found for a key wins.
     """
     text = path.read_text()
     lines = text.splitlines()
@@ -55,27 +75,19 @@ def source_comments(path: Path) -> dict[str, str]:
             row, col = token.start
             if lines[row - 1][:col].strip():
                 trailing[row] = token.string.lstrip("#").strip()
-    key_lines: dict[int, str] = {}
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Dict):
-            for key in node.keys:
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    key_lines.setdefault(key.lineno, key.value)
     comments: dict[str, str] = {}
-    previous: str | None = None
-    for lineno in sorted(key_lines):
-        key = key_lines[lineno]
-        block: list[str] = []
-        row = lineno - 1
-        while row >= 1 and lines[row - 1].strip().startswith("#") and not SECTION.match(lines[row - 1].strip()):
-            block.insert(0, lines[row - 1].strip().lstrip("#").strip())
-            row -= 1
-        comment = " ".join(block) or trailing.get(lineno, "")
-        if not comment and previous is not None and lineno - 1 in key_lines and not lines[lineno - 2].rstrip().endswith(("{", "[")):
-            comment = comments.get(previous, "")
-        if comment:
-            comments.setdefault(key, comment)
-        previous = key
+    for node in _config_dicts(ast.parse(text)):
+        for key in node.keys:
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            block: list[str] = []
+            row = key.lineno - 1
+            while row >= 1 and lines[row - 1].strip().startswith("#") and not SECTION.match(lines[row - 1].strip()):
+                block.insert(0, lines[row - 1].strip().lstrip("#").strip())
+                row -= 1
+            comment = " ".join(block) or trailing.get(key.lineno, "")
+            if comment:
+                comments.setdefault(key.value, comment)
     return comments
 
 
@@ -183,8 +195,10 @@ def config_table(name: str) -> str:
     comments = key_comments(name)
     own = [(k, config[k], comments[k]) for k in config if k not in COMMON_CONFIG]
     changed = [(k, config[k], comments[k]) for k in config if k in COMMON_CONFIG and config[k] != COMMON_CONFIG[k]]
+    module = importlib.import_module(trainer_class(name).__module__)
+    variable = next((k for k, v in vars(module).items() if v is config and k.isupper()), "DEFAULT_CONFIG")
     parts = [f"Keys of `{name}` beyond the [common keys](../reference/common-config.md) "
-             f"(from `{trainer_class(name).__module__}.DEFAULT_CONFIG`):\n\n", _table(own) if own else "(none)\n"]
+             f"(from `{module.__name__}.{variable}`):\n\n", _table(own) if own else "(none)\n"]
     if changed:
         parts += [f"\nCommon keys whose default `{name}` changes:\n\n", _table(changed)]
     return "".join(parts)
@@ -300,6 +314,33 @@ def include(filename: str) -> str:
     return LINK.sub(plain, text)
 
 
+# --- Learning curves ----------------------------------------------------------------------
+
+def learning_curves(name: str) -> str:
+    """The curve of each tuned example that runs algorithm ``name``, drawn by
+    docs/_tools/learning_curves.py into docs/img/curves/<file>.png, or why there is none."""
+    import yaml
+
+    spec = importlib.util.spec_from_file_location("learning_curves", ROOT / "docs" / "_tools" / "learning_curves.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    out = []
+    for path in sorted((ROOT / "rlstack" / "tune_configs").glob("*.yaml")):
+        runs = {str(experiment.get("run")) for experiment in (yaml.safe_load(path.read_text()) or {}).values()}
+        if name not in runs:
+            continue
+        image = ROOT / "docs" / "img" / "curves" / f"{path.stem}.png"
+        if image.exists():
+            out.append(f"![Learning curve of {path.name}](../img/curves/{path.stem}.png)\n\n"
+                       f"*`{path.name}`, one run in PyTorch: the mean episode return against env steps, the "
+                       "dashed line the bar its learning test asserts.*\n")
+        else:
+            reason = tool.SKIP.get(path.stem, "not drawn yet: python docs/_tools/learning_curves.py --only "
+                                   f"{path.stem}")
+            out.append(f"*No curve for `{path.name}` here ({reason}).*\n")
+    return "\n".join(out)
+
+
 GENERATORS = {
     "config-table": config_table,
     "common-config-table": lambda _: common_config_table(),
@@ -307,6 +348,7 @@ GENERATORS = {
     "cli-reference": lambda _: cli_reference(),
     "include": include,
     "api-reference": lambda _: api_reference(),
+    "learning-curves": learning_curves,
 }
 
 

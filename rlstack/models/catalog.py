@@ -61,6 +61,7 @@ MODEL_DEFAULTS: dict[str, Any] = {
     # MultiDiscrete, flat for Box) / the previous reward to the LSTM, after the encoder's
     # features (1.13's LSTM wrapper); zeros at an episode's start. See models/prev_inputs.py.
     "lstm_use_prev_action": False,
+    # Feed the previous reward to the LSTM beside the features.
     "lstm_use_prev_reward": False,
     # Attention (GTrXL, 1.13's attention wrapper): the dense encoder, then
     # attention_num_transformer_units gated Transformer-XL units of attention_dim with
@@ -72,11 +73,13 @@ MODEL_DEFAULTS: dict[str, Any] = {
     # features. See models/attention.py.
     **ATTENTION_DEFAULTS,
     # Atari envs under preprocessor_pref="deepmind" (env/atari.py): stack the last 4 screens
-    # (True) or give one, and the side of the square grey screen (84 or 42).
+    # (True) or give one.
     "framestack": True,
+    # The side of the square grey Atari screen (84, or 42 for a smaller net).
     "dim": 84,
     # Not used: Atari screens are always grey; no other image preprocessing.
     "grayscale": False,
+    # Not used (1.13's centring of image observations); a value other than True is an error.
     "zero_mean": True,
     # Not used: one observation encoding for every space (see models/preprocessors.py).
     "custom_preprocessor": None,

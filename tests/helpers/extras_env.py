@@ -80,6 +80,13 @@ def blocked_modules(extras: list[str]) -> set[str]:
         name = _canonical(dist.metadata["Name"] or "")
         modules = _top_level_modules(dist)
         (provided_by_allowed if name in allowed else others).update(modules)
+        if name in allowed:
+            # Packages an allowed distribution carries inside itself and puts on sys.path
+            # (Ray's ray/thirdparty_files: colorama, psutil, setproctitle).
+            for file in dist.files or []:
+                parts = Path(str(file)).parts
+                if "thirdparty_files" in parts[:-1] and parts.index("thirdparty_files") + 1 < len(parts):
+                    provided_by_allowed.add(Path(parts[parts.index("thirdparty_files") + 1]).stem)
     return {m for m in others - provided_by_allowed if m.isidentifier() and m not in sys.stdlib_module_names}
 
 

@@ -38,12 +38,14 @@ def test_every_common_and_model_key_has_its_comment():
 
 def test_a_key_without_a_comment_is_found(tmp_path):
     source = tmp_path / "algo.py"
-    source.write_text('CONFIG = {\n    # Learning rate.\n    "lr": 1e-3,\n    "gamma": 0.99,  # Discount.\n\n'
-                      '    "tau": 0.5,\n    # === Section ===\n    "beta": 1,\n'
-                      '    # Shared by the two keys below.\n    "a": 1,\n    "b": 2,\n}\n')
+    source.write_text('DEFAULT_CONFIG = merge({\n    # Learning rate.\n    "lr": 1e-3,\n    "gamma": 0.99,  # Discount.\n'
+                      '\n    "tau": 0.5,\n    # === Section ===\n    "beta": 1,\n    # Only the key below.\n'
+                      '    "a": 1,\n    "b": 2,\n}, {"c": 3})\n\n\ndef validate(config):\n    # Not a config key.\n'
+                      '    return {"d": 1}\n')
+    # tau, beta and b have no comment of their own (b does not borrow a's); c is an override that
+    # takes its comment from the module that defines it; d is not in a config dict.
     assert rlstack_docs.source_comments(source) == {"lr": "Learning rate.", "gamma": "Discount.",
-                                                   "a": "Shared by the two keys below.",
-                                                   "b": "Shared by the two keys below."}
+                                                   "a": "Only the key below."}
 
 
 def test_the_config_table_shows_each_own_key_with_its_default_and_comment():

@@ -30,6 +30,7 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "vf_loss_coeff": 0.5,
         # Weight of the entropy bonus, and its [[timestep, coeff], ...] schedule.
         "entropy_coeff": 0.01,
+        # [[timestep, coeff], ...]: entropy_coeff piecewise-linear over sampled steps.
         "entropy_coeff_schedule": None,
         # Workers learn asynchronously (A3C); kept for old configs: A2C is the synchronous one.
         "sample_async": True,
@@ -41,7 +42,6 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "min_time_s_per_reporting": 5,
         "grad_clip": 40.0,
         "lr": 0.0001,
-        # A3C's workers compute gradients, so they act with the framework policy.
         # Workers act in numpy (built-in dense models) and compute gradients with the
         # torch/TF policy: see A3CTrainer.remote_workers_learn.
         "rollout_inference": "auto",

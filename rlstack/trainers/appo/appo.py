@@ -44,6 +44,7 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "use_kl_loss": False,
         # Initial KL coefficient; adapted toward kl_target at every target update.
         "kl_coeff": 1.0,
+        # Target KL divergence between the behaviour (or target) policy and the new one.
         "kl_target": 0.01,
         # The target network (the surrogate's pi_old with vtrace) is refreshed after this
         # many learner steps (train batches learned on, num_sgd_iter passes each). 1.13 had

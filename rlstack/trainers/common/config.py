@@ -30,6 +30,7 @@ COMMON_CONFIG: dict[str, Any] = {
     # The spaces of a trainer without an env (env: None), whose experience comes from an
     # input (files, a PolicyServerInput); with an env they come from it.
     "observation_space": None,
+    # The action space of such a trainer (None: the env's).
     "action_space": None,
     # Number of remote rollout workers (Ray actors); 0 samples in the driver.
     "num_workers": 2,

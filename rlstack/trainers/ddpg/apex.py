@@ -26,7 +26,8 @@ APEX_DDPG_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         **DISTRIBUTED_REPLAY_CONFIG,
     },
     {
-        # Worker i of N adds noise of scale 0.4 ** (1 + 7 i / (N - 1)) (utils/exploration.py).
+        # Worker i of N (from 1) adds noise of scale 0.4 ** (1 + 7 (i - 1) / (N - 1))
+        # (utils/exploration.py).
         "exploration_config": {"type": "PerWorkerGaussianNoise"},
         "n_step": 3,
         "num_workers": 32,

@@ -32,6 +32,7 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         # The support of the value distribution: num_atoms points from v_min to v_max
         # (returns beyond it are clipped onto its ends).
         "v_min": -10.0,
+        # The upper end of that support.
         "v_max": 10.0,
         # Factorised-Gaussian noisy layers in the Q heads (Fortunato et al. 2018), noise
         # drawn at every forward pass when learning and exploring; greedy actions

@@ -53,18 +53,26 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "broadcast_interval": 1,
         # "adam" or "rmsprop" (RMSProp uses decay, momentum and epsilon).
         "opt_type": "adam",
+        # RMSProp's decay of its moving average of squared gradients.
         "decay": 0.99,
+        # RMSProp's momentum.
         "momentum": 0.0,
+        # RMSProp's epsilon, added to the root of the average (large, as in IMPALA's paper).
         "epsilon": 0.1,
         # Weight of the value loss.
         "vf_loss_coeff": 0.5,
         # Weight of the entropy bonus, and its [[timestep, coeff], ...] schedule.
         "entropy_coeff": 0.01,
+        # [[timestep, coeff], ...]: entropy_coeff piecewise-linear over sampled steps.
         "entropy_coeff_schedule": None,
-        # Not implemented (kept so old configs load; must keep these values).
+        # Not implemented (kept so old configs load; must keep these values): 1.13's
+        # experience replay beside the fresh batches.
         "replay_proportion": 0.0,
+        # Not implemented (must stay 0): slots of that replay.
         "replay_buffer_num_slots": 0,
+        # Not implemented (must stay 1): 1.13's reuse of each train batch in minibatches.
         "minibatch_buffer_size": 1,
+        # Not implemented (must stay 0): 1.13's tree-aggregation actors.
         "num_aggregation_workers": 0,
     },
     {
