@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-from rlstack.errors import ConfigError, RLStackError
+from rlstack.errors import ConfigError, RLStackError, pip_install
 from rlstack import __version__
 
 
@@ -182,7 +182,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             env = gym.wrappers.RecordVideo(env, args.video_dir, episode_trigger=lambda _: True, disable_logger=True)
         except gym.error.DependencyNotInstalled as exc:
             trainer.stop()
-            raise RLStackError(f"--video-dir needs moviepy to write mp4 files: pip install 'rlstack-ray[video] @ git+https://github.com/rlstack-dev/rlstack' ({exc})") from exc
+            raise RLStackError(f"--video-dir needs moviepy to write mp4 files: {pip_install('video')} ({exc})") from exc
     # --explore forces sampling; otherwise the merged config's `explore` decides (the
     # checkpoint's evaluation_config makes it greedy by default).
     explore = True if args.explore else None
@@ -234,7 +234,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     except gym.error.DependencyNotInstalled as exc:
         raise RLStackError(
             f"Rendering {env_name!r} needs a package that is not installed: {exc}. For every rendering and "
-            "video dependency: pip install 'rlstack-ray[video] @ git+https://github.com/rlstack-dev/rlstack'."
+            f"video dependency: {pip_install('video')}."
         ) from exc
     finally:
         progress.close()
@@ -574,7 +574,7 @@ def _migrate(args: argparse.Namespace) -> int:
     try:
         from rlstack.migrate import migrate_paths
     except ImportError as exc:
-        raise ConfigError(f"rlstack migrate needs LibCST ({exc}); pip install 'rlstack-ray[migrate] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
+        raise ConfigError(f"rlstack migrate needs LibCST ({exc}); {pip_install('migrate')}.") from exc
     try:
         results = migrate_paths(args.paths, write=not args.diff, check_names=not args.no_check)
     except FileNotFoundError as exc:

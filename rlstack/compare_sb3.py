@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rlstack.errors import ConfigError
+from rlstack.errors import ConfigError, pip_install
 
 SB3_ALGORITHMS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
 REPORT_EVERY = 1000  # env steps between two result rows
@@ -47,7 +47,7 @@ def check_available(algorithms: list[str], stop: dict[str, Any]) -> list[str]:
     try:
         import stable_baselines3  # noqa: F401
     except ImportError as err:
-        raise ConfigError("--with-sb3 needs Stable-Baselines3: pip install 'rlstack-ray[sb3] @ git+https://github.com/rlstack-dev/rlstack'.") from err
+        raise ConfigError(f"--with-sb3 needs Stable-Baselines3: {pip_install('sb3')}.") from err
     unknown = sorted(set(stop) - set(STOP_KEYS))
     if unknown:
         raise ConfigError(f"--with-sb3: SB3 runs stop on {', '.join(STOP_KEYS)}; the stop criteria also name "

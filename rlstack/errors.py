@@ -26,7 +26,17 @@ __all__ = [
     "RLStackError",
     "WorkerFailureError",
     "closest_matches",
+    "pip_install",
 ]
+
+# Where this project installs from: its distribution is rlstack-ray (the name rlstack on PyPI
+# belongs to an unrelated project), taken from the repository.
+REPOSITORY = "https://github.com/rlstack-dev/rlstack"
+
+
+def pip_install(extra: str) -> str:
+    """The command that installs rlstack with ``extra``, for error messages."""
+    return f"pip install 'rlstack-ray[{extra}] @ git+{REPOSITORY}'"
 
 
 class RLStackError(Exception):

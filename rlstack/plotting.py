@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from rlstack import analysis
-from rlstack.errors import RLStackError
+from rlstack.errors import RLStackError, pip_install
 
 __all__ = ["plot_curves", "plot_results"]
 
@@ -25,7 +25,7 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError as err:
-        raise RLStackError("plots need matplotlib: pip install 'rlstack-ray[plot] @ git+https://github.com/rlstack-dev/rlstack'") from err
+        raise RLStackError(f"plots need matplotlib: {pip_install('plot')}") from err
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

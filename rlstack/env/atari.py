@@ -8,7 +8,7 @@ the last two frames, against flicker), the screen grey-scaled and resized to ``d
 clipped to their sign by the rollout workers (``clip_rewards``), not here, so episode
 returns in the metrics stay the game's score.
 
-The ALE comes from the ``ale-py`` package (``pip install 'rlstack-ray[atari] @ git+https://github.com/rlstack-dev/rlstack'``), which ships
+The ALE comes from the ``ale-py`` package (the ``atari`` extra), which ships
 the game ROMs.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlstack.errors import EnvError
+from rlstack.errors import EnvError, pip_install
 
 # The wrapper's settings (the classic values).
 NOOP_MAX = 30
@@ -46,7 +46,7 @@ def ensure_ale_registered(env_id: str) -> bool:
     except ImportError as exc:
         raise EnvError(
             f"{env_id!r} is an Atari game, which needs the Arcade Learning Environment: "
-            "pip install 'rlstack-ray[atari] @ git+https://github.com/rlstack-dev/rlstack' (ale-py and OpenCV)."
+            f"{pip_install('atari')} (ale-py and OpenCV)."
         ) from exc
     gym.register_envs(ale_py)
     return env_id in gym.registry
@@ -133,7 +133,7 @@ def wrap_atari(env: gym.Env, dim: int = 84, framestack: bool = True) -> gym.Env:
     try:
         import cv2  # noqa: F401 - gymnasium's AtariPreprocessing resizes with it
     except ImportError as exc:
-        raise EnvError("The Atari preprocessing needs OpenCV: pip install 'rlstack-ray[atari] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
+        raise EnvError(f"The Atari preprocessing needs OpenCV: {pip_install('atari')}.") from exc
     # The ALE may already repeat actions (ALE/...-v5 made with its default frameskip=4):
     # then the wrapper must not skip again.
     skip = FRAME_SKIP if base_frameskip(env) == 1 else 1

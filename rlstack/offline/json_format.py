@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from rlstack.errors import pip_install
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch
 
 __all__ = ["DONES", "ACTION_PROB", "from_json", "pack", "to_json", "unpack"]
@@ -59,7 +60,7 @@ def _lz4():
     try:
         import lz4.frame
     except ImportError as err:  # pragma: no cover - lz4 comes with the offline extra
-        raise ImportError("packed (compressed) columns need the lz4 package: pip install 'rlstack-ray[offline] @ git+https://github.com/rlstack-dev/rlstack'") from err
+        raise ImportError(f"packed (compressed) columns need the lz4 package: {pip_install('offline')}") from err
     return lz4.frame
 
 

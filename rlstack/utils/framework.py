@@ -10,15 +10,15 @@ import importlib.util
 import logging
 from typing import Any
 
-from rlstack.errors import ConfigError, FrameworkNotInstalledError
+from rlstack.errors import ConfigError, FrameworkNotInstalledError, pip_install
 
 logger = logging.getLogger(__name__)
 
 FRAMEWORKS = ("torch", "tf")
 
 _INSTALL_HINT = {
-    "torch": "pip install 'rlstack-ray[torch] @ git+https://github.com/rlstack-dev/rlstack' (or: pip install torch)",
-    "tf": "pip install 'rlstack-ray[tf] @ git+https://github.com/rlstack-dev/rlstack' (or: pip install tensorflow-cpu)",
+    "torch": f"{pip_install('torch')} (or: pip install torch)",
+    "tf": f"{pip_install('tf')} (or: pip install tensorflow-cpu)",
 }
 
 

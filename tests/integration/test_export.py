@@ -53,6 +53,13 @@ def _load_without_rlstack(kind: str, path: str, obs: np.ndarray, tmp_path) -> np
 def _onnx_logits(path: str, obs: np.ndarray) -> np.ndarray:
     onnxruntime = pytest.importorskip("onnxruntime")
     session = onnxruntime.InferenceSession(path)
+    if [i.name for i in session.get_inputs()] == ["obs", "state_ins"]:
+        # torch's file has 1.13's signature (1.13's export/onnx_torch.py runs it so).
+        assert [o.name for o in session.get_outputs()] == ["output", "state_outs"]
+        inputs = {"obs": obs, "state_ins": np.array([0.0], np.float32)}
+        output, state_outs = session.run(["output", "state_outs"], inputs)
+        assert state_outs.tolist() == [0.0]
+        return output
     assert [i.name for i in session.get_inputs()] == ["obs"]
     assert [o.name for o in session.get_outputs()] == ["output"]
     return session.run(["output"], {"obs": obs})[0]

@@ -10,7 +10,7 @@ gymnasium's five-value step.
 
 The wrappers only call the game's own API (``reset``, ``step``, ``last``, ``observe``,
 ``agents``, ``possible_agents`` and the per-agent spaces), so this module does not import
-``pettingzoo``; install it with ``pip install 'rlstack-ray[pettingzoo] @ git+https://github.com/rlstack-dev/rlstack'``.
+``pettingzoo``; install it with the ``pettingzoo`` extra.
 
 Spaces: when every agent has the same observation and action space (1.13 required it),
 ``observation_space`` / ``action_space`` are those spaces; otherwise they are

@@ -5,7 +5,7 @@
 ``render()`` after every reset and step (an env that draws in a window of its own). With
 a ``folder`` it keeps each episode's frames (``render()`` returning an RGB array) and
 writes them as ``<folder>/<prefix>-episode-<n>.mp4`` when the episode ends, with
-moviepy (``pip install 'rlstack-ray[video] @ git+https://github.com/rlstack-dev/rlstack'``).
+moviepy (the ``video`` extra).
 
 A 1.x env renders with ``render(mode=...)``; a gymnasium env with the ``render_mode``
 it was made with. Both are asked for an RGB array where a video is recorded.
@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.env.legacy import LegacyEnvAdapter
-from rlstack.errors import ConfigError
+from rlstack.errors import ConfigError, pip_install
 
 __all__ = ["RenderAndRecord"]
 
@@ -53,7 +53,7 @@ class RenderAndRecord(gym.Wrapper):
             try:
                 import moviepy  # noqa: F401 - only checked here; used when an episode ends
             except ImportError as exc:
-                raise ConfigError(f"record_env needs moviepy to write mp4 files: pip install 'rlstack-ray[video] @ git+https://github.com/rlstack-dev/rlstack' "
+                raise ConfigError(f"record_env needs moviepy to write mp4 files: {pip_install('video')} "
                                   f"({exc}).") from exc
             os.makedirs(folder, exist_ok=True)
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlstack.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
+from rlstack.errors import pip_install
 
 __all__ = ["RockPaperScissors"]
 
@@ -29,7 +30,7 @@ def RockPaperScissors(config: Mapping[str, Any] | None = None) -> PettingZooEnv 
     try:
         from pettingzoo.classic import rps_v2 as rps
     except ImportError as exc:
-        raise ImportError(f"RockPaperScissors is PettingZoo's rps_v2 game: pip install 'rlstack-ray[pettingzoo] @ git+https://github.com/rlstack-dev/rlstack' "
+        raise ImportError(f"RockPaperScissors is PettingZoo's rps_v2 game: {pip_install('pettingzoo')} "
                           f"({exc}).") from exc
     max_cycles = int(config.get("max_cycles", 15))
     if config.get("parallel"):

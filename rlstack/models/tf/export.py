@@ -42,7 +42,7 @@ def export_tf_model(model: Any, variables: list, obs_size: int, export_dir: str,
             ``export_dir`` (``tf.saved_model.load`` reads it without rlstack).
 
     Raises:
-        ImportError: For ``onnx`` without tf2onnx (``pip install 'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'``).
+        ImportError: For ``onnx`` without tf2onnx (the ``export`` extra).
     """
     module = _Exported(model, variables, obs_size)
     if not onnx:
@@ -51,7 +51,8 @@ def export_tf_model(model: Any, variables: list, obs_size: int, export_dir: str,
     try:
         import tf2onnx
     except ImportError as exc:
-        raise ImportError("Exporting a TF model to ONNX needs tf2onnx: pip install 'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
+        raise ImportError("Exporting a TF model to ONNX needs tf2onnx: pip install "
+                          "'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
     os.makedirs(export_dir, exist_ok=True)
     path = os.path.join(export_dir, "model.onnx")
     proto, _ = tf2onnx.convert.from_function(

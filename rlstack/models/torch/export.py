@@ -1,8 +1,10 @@
 """Exporting a torch policy's model: TorchScript and ONNX files that run without rlstack.
 
 Both files map a batch of flat observations ``obs [B, obs_size]`` (what the policy's
-preprocessor writes) to the action distribution's inputs ``output [B, num_outputs]``,
-the names classic RLlib's ONNX export used.
+preprocessor writes) to the action distribution's inputs ``output [B, num_outputs]``.
+The ONNX file has classic RLlib 1.13's inputs and outputs: beside ``obs`` it takes
+``state_ins``, the state of a model without one (1.13's scripts pass ``np.zeros(1,
+np.float32)``), and gives it back as ``state_outs``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ class _DistInputs(nn.Module):
         return self.model.policy_and_value(obs)[0]
 
 
+class _DistInputsWithState(_DistInputs):
+    """The same with 1.13's ONNX signature: ``(obs, state_ins) -> (output, state_outs)``;
+    a model without state passes ``state_ins`` through."""
+
+    def forward(self, obs: torch.Tensor, state_ins: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return super().forward(obs), state_ins.clone()
+
+
 def export_torch_model(model: Any, obs_size: int, export_dir: str, onnx: int | None = None) -> str:
     """Writes ``model`` to ``export_dir`` and returns the file's path.
 
@@ -35,12 +45,13 @@ def export_torch_model(model: Any, obs_size: int, export_dir: str, onnx: int | N
         model: The policy's ModelV2 (a ``torch.nn.Module``).
         obs_size: Columns of a flat observation.
         export_dir: Directory to write into (created if missing).
-        onnx: An ONNX opset version: writes ``model.onnx`` (input ``obs``, output
-            ``output``, batch axis dynamic). None: writes ``model.pt``, a TorchScript
-            archive (``torch.jit.load`` reads it without rlstack).
+        onnx: An ONNX opset version: writes ``model.onnx`` (inputs ``obs`` and
+            ``state_ins``, outputs ``output`` and ``state_outs``, batch axis dynamic).
+            None: writes ``model.pt``, a TorchScript archive (``obs -> output``;
+            ``torch.jit.load`` reads it without rlstack).
 
     Raises:
-        ImportError: For ``onnx`` without the ``onnx`` package (``pip install 'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'``).
+        ImportError: For ``onnx`` without the ``onnx`` package (the ``export`` extra).
     """
     os.makedirs(export_dir, exist_ok=True)
     device = next(iter(model.parameters()), torch.zeros(0)).device
@@ -50,12 +61,16 @@ def export_torch_model(model: Any, obs_size: int, export_dir: str, onnx: int | N
         try:
             import onnx as _onnx  # noqa: F401 - torch's exporter needs it to write the file
         except ImportError as exc:
-            raise ImportError("Exporting to ONNX needs the onnx package: pip install 'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
+            raise ImportError("Exporting to ONNX needs the onnx package: pip install "
+                              "'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
         path = os.path.join(export_dir, "model.onnx")
+        state = torch.zeros(1, device=device)
         with torch.no_grad(), _quiet_tracing():
             # The TorchScript-based exporter: the graph of a ModelV2 is a plain feed-forward trace.
-            torch.onnx.export(wrapper, (example,), path, input_names=["obs"], output_names=["output"],
-                              dynamic_axes={"obs": {0: "batch_size"}, "output": {0: "batch_size"}},
+            torch.onnx.export(_DistInputsWithState(model).eval(), (example, state), path,
+                              input_names=["obs", "state_ins"], output_names=["output", "state_outs"],
+                              dynamic_axes={"obs": {0: "batch_size"}, "output": {0: "batch_size"},
+                                            "state_ins": {0: "state_size"}, "state_outs": {0: "state_size"}},
                               opset_version=int(onnx), dynamo=False)
         return path
     path = os.path.join(export_dir, "model.pt")

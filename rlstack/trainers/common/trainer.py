@@ -791,7 +791,7 @@ class Trainer(tune.Trainable):
 
         torch: a TorchScript ``model.pt`` (``torch.jit.load``); TF: a SavedModel
         (``tf.saved_model.load``, signature ``serving_default``); with ``onnx=OPSET`` a
-        ``model.onnx`` in either framework (``pip install 'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'``). Every file
+        ``model.onnx`` in either framework (the ``export`` extra). Every file
         maps ``obs`` (a batch of flat observations as the policy's preprocessor writes them;
         for a Box space, the observations themselves) to ``output``, the action
         distribution's inputs (logits for Discrete actions), the names 1.x's export used.
