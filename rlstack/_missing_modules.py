@@ -55,7 +55,7 @@ def describe(entry: str) -> str:
     return entry.replace(_ALGORITHMS, algorithms_summary())
 
 
-_MIGRATING = "README, 'Migrating from RLlib 1.x'"
+_MIGRATING = "the docs' 'Migrating from RLlib 1.x' page (docs/migrating.md)"
 
 # rlstack module name (1.13's name after the renames) -> what rlstack offers instead.
 # A name also covers its submodules (rlstack.trainers.es.es_torch_policy).

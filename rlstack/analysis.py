@@ -5,7 +5,7 @@ directory (then one frame with a ``trial`` column for all its trials), or any di
 above several of those.
 
 The frame is tidy: one row per training iteration per trial, every result key a column,
-nested keys flattened with ``/`` (``info/learner/default_policy/entropy``, the trial's
+nested keys flattened with ``/`` (``info/learner/default_policy/learner_stats/entropy``, the trial's
 config as ``config/lr``...), plus ``trial`` (the trial's directory name), ``algorithm``
 (its ``run`` name: the directory name up to the first ``_``), ``framework``, ``seed`` and
 ``env`` (from its config: the result rows' or ``params.json``). :func:`curves` turns it into mean ± std learning curves over seeds,

@@ -468,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="x axis: env steps, wall time, iterations, or both steps and time (default)")
     plot.add_argument("--metric", default="episode_reward_mean",
                       help="result column on the y axis (nested keys with /, e.g. info/learner/default_policy/"
-                           "entropy; default episode_reward_mean)")
+                           "learner_stats/entropy; default episode_reward_mean)")
     plot.add_argument("--out", help="where the PNGs go (default RESULTS_DIR)")
     plot.set_defaults(func=_plot)
 
@@ -558,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = commands.add_parser(
         "migrate", help="rewrite RLlib 1.x scripts for rlstack (ray.rllib -> rlstack, gym -> gymnasium)",
-        description="Rewrites the imports and dotted names of RLlib 1.x Python files by README's rule "
+        description="Rewrites the imports and dotted names of RLlib 1.x Python files by the migration rule "
                     "(ray.rllib.agents -> rlstack.trainers, ray.rllib.policy -> rlstack.policies, ray.rllib -> "
                     "rlstack, gym -> gymnasium) in place, and reports by file and line what needs a person: "
                     "1.13 names rlstack lacks, and gym loops that unpack step() into 4 values or reset() into one.")

@@ -79,7 +79,7 @@ def check_experiment(name: str, spec: Any, where: str = "the command line") -> N
         if key not in EXPERIMENT_KEYS:
             raise ConfigError(
                 f"Experiment key {key!r} (experiment {name!r} in {where}) is not supported by rlstack"
-                f"{did_you_mean(key, EXPERIMENT_KEYS)} Supported: {', '.join(EXPERIMENT_KEYS)}."
+                f"{did_you_mean(key, EXPERIMENT_KEYS) or '.'} Supported: {', '.join(EXPERIMENT_KEYS)}."
             )
     if "run" not in spec:
         raise ConfigError(f"Experiment {name!r} in {where} has no 'run' (the algorithm, e.g. run: PPO).")

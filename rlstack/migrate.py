@@ -1,4 +1,4 @@
-"""``rlstack migrate``: rewrites RLlib 1.x scripts for rlstack, by the rule README states.
+"""``rlstack migrate``: rewrites RLlib 1.x scripts for rlstack, by the migration rule (docs/migrating.md).
 
 The rule, applied to module names in imports and to dotted names in code (``ray.rllib.x.y``
 used through ``import ray.rllib.x``):

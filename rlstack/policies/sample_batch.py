@@ -24,5 +24,6 @@ def __getattr__(name: str) -> Any:
     if name in _MISSING:
         raise ImportError(f"rlstack.policies.sample_batch has no {name} (RLlib's "
                           f"ray.rllib.policy.sample_batch.{name}): {_MISSING[name]}. It offers "
-                          f"{', '.join(__all__)}. See README, 'Migrating from RLlib 1.x'.", name=name)
+                          f"{', '.join(__all__)}. See the docs' 'Migrating from RLlib 1.x' page (docs/migrating.md).",
+                          name=name)
     raise AttributeError(f"module 'rlstack.policies.sample_batch' has no attribute {name!r}")

@@ -211,7 +211,7 @@ COMMON_CONFIG: dict[str, Any] = {
         # 1.13's "lockstep" is not supported.
         "replay_mode": "independent",
     },
-    # === Offline data (rlstack/offline; README "Offline data") ===
+    # === Offline data (rlstack/offline) ===
     # Where experience comes from: "sampler" (the envs), a JSON file, glob or directory
     # (or a list of them) of recorded batches, "dataset" (Ray Data over input_config's
     # files), {source: probability, ...} mixing those ({"sampler": 0.4, "/data": 0.6}),
