@@ -202,6 +202,14 @@ class Policy(RecurrentPolicyMixin, ABC):
             raise
         if not isinstance(model, ModelV2):
             return self.adapt_shortcut_model(model)
+        # A layer stored under the name of a method rlstack calls (a 1.x model's
+        # `self.value = nn.Linear(...)`) would be called in its place, or hidden by it.
+        hidden = [name for name in ("value", "q_values", "policy_and_value", "context", "last_output")
+                  if name in vars(model) or name in (getattr(model, "_modules", None) or {})]
+        if hidden:
+            raise ConfigError(
+                f"custom_model {model_class.__name__} sets self.{hidden[0]}, the name of ModelV2.{hidden[0]}(), "
+                f"which rlstack calls; rename the attribute (e.g. self._{hidden[0]}_branch).")
         check_views(model.view_requirements, f"custom_model {model_class.__name__}")
         if wrap and not len(model.get_initial_state()):
             model = self.wrap_in_lstm(model, num_outputs)

@@ -129,3 +129,28 @@ def test_other_algorithms_learn_with_a_custom_model_and_its_custom_loss(algorith
     # custom_loss ran in the learner's loss (its metric is set there).
     assert result["info"]["learner"]["default_policy"]["model"]["extra_loss"] > 0
     trainer.stop()
+
+
+def test_a_layer_named_like_a_modelv2_method_is_refused_with_its_name():
+    import torch
+
+    from rlstack.errors import ConfigError
+    from rlstack.models.torch.torch_modelv2 import TorchModelV2
+
+    class ValueAsLayer(TorchModelV2, torch.nn.Module):
+        def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+            TorchModelV2.__init__(self, obs_space, action_space, num_outputs, model_config, name)
+            torch.nn.Module.__init__(self)
+            self.logits = torch.nn.Linear(4, num_outputs)
+            self.value = torch.nn.Linear(4, 1)  # 1.x users' name; ModelV2.value() is rlstack's
+
+        def forward(self, input_dict, state, seq_lens):
+            self._obs = input_dict["obs"]
+            return self.logits(self._obs), state
+
+        def value_function(self):
+            return self.value(self._obs).squeeze(-1)
+
+    with pytest.raises(ConfigError, match=r"custom_model ValueAsLayer sets self.value, the name of ModelV2.value\(\).*"
+                                          r"rename the attribute"):
+        PPOTrainer({**TINY, "model": {"custom_model": ValueAsLayer}}, "CartPole-v1")
