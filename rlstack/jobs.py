@@ -341,8 +341,10 @@ def _cluster_errors(address: str, note: str = "") -> Iterator[None]:
     except (ConnectionError, requests.RequestException) as exc:
         raise ClusterConnectionError(
             f"Cannot reach the Ray Jobs API at {address} ({exc}). Give the dashboard's HTTP address, "
-            "e.g. --address http://HEAD:8265; the head must run the dashboard (pip install 'ray[default]'; "
-            f"ray start --head --dashboard-host=0.0.0.0) and its port must be reachable from here.{note}"
+            "e.g. --address http://HEAD:8265; the head must run the dashboard (pip install 'ray[default]'), and "
+            "its port must be reachable from here: with the dashboard on the head's 127.0.0.1 (as the cluster "
+            "files start it), forward it first (ray dashboard cluster.yaml, or ssh -L 8265:127.0.0.1:8265 HEAD) "
+            f"and give --address http://127.0.0.1:8265.{note}"
         ) from None
     except (RuntimeError, ValueError, TypeError) as exc:
         # Ray raises these for a refused request ("Request failed with status code 400: ..."),
