@@ -325,10 +325,13 @@ def test_checkpoint_of_another_algorithm_names_both(saved, tmp_path):
         (lambda d: (d / "model.pt").write_bytes(b"\x80\x04"), r"the directory holds model.pt\. Pass the path"),
         (lambda d: [(d / "rllib_checkpoint.json").write_text("{}"), (d / "algorithm_state.pkl").write_bytes(b"")],
          "it is a Ray RLlib checkpoint, which rlstack does not load"),
+        (lambda d: [(d / "checkpoint-10").write_bytes(b"\x80\x04"),
+                    (d / "checkpoint-10.tune_metadata").write_bytes(b"")],
+         r"it is an RLlib 1.x checkpoint .* Retrain with rlstack, or move the weights yourself"),
         (lambda d: np.savez(d / "policy_state.npz", w=np.zeros(2)),
          "the save was interrupted before the manifest was written"),
     ],
-    ids=["empty", "other-files", "rllib", "no-manifest"],
+    ids=["empty", "other-files", "rllib", "rllib-1.x", "no-manifest"],
 )
 def test_foreign_directory_says_what_it_holds(saved, tmp_path, make, message):
     trainer, _ = saved

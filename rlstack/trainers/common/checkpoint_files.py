@@ -291,6 +291,11 @@ def _describe_foreign(directory: Path) -> str:
     if {"rllib_checkpoint.json", "algorithm_state.pkl", "policy_state.pkl"} & set(names):
         return (f"{prefix}: it is a Ray RLlib checkpoint, which rlstack does not load (its state is pickled). "
                 "Restore it with Ray RLlib, or train with rlstack and restore from the path its save() returns.")
+    if any(re.fullmatch(r"checkpoint-\d+", n) for n in visible) or any(n.endswith(".tune_metadata") for n in names):
+        # RLlib 1.x's Trainer.save(): checkpoint_<i>/checkpoint-<i> (a pickle) and its .tune_metadata.
+        return (f"{prefix}: it is an RLlib 1.x checkpoint (checkpoint-N and .tune_metadata, a pickle of the "
+                "trainer's state), which rlstack does not load: it unpickles nothing. Retrain with rlstack, or move "
+                "the weights yourself (set_weights; the docs' 'Migrating from RLlib 1.x' page says how).")
     if any(n.endswith(".npz") for n in visible):
         return (f"{prefix} (the save was interrupted before the manifest was written, or the manifest was "
                 "deleted); use an earlier checkpoint.")
