@@ -175,7 +175,19 @@ class _Migrator(cst.CSTTransformer):
             self.imports_library = True
         return False  # rewritten in leave_Import; its dotted names are modules, not code
 
+    def _check_tune_logger(self, node: cst.ImportFrom) -> None:
+        if _dotted(node.module) == "ray.tune.logger" and not isinstance(node.names, cst.ImportStar):
+            gone = [alias.name.value for alias in node.names if isinstance(alias.name, cst.Name)
+                    and alias.name.value in ("Logger", "LegacyLoggerCallback")]
+            if gone:
+                self.findings.append(Finding(
+                    self.path, self._line(node),
+                    f"Ray 2.x's Tune has no {' or '.join(gone)}: log with a Tune callback (ray.tune.logger."
+                    "LoggerCallback), or for a trainer logger_creator / logger_config"))
+
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if node.module is not None:
+            self._check_tune_logger(node)
         module = _dotted(node.module) if node.module is not None and not node.relative else None
         if module and _names_library(module):
             self.imports_library = True
@@ -191,6 +203,27 @@ class _Migrator(cst.CSTTransformer):
         parts = (_dotted(node.func) or "").split(".")
         if parts[-1] in ("run", "Tuner", "run_experiments") and "tune" in parts[:-1]:
             self.calls_tune = True
+            if any(arg.keyword is not None and arg.keyword.value == "local_dir" for arg in node.args):
+                self.findings.append(Finding(
+                    self.path, self._line(node),
+                    "Ray 2.x's Tune has no local_dir: write storage_path= (an absolute path)"))
+        elif parts[-2:] == ["tune", "report"] and any(arg.star == "**" for arg in node.args):
+            self.findings.append(Finding(
+                self.path, self._line(node),
+                "Ray 2.x's tune.report takes one dict: write tune.report(metrics), not tune.report(**metrics)"))
+        elif parts[-2:] == ["ray", "init"] and any(
+                arg.keyword is not None and arg.keyword.value == "local_mode" for arg in node.args):
+            self.findings.append(Finding(
+                self.path, self._line(node), "Ray 2.x has no local mode: leave local_mode out of ray.init()"))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # 1.x function trainables: def train_fn(config, reporter).
+        names = [param.name.value for param in node.params.params]
+        if names == ["config", "reporter"]:
+            self.findings.append(Finding(
+                self.path, self._line(node),
+                f"`{node.name.value}(config, reporter)`: Ray 2.x's function trainables take (config) and report "
+                "with tune.report(metrics)"))
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         # "PPO" as tune.run's argument, an experiment's "run": "PPO", or argparse's

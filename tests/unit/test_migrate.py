@@ -257,3 +257,29 @@ def test_a_migrated_1_13_script_with_an_old_api_env_callbacks_and_a_custom_model
     done = subprocess.run([sys.executable, "-c", result.after], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-3:] == ["True", "True", "True"]
+
+
+def test_ray_2_tune_changes_no_rename_fixes_are_reported_with_their_lines():
+    result = _migrated("""\
+        import ray
+        from ray import tune
+        from ray.tune.logger import Logger, LegacyLoggerCallback
+        ray.init(local_mode=True)
+
+
+        def train_fn(config, reporter):
+            tune.report(**{"score": 1})
+
+
+        tune.run(train_fn, local_dir="~/results")
+        tune.run(train_fn, storage_path="/tmp/results")
+        """)
+    assert [(f.line, f.message.split(":")[0]) for f in result.findings] == [
+        (3, "Ray 2.x's Tune has no Logger or LegacyLoggerCallback"),
+        (4, "Ray 2.x has no local mode"),
+        (7, "`train_fn(config, reporter)`"),
+        (8, "Ray 2.x's tune.report takes one dict"),
+        (11, "Ray 2.x's Tune has no local_dir"),
+    ]
+    # Reported, not rewritten: each takes a person's choice (where results go, how to log).
+    assert not result.changed
