@@ -366,3 +366,18 @@ def expand(markdown: str) -> str:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return expand(markdown)
+
+
+# The docstrings name other objects with Sphinx roles (:class:`~a.b.C`, :meth:`m`), which
+# Markdown leaves as text before the code: the HTML keeps the name, as Sphinx shows it
+# (a leading ~ keeps its last part only).
+SPHINX_ROLE = re.compile(r":(?:class|meth|func|attr|data|mod|exc|obj):<code>(~?)([^<]*)</code>")
+
+
+def plain_roles(html: str) -> str:
+    return SPHINX_ROLE.sub(lambda m: f"<code>{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}</code>",
+                           html)
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    return plain_roles(html)

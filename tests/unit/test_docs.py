@@ -118,3 +118,8 @@ def test_the_distribution_name_is_not_the_unrelated_pypi_project():
     assert PYPROJECT["project"]["name"] == "rlstack-ray"
     for extra, requirements in PYPROJECT["project"]["optional-dependencies"].items():
         assert not [r for r in requirements if re.match(r"rlstack\[", r)], extra
+
+
+def test_sphinx_roles_in_docstrings_render_as_code():
+    html = ":class:<code>~rlstack.trainers.dqn.DQNTrainer</code> and :meth:<code>train</code>"
+    assert rlstack_docs.plain_roles(html) == "<code>DQNTrainer</code> and <code>train</code>"
