@@ -25,8 +25,8 @@ import sys
 import time
 from typing import Any
 
-from rlstack.errors import ConfigError, RLStackError, pip_install
 from rlstack import __version__
+from rlstack.errors import ConfigError, RLStackError, pip_install
 
 
 def _parse_json(text: str, flag: str) -> dict[str, Any]:
@@ -266,7 +266,7 @@ def _episode_start_prev(policy: Any) -> dict[str, Any]:
 def _ls(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
-    from rlstack.compare import tuned_example_files
+    from rlstack.compare import TUNE_CONFIGS, tuned_example_files
     from rlstack.env.registry import EXAMPLE_ENVS, registered_envs
     from rlstack.experiments import load_experiments
     from rlstack.trainers.common.registry import ALGORITHMS
@@ -282,7 +282,7 @@ def _ls(args: argparse.Namespace) -> int:
             stop = ", ".join(f"{key} {value}" for key, value in (spec.get("stop") or {}).items())
             label = path.stem if len(experiments) == 1 else f"{path.stem} ({name})"
             print(f"  {label:<44} {spec.get('run')} on {spec.get('env')}; stop: {stop}")
-    print(f"  (files in {path.parent})")
+    print(f"  (files in {TUNE_CONFIGS})")
     ids = sorted(gym.registry)
     print(f"gymnasium envs ({len(ids)}): " + ", ".join(ids))
     return 0

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from rlstack import analysis
-from rlstack.errors import ConfigError
+from rlstack.errors import ConfigError, pip_install
 
 __all__ = ["TUNE_CONFIGS", "build_experiments", "summarize", "write_report", "compare"]
 
@@ -51,8 +51,8 @@ def tuned_example_files() -> list[Path]:
     files = sorted(TUNE_CONFIGS.glob("*.yaml"))
     if not files:
         raise ConfigError(f"rlstack's tuned examples are missing: no YAML file in {TUNE_CONFIGS}. The package was "
-                          "installed without its data files; reinstall it (pip install --force-reinstall "
-                          "\"rlstack-ray[torch] @ git+https://github.com/rlstack-dev/rlstack\").")
+                          "installed without its data files; reinstall it "
+                          f"({pip_install('torch', '--force-reinstall')}).")
     return files
 
 

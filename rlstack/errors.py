@@ -34,9 +34,10 @@ __all__ = [
 REPOSITORY = "https://github.com/rlstack-dev/rlstack"
 
 
-def pip_install(extra: str) -> str:
-    """The command that installs rlstack with ``extra``, for error messages."""
-    return f"pip install 'rlstack-ray[{extra}] @ git+{REPOSITORY}'"
+def pip_install(extra: str, options: str = "") -> str:
+    """The command that installs rlstack with ``extra`` (after pip's ``options``, e.g.
+    ``"-U"``), for error messages."""
+    return f"pip install {options + ' ' if options else ''}'rlstack-ray[{extra}] @ git+{REPOSITORY}'"
 
 
 class RLStackError(Exception):

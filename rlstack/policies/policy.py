@@ -214,12 +214,13 @@ class Policy(RecurrentPolicyMixin, ABC):
         if wrap and not len(model.get_initial_state()):
             model = self.wrap_in_lstm(model, num_outputs)
         if len(model.get_initial_state()) and not self.supports_recurrent_models:
+            from rlstack.trainers.common.registry import recurrent_algorithms
+
             raise ConfigError(
                 f"custom_model {model_class.__name__} is recurrent (get_initial_state() returns "
                 f"{len(model.get_initial_state())} state tensors), which {type(self).__name__} does not support "
-                "yet; recurrent models train with PPO, PG, A2C, A3C and IMPALA. Use one of those, or a model whose "
-                "get_initial_state() returns [] "
-                "(e.g. stack past observations with a gymnasium wrapper).")
+                f"yet; recurrent models train with {', '.join(recurrent_algorithms())}. Use one of those, or a model "
+                "whose get_initial_state() returns [] (e.g. stack past observations with a gymnasium wrapper).")
         return model
 
     def wrap_in_lstm(self, model: ModelV2, num_outputs: int) -> ModelV2:

@@ -144,12 +144,11 @@ class RecurrentPolicyMixin:
         # in the framework on workers too), on the initial weights of the config's seed:
         # the same in torch and TF.
         if not self.supports_recurrent_models:
-            from rlstack.trainers.common.registry import ALGORITHMS, get_trainer_class
+            from rlstack.trainers.common.registry import recurrent_algorithms
 
-            able = sorted(name for name in ALGORITHMS if get_trainer_class(name).supports_recurrent_models)
             raise ConfigError(
                 f"model.use_attention=True, but {type(self).__name__} does not train recurrent models yet; use "
-                f"{', '.join(able)}, or set use_attention=False.")
+                f"{', '.join(recurrent_algorithms())}, or set use_attention=False.")
         module, _, name = self.attention_model_class.partition(":")
         model_class = getattr(importlib.import_module(module), name)
         model = model_class(model_obs_space(self.observation_space), self.action_space, self.dist_spec.num_outputs,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from rlstack.errors import pip_install
 from rlstack.models.tf.framework import tf
 
 
@@ -51,8 +52,7 @@ def export_tf_model(model: Any, variables: list, obs_size: int, export_dir: str,
     try:
         import tf2onnx
     except ImportError as exc:
-        raise ImportError("Exporting a TF model to ONNX needs tf2onnx: pip install "
-                          "'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
+        raise ImportError(f"Exporting a TF model to ONNX needs tf2onnx: {pip_install('export')}.") from exc
     os.makedirs(export_dir, exist_ok=True)
     path = os.path.join(export_dir, "model.onnx")
     proto, _ = tf2onnx.convert.from_function(

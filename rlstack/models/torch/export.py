@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from rlstack.errors import pip_install
+
 
 class _DistInputs(nn.Module):
     """``obs -> dist_inputs`` of a ModelV2 (what the exported files compute)."""
@@ -61,8 +63,7 @@ def export_torch_model(model: Any, obs_size: int, export_dir: str, onnx: int | N
         try:
             import onnx as _onnx  # noqa: F401 - torch's exporter needs it to write the file
         except ImportError as exc:
-            raise ImportError("Exporting to ONNX needs the onnx package: pip install "
-                              "'rlstack-ray[export] @ git+https://github.com/rlstack-dev/rlstack'.") from exc
+            raise ImportError(f"Exporting to ONNX needs the onnx package: {pip_install('export')}.") from exc
         path = os.path.join(export_dir, "model.onnx")
         state = torch.zeros(1, device=device)
         with torch.no_grad(), _quiet_tracing():

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from rlstack.errors import CheckpointError
+from rlstack.errors import CheckpointError, pip_install
 
 FORMAT_VERSION = 1
 METADATA_FILE = "rlstack_checkpoint.json"
@@ -245,8 +245,8 @@ def _check_version(directory: Path, metadata: dict[str, Any]) -> None:
     if isinstance(version, int) and version > FORMAT_VERSION:
         raise CheckpointError(
             f"Checkpoint {str(directory)!r} has format version {version!r}, written by rlstack {written_by}; this "
-            f"rlstack ({__version__}) reads version {FORMAT_VERSION}. Upgrade rlstack to load it: pip install -U "
-            "'rlstack-ray[torch] @ git+https://github.com/rlstack-dev/rlstack' (or git pull in a checkout)."
+            f"rlstack ({__version__}) reads version {FORMAT_VERSION}. Upgrade rlstack to load it: "
+            f"{pip_install('torch', '-U')} (or git pull in a checkout)."
         )
     raise CheckpointError(
         f"Checkpoint {str(directory)!r} has format version {version!r} (rlstack {written_by}); this rlstack "

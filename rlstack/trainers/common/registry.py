@@ -54,6 +54,7 @@ __all__ = [
     "install_tune_names",
     "lazy_exports",
     "load",
+    "recurrent_algorithms",
     "scan",
     "trainer_class_names",
 ]
@@ -226,6 +227,12 @@ def get_trainer_class(name: str, return_config: bool = False) -> Any:
     if return_config:
         return trainer_class, trainer_class.get_default_config()
     return trainer_class
+
+
+def recurrent_algorithms() -> list[str]:
+    """The names of the algorithms whose trainers train recurrent models (LSTM, attention),
+    for the errors that refuse one elsewhere."""
+    return sorted(name for name in ALGORITHMS if get_trainer_class(name).supports_recurrent_models)
 
 
 def lazy_exports(

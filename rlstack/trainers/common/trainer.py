@@ -237,12 +237,11 @@ class Trainer(tune.Trainable):
         # A recurrent model (use_lstm / use_attention) only for trainers that train them.
         memory = next((key for key in ("use_lstm", "use_attention") if config["model"].get(key)), None)
         if memory and not cls.supports_recurrent_models:
-            from rlstack.trainers.common.registry import ALGORITHMS, get_trainer_class
+            from rlstack.trainers.common.registry import recurrent_algorithms
 
-            able = sorted(name for name in ALGORITHMS if get_trainer_class(name).supports_recurrent_models)
             raise ConfigError(
                 f"model.{memory}=True is not supported by {cls._name} yet; recurrent models train with "
-                f"{', '.join(able)}. Use one of those, or set {memory}=False (stack past observations with a "
+                f"{', '.join(recurrent_algorithms())}. Use one of those, or set {memory}=False (stack past observations with a "
                 "gymnasium wrapper for a little memory).")
 
     @classmethod
