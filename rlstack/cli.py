@@ -23,6 +23,7 @@ import math
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from rlstack import __version__
@@ -557,17 +558,34 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
 
     migrate = commands.add_parser(
-        "migrate", help="rewrite RLlib 1.x scripts for rlstack (ray.rllib -> rlstack, gym -> gymnasium)",
-        description="Rewrites the imports and dotted names of RLlib 1.x Python files by the migration rule "
-                    "(ray.rllib.agents -> rlstack.trainers, ray.rllib.policy -> rlstack.policies, ray.rllib -> "
-                    "rlstack, gym -> gymnasium) in place, and reports by file and line what needs a person: "
-                    "1.13 names rlstack lacks, and gym loops that unpack step() into 4 values or reset() into one.")
-    migrate.add_argument("paths", nargs="+", metavar="PATH", help=".py files, or folders searched for them")
-    migrate.add_argument("--diff", action="store_true", help="print a unified diff instead of writing the files")
+        "migrate", help="rewrite an RLlib 1.x project (Python and Tune YAML files) for rlstack",
+        description="Rewrites RLlib 1.x Python and YAML files for rlstack: what is mechanical is rewritten "
+                    "(ray.rllib -> rlstack by the migration rule, gym -> gymnasium, Ray 2.x's Tune and ray.init "
+                    "changes, retired gym ids, numpy's removed aliases, gymnasium's reset/step where the env is "
+                    "gym's, framework 'tf' where a TensorFlow file sets none) and what needs a person is listed "
+                    "by file and line. Exit status: 0 nothing left for a person, 1 places listed (or, with "
+                    "--check, files that would change), 2 usage errors.")
+    migrate.add_argument("paths", nargs="+", metavar="PATH", help=".py / .yaml files, or folders searched for them")
+    mode = migrate.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print a unified diff instead of writing the files")
+    mode.add_argument("--check", action="store_true",
+                      help="write nothing; exit 1 when a file would change or a place needs a person (for CI)")
+    mode.add_argument("--out", metavar="DIR",
+                      help="write the migrated copy of the folder to DIR (its other files copied beside it) and "
+                           "leave the originals as they are")
+    migrate.add_argument("--format", choices=("text", "json"), default="text",
+                         help="json: print the whole report (every change and every place, by file and line) as "
+                              "JSON on stdout")
+    migrate.add_argument("--report", metavar="FILE",
+                         help="also write the whole report (every change made, every place left) to FILE")
     migrate.add_argument("--no-check", action="store_true",
                          help="do not import the rewritten rlstack modules to report the names they lack")
     migrate.set_defaults(func=_migrate)
     return parser
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -575,21 +593,42 @@ def _migrate(args: argparse.Namespace) -> int:
         from rlstack.migrate import migrate_paths
     except ImportError as exc:
         raise ConfigError(f"rlstack migrate needs LibCST ({exc}); {pip_install('migrate')}.") from exc
+    if args.out is not None and Path(args.out).resolve() in [Path(p).resolve() for p in args.paths]:
+        raise ConfigError(f"rlstack migrate --out {args.out}: that is the folder being migrated; name another "
+                          "folder, or leave --out out to rewrite in place.")
     try:
-        results = migrate_paths(args.paths, write=not args.diff, check_names=not args.no_check)
+        results = migrate_paths(args.paths, write=not (args.diff or args.check), check_names=not args.no_check,
+                                out_dir=args.out)
     except FileNotFoundError as exc:
         raise ConfigError(str(exc)) from exc
     changed = [result for result in results if result.changed]
-    for result in results:
-        if args.diff and result.changed:
-            sys.stdout.write(result.diff())
-        for finding in result.findings:
-            print(finding, file=sys.stderr)
-    findings = sum(len(result.findings) for result in results)
-    verb = "would change" if args.diff else "changed"
-    print(f"rlstack migrate: {verb} {len(changed)} of {len(results)} files; {findings} places need a person "
-          "(listed above)" if findings else f"rlstack migrate: {verb} {len(changed)} of {len(results)} files",
-          file=sys.stderr)
+    findings = [finding for result in results for finding in result.findings]
+    if args.format == "json":
+        json.dump({"files": [result.as_dict() for result in results], "files_changed": len(changed),
+                   "places_need_a_person": len(findings)}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for result in results:
+            if args.diff and result.changed:
+                sys.stdout.write(result.diff())
+            for finding in result.findings:
+                print(finding, file=sys.stderr)
+    if args.report:
+        lines = []
+        for result in results:
+            for entry in sorted([*result.changes, *result.findings], key=lambda e: e.line):
+                kind = "needs a person" if entry in result.findings else "changed"
+                lines.append(f"{entry.path}:{entry.line}: {kind}: {entry.message}")
+        Path(args.report).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    verb = "would change" if args.diff or args.check else "changed"
+    where = f" (written under {args.out})" if args.out else ""
+    summary = f"rlstack migrate: {verb} {len(changed)} of {_plural(len(results), 'file')}{where}"
+    if findings:
+        summary += f"; {_plural(len(findings), 'place')} {'needs' if len(findings) == 1 else 'need'} a person"
+        summary += " (listed above)" if args.format == "text" else ""
+    print(summary, file=sys.stderr)
+    if findings or (args.check and changed):
+        return 1
     return 0
 
 

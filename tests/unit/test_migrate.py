@@ -132,7 +132,7 @@ def test_a_script_that_names_an_algorithm_to_tune_by_string_gets_import_rlstack(
         assert "registers rlstack's algorithms" not in _migrated(source).after
 
 
-def test_gym_api_patterns_that_need_a_person_are_reported_with_their_lines():
+def test_gymnasium_reset_and_step_are_rewritten_where_the_env_comes_from_gym():
     result = _migrated("""\
         import gym
         env = gym.make("CartPole-v1")
@@ -143,11 +143,77 @@ def test_gym_api_patterns_that_need_a_person_are_reported_with_their_lines():
         obs, info = env.reset(seed=0)
         obs, reward, terminated, truncated, info = env.step(0)
         """)
+    assert result.findings == []
+    assert result.after.splitlines()[2:7] == [
+        "obs, _ = env.reset()", "done = False", "while not done:",
+        "    obs, reward, terminated_, truncated_, info = env.step(env.action_space.sample())",
+        "    done = terminated_ or truncated_"]  # the file has its own `terminated`: fresh names
+    assert result.after.splitlines()[7:] == ["obs, info = env.reset(seed=0)",
+                                             "obs, reward, terminated, truncated, info = env.step(0)"]
+
+
+def test_an_env_class_that_wraps_gym_make_is_rewritten_inside_and_keeps_its_own_1x_api():
+    # As 1.13's ParametricActionsCartPole: the wrapped env is gymnasium's, the class is the
+    # user's 1.x env (rlstack adapts its reset/step), and the loop over it stays as it is.
+    result = _migrated("""\
+        import gym
+
+
+        class Wrapped(gym.Env):
+            def __init__(self, config):
+                self.wrapped = gym.make("CartPole-v0")
+
+            def reset(self):
+                return self.wrapped.reset()
+
+            def step(self, action):
+                obs, rew, done, info = self.wrapped.step(action)
+                return obs, rew, done, info
+
+
+        env = Wrapped({})
+        obs = env.reset()
+        obs, rew, done, info = env.step(0)
+        """)
+    after = result.after.splitlines()
+    assert after[8] == "        return self.wrapped.reset()[0]"
+    assert after[11:13] == ["        obs, rew, terminated, truncated, info = self.wrapped.step(action)",
+                            "        done = terminated or truncated"]
+    assert after[13] == "        return obs, rew, done, info"
+    assert after[-2:] == ["obs = env.reset()", "obs, rew, done, info = env.step(0)"]
+    assert result.findings == []
+
+
+def test_an_env_of_unknown_origin_is_listed_saying_which_case_applies_when():
+    result = _migrated("""\
+        def rollout(env):
+            obs = env.reset()
+            obs, reward, done, info = env.step(0)
+            return env.reset()
+        """)
     assert [(f.line, f.message.split(":")[0]) for f in result.findings] == [
-        (3, "`obs = ....reset()`"),
-        (6, "`.step()` unpacked into 4 values"),
-    ]
-    assert "gymnasium's step returns 5" in result.findings[1].message
+        (2, "`obs = ....reset()`"), (3, "`.step()` unpacked into 4 values"), (4, "`....reset()`")]
+    assert all("gym.make" in f.message and "your own 1.x env class" in f.message for f in result.findings)
+    assert not result.changed
+
+
+def test_a_subclass_of_one_of_gyms_envs_reads_its_parents_gymnasium_api():
+    result = _migrated("""\
+        from gym.envs.classic_control import CartPoleEnv
+
+
+        class Stateless(CartPoleEnv):
+            def reset(self):
+                init_obs = super().reset()
+                return init_obs[:2]
+
+            def step(self, action):
+                next_obs, reward, done, info = super().step(action)
+                return next_obs[:2], reward, done, info
+        """)
+    assert "init_obs, _ = super().reset()" in result.after
+    assert "next_obs, reward, terminated, truncated, info = super().step(action)" in result.after
+    assert result.findings == []
 
 
 def test_a_name_rlstack_lacks_is_reported_with_what_to_use_instead():
@@ -177,7 +243,7 @@ def test_the_command_rewrites_files_in_place_or_prints_a_diff(tmp_path, capsys):
     assert main(["migrate", str(script)]) == 0
     assert script.read_text() == "import gymnasium as gym\nfrom rlstack.trainers.ppo import PPOTrainer\n"
     assert main(["migrate", str(script)]) == 0  # a second run finds nothing left to do
-    assert "changed 0 of 1 files" in capsys.readouterr().err
+    assert "changed 0 of 1 file\n" in capsys.readouterr().err
 
 
 def test_a_missing_path_or_a_file_that_does_not_parse_is_named(tmp_path, capsys):
@@ -259,27 +325,203 @@ def test_a_migrated_1_13_script_with_an_old_api_env_callbacks_and_a_custom_model
     assert done.stdout.split()[-3:] == ["True", "True", "True"]
 
 
-def test_ray_2_tune_changes_no_rename_fixes_are_reported_with_their_lines():
+def test_ray_2_tune_changes_are_rewritten_and_what_needs_a_choice_is_listed():
     result = _migrated("""\
         import ray
         from ray import tune
         from ray.tune.logger import Logger, LegacyLoggerCallback
         ray.init(local_mode=True)
+        ray.init(num_cpus=2, local_mode=args.debug)
 
 
         def train_fn(config, reporter):
+            reporter(score=1, **extra)
             tune.report(**{"score": 1})
+            print(tune.get_trial_dir())
 
 
-        tune.run(train_fn, local_dir="~/results")
+        tune.run(train_fn, local_dir="~/results", queue_trials=True)
+        tune.run(train_fn, local_dir="results", loggers=[Logger])
         tune.run(train_fn, storage_path="/tmp/results")
         """)
+    after = result.after.splitlines()
+    assert after[0:3] == ["import ray", "import os", "from ray import tune"]
+    assert after[4:6] == ["ray.init()", "ray.init(num_cpus=2)"]
+    assert after[8:12] == ["def train_fn(config):", '    tune.report({"score": 1, **extra})',
+                           '    tune.report({"score": 1})', "    print(tune.get_context().get_trial_dir())"]
+    assert after[14:] == ['tune.run(train_fn, storage_path=os.path.expanduser("~/results"))',
+                          'tune.run(train_fn, storage_path=os.path.abspath("results"), loggers=[Logger])',
+                          'tune.run(train_fn, storage_path="/tmp/results")']
     assert [(f.line, f.message.split(":")[0]) for f in result.findings] == [
-        (3, "Ray 2.x's Tune has no Logger or LegacyLoggerCallback"),
-        (4, "Ray 2.x has no local mode"),
-        (7, "`train_fn(config, reporter)`"),
-        (8, "Ray 2.x's tune.report takes one dict"),
-        (11, "Ray 2.x's Tune has no local_dir"),
-    ]
-    # Reported, not rewritten: each takes a person's choice (where results go, how to log).
-    assert not result.changed
+        (3, "Ray 2.x's Tune has no Logger, LegacyLoggerCallback"), (15, "Ray 2.x's tune.run has no loggers=")]
+
+
+def test_names_imported_by_themselves_are_rewritten_as_dotted_ones_are():
+    result = _migrated("""\
+        from ray import init
+        from ray.tune import run, report
+        init(local_mode=True)
+
+
+        def trainable(config):
+            report(**{"score": 1})
+
+
+        run("PPO", local_dir="/abs/results")
+        """)
+    after = result.after.splitlines()
+    assert after[0:3] == ["from ray import init", "import rlstack  # noqa: F401 - registers rlstack's algorithms "
+                          "with Tune by name", "from ray.tune import run, report"]
+    assert after[3] == "init()" and '    report({"score": 1})' in after
+    assert after[-1] == 'run("PPO", storage_path="/abs/results")'
+
+
+def test_a_function_whose_reporter_is_handed_on_is_listed_not_half_rewritten():
+    source = """\
+        def train_fn(config, reporter):
+            loop(config, reporter)
+        """
+    result = _migrated(source)
+    assert result.after == textwrap.dedent(source)
+    assert "hands reporter on" in result.findings[0].message
+
+
+def test_todays_python_stack_numpy_collections_gym_ids_and_np_random():
+    result = _migrated("""\
+        import collections
+        from collections import deque, Mapping
+        from collections import Sequence
+        import gym
+        import numpy as np
+        x = np.float(1) + np.int(2) + np.product([1, 2]) + (np.NaN or 0)
+        ok = isinstance(x, collections.Iterable)
+        env = gym.make("Pendulum-v0")
+        NOTE = "np.float and Pendulum-v0 stay in a string"  # np.float in a comment too
+
+
+        class Env(gym.Env):
+            def reset(self):
+                return self.np_random.randint(0, 3)
+        """)
+    after = result.after.splitlines()
+    assert after[0:4] == ["import collections", "from collections import deque", "from collections.abc import Mapping",
+                          "from collections.abc import Sequence"]
+    assert "x = float(1) + int(2) + np.prod([1, 2]) + (np.nan or 0)" in after
+    assert "ok = isinstance(x, collections.abc.Iterable)" in after and "import collections.abc" in after
+    assert 'env = gym.make("Pendulum-v1")' in after
+    assert 'NOTE = "np.float and Pendulum-v0 stay in a string"  # np.float in a comment too' in after
+    assert "        return self.np_random.integers(0, 3)" in after
+
+
+def test_an_np_random_the_env_makes_as_a_random_state_keeps_randint():
+    source = """\
+        import numpy as np
+
+
+        class Env:
+            def __init__(self):
+                self.np_random = np.random.RandomState(0)
+
+            def reset(self):
+                return self.np_random.randint(0, 3)
+        """
+    assert _migrated(source).after == textwrap.dedent(source)
+
+
+def test_a_tensorflow_file_that_never_sets_framework_gets_tf_as_1x_ran_it():
+    keras = _migrated("""\
+        from ray.rllib.agents import ppo
+        from ray.rllib.models.tf.tf_modelv2 import TFModelV2
+        config = ppo.DEFAULT_CONFIG.copy()
+        config["num_workers"] = 0
+        """)
+    assert keras.after.splitlines()[2:5] == ["config = ppo.DEFAULT_CONFIG.copy()", 'config["framework"] = "tf"',
+                                             'config["num_workers"] = 0']
+    literal = _migrated("""\
+        import tensorflow as tf
+        from ray import tune
+        tune.run("PPO", config={"env": "CartPole-v1", "model": {"custom_model": "keras"}})
+        """)
+    assert '"model": {"custom_model": "keras"}, "framework": "tf"}' in literal.after
+    # Left alone: a torch file, and a TF file whose config names its framework.
+    for source in ("""\
+            import torch
+            config = {"env": "CartPole-v1", "num_workers": 0}
+            """, """\
+            import tensorflow as tf
+            config = {"env": "CartPole-v1", "num_workers": 0, "framework": args.framework}
+            """):
+        assert _migrated(source).after == textwrap.dedent(source)
+    unfound = _migrated("""\
+        from ray.rllib.models.tf.tf_modelv2 import TFModelV2
+        from ray.rllib.agents.ppo import PPOTrainer
+        trainer = PPOTrainer(config=make_config())
+        """)
+    assert "never sets framework" in unfound.findings[0].message
+
+
+def test_a_folder_with_dead_code_a_syntax_error_and_a_1x_script_is_migrated_to_the_end(tmp_path, capsys):
+    (tmp_path / "a_dead_code.py").write_text(
+        "if False:\n    from ray.rllib.execution.rollout_ops import NoSuchOperator\n")
+    (tmp_path / "b_broken.py").write_text("def f(:\n")
+    (tmp_path / "c_latin1.py").write_bytes(b"# caf\xe9\nx = 1\n")
+    script = tmp_path / "d_train.py"
+    script.write_text("import gym\nfrom ray.rllib.agents.ppo import PPOTrainer\n"
+                      "trainer = PPOTrainer(config={'num_workers': 0}, env='CartPole-v0')\n")
+    assert main(["migrate", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "a_dead_code.py:2: not in rlstack" in err and "NoSuchOperator" in err
+    assert "b_broken.py:1: not valid Python, left as it is" in err
+    assert "c_latin1.py:1: not UTF-8, left as it is" in err
+    assert "changed 2 of 4 files; 3 places need a person" in err
+    assert (tmp_path / "b_broken.py").read_text() == "def f(:\n"
+    assert script.read_text().startswith("import gymnasium as gym\nfrom rlstack.trainers.ppo import PPOTrainer\n")
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "x.py").write_text("def f(:\n")
+    assert main(["migrate", str(one)]) == 1
+    assert "1 place needs a person" in capsys.readouterr().err
+
+
+def test_check_json_and_out_modes(tmp_path, capsys):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text("import gym\n")
+    (project / "data.csv").write_text("a,b\n")
+    assert main(["migrate", "--check", str(project)]) == 1
+    assert (project / "train.py").read_text() == "import gym\n"
+    capsys.readouterr()
+    assert main(["migrate", "--format", "json", "--diff", str(project)]) == 0
+    import json
+
+    report = json.loads(capsys.readouterr().out)
+    assert report["files_changed"] == 1 and report["places_need_a_person"] == 0
+    assert report["files"][0]["changes"][0]["line"] == 1
+    out = tmp_path / "migrated"
+    assert main(["migrate", "--out", str(out), "--report", str(tmp_path / "report.txt"), str(project)]) == 0
+    assert (out / "train.py").read_text() == "import gymnasium as gym\n"
+    assert (out / "data.csv").read_text() == "a,b\n"  # the other files are copied beside it
+    assert (project / "train.py").read_text() == "import gym\n"
+    assert "train.py:1: changed:" in (tmp_path / "report.txt").read_text()
+    assert main(["migrate", "--check", str(out)]) == 0
+
+
+def test_yaml_experiments_get_rlstacks_example_envs_and_gymnasium_ids(tmp_path, capsys):
+    path = tmp_path / "pendulum.yaml"
+    path.write_text("""\
+# A 1.x tuned example.
+pendulum-ppo:
+    env: Pendulum-v0   # the id gym 0.21 had
+    run: PPO
+    config:
+        framework: tf
+random-env:
+    env: ray.rllib.examples.env.random_env.NoSuchEnv
+    run: MAML
+""")
+    assert main(["migrate", str(path)]) == 1
+    text = path.read_text()
+    assert "    env: Pendulum-v1   # the id gym 0.21 had\n" in text and text.startswith("# A 1.x tuned example.")
+    err = capsys.readouterr().err
+    assert "pendulum.yaml:8: env: ray.rllib.examples.env.random_env.NoSuchEnv" in err
+    assert "pendulum.yaml:9: run: MAML: rlstack has no MAML" in err

@@ -1,0 +1,99 @@
+"""The rewriting of one Tune YAML experiment file (``rllib train -f FILE``'s format).
+
+The file is read with PyYAML's composer, which gives every scalar its line and column, and
+rewritten in its text at those places only, so comments, order and layout stay as they
+were. What is rewritten: an env named by 1.x's path to one of its example envs
+(``ray.rllib.examples.env.random_env.RandomEnv``) becomes rlstack's path where rlstack has
+that env; a retired gym id becomes gymnasium's. What is listed: an algorithm rlstack does
+not have, an example env it lacks.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+import yaml
+
+from rlstack.migrate.python_code import Change, Finding
+from rlstack.utils.migration_rule import renamed_module
+
+
+def _scalar(mapping: yaml.MappingNode, key: str) -> yaml.ScalarNode | None:
+    for key_node, value in mapping.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == key and isinstance(value, yaml.ScalarNode):
+            return value
+    return None
+
+
+def _mapping(mapping: yaml.MappingNode, key: str) -> yaml.MappingNode | None:
+    for key_node, value in mapping.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == key and isinstance(value, yaml.MappingNode):
+            return value
+    return None
+
+
+def _has_class(path: str) -> bool:
+    module, _, name = path.rpartition(".")
+    try:
+        return hasattr(importlib.import_module(module), name)
+    except Exception:  # noqa: BLE001 - any failure means rlstack cannot give that env
+        return False
+
+
+def rewrite_yaml(source: str, path: str,
+                 successor: Callable[[str], str | None] | None) -> tuple[str, list[Change], list[Finding]]:
+    """Rewrites one YAML experiment file's text.
+
+    Returns:
+        ``(text after, changes, findings)``; a file that is not YAML, or not a mapping of
+        experiments, is returned unchanged with a finding or nothing to do.
+    """
+    from rlstack.trainers.common.registry import ALGORITHMS
+
+    changes: list[Change] = []
+    findings: list[Finding] = []
+    try:
+        documents = list(yaml.compose_all(source))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        return source, [], [Finding(path, line, f"not valid YAML, left as it is: {exc}")]
+    edits: list[tuple[int, int, str]] = []  # (start, end, new text) in source offsets
+    for document in documents:
+        if not isinstance(document, yaml.MappingNode):
+            continue
+        for _, experiment in document.value:
+            if not isinstance(experiment, yaml.MappingNode):
+                continue
+            run = _scalar(experiment, "run")
+            if run is not None and run.value not in ALGORITHMS and run.value.isupper():
+                findings.append(Finding(path, run.start_mark.line + 1,
+                                        f"run: {run.value}: rlstack has no {run.value}; it has {', '.join(ALGORITHMS)}"))
+            envs = [_scalar(experiment, "env")]
+            config = _mapping(experiment, "config")
+            if config is not None:
+                envs.append(_scalar(config, "env"))
+            for env in envs:
+                if env is None or env.style not in (None, "'", '"'):
+                    continue
+                new = None
+                if env.value.startswith("ray.rllib."):
+                    candidate = renamed_module(env.value)
+                    if _has_class(candidate):
+                        new = candidate
+                    else:
+                        findings.append(Finding(path, env.start_mark.line + 1,
+                                                f"env: {env.value}: rlstack has no such example env "
+                                                f"({candidate}); register your own with rlstack.register_env"))
+                elif successor is not None:
+                    new = successor(env.value)
+                if new is None or new == env.value:
+                    continue
+                quote = env.style or ""
+                edits.append((env.start_mark.index, env.end_mark.index, f"{quote}{new}{quote}"))
+                changes.append(Change(path, env.start_mark.line + 1, f"env: {env.value} -> {new}"))
+    text = source
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text, sorted(changes, key=lambda c: c.line), sorted(findings, key=lambda f: f.line)
