@@ -23,3 +23,9 @@ def renamed_module(name: str) -> str:
         if name == old or name.startswith(old + "."):
             return new + name[len(old):]
     return name
+
+# Modules RLlib 1.x's `ray[rllib]` installed that user code imports by itself: import name ->
+# (the distribution, rlstack's extra that installs it).
+COMPAT_IMPORTS: dict[str, tuple[str, str]] = {
+    "tree": ("dm-tree", "compat"),
+}
