@@ -14,6 +14,7 @@ is a :class:`Finding`.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -187,6 +188,7 @@ class _Survey(cst.CSTVisitor):
         self.uses_tf = False
         self.sets_framework = False
         self.random_state = False  # the file makes its own numpy RandomState as np_random
+        self.calls_tune = False
         self._class_stack: list[str] = []
 
     def _qualified(self, node: cst.CSTNode) -> set[str]:
@@ -243,6 +245,9 @@ class _Survey(cst.CSTVisitor):
             self.sets_framework = True
 
     def _origin(self, value: cst.BaseExpression) -> str:
+        if isinstance(value, cst.Attribute) and value.attr.value == "env" and isinstance(value.value, cst.Call) \
+                and isinstance(value.value.func, cst.Attribute) and value.value.func.attr.value == "local_worker":
+            return GYMNASIUM  # trainer.workers.local_worker().env: rlstack's worker holds gymnasium envs
         if not isinstance(value, cst.Call):
             return UNKNOWN
         qualified = self._qualified(value.func)
@@ -250,6 +255,9 @@ class _Survey(cst.CSTVisitor):
                                                                      "gymnasium.wrappers."))
                for q in qualified):
             return GYMNASIUM
+        for name in qualified:
+            if name.startswith("ray.rllib.") and _is_single_agent_gymnasium_env(renamed_module(name)):
+                return GYMNASIUM  # one of rlstack's example envs, written to gymnasium's API
         name = _dotted(value.func)
         if name in self.classes and not any(b.startswith(("gym.", "gymnasium.")) and ("Wrapper" in b)
                                              for b in self.classes[name]):
@@ -257,6 +265,8 @@ class _Survey(cst.CSTVisitor):
         return UNKNOWN
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == "None":
+            return  # `self.env = None` before the env is made says nothing of where it comes from
         origin = self._origin(node.value)
         for target in node.targets:
             key = _dotted(target.target) if isinstance(target.target, cst.Name) else _is_self_attribute(target.target)
@@ -269,6 +279,8 @@ class _Survey(cst.CSTVisitor):
                 self.random_state = True
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self._qualified(node.func) & _TUNE_RUNS:
+            self.calls_tune = True
         if any("try_import_tf" in q or q.startswith(("tensorflow.", "keras.")) for q in self._qualified(node.func)):
             self.uses_tf = True
 
@@ -298,6 +310,21 @@ class _Survey(cst.CSTVisitor):
         return next(iter(found)) if len(found) == 1 else UNKNOWN
 
 
+def _is_single_agent_gymnasium_env(path: str) -> bool:
+    # Whether rlstack's `module.Class` is a gymnasium env (not a MultiAgentEnv, whose step
+    # returns per-agent dicts that `terminated or truncated` would not merge).
+    module, _, name = path.rpartition(".")
+    try:
+        import gymnasium
+
+        from rlstack.env.multi_agent_env import MultiAgentEnv
+
+        found = getattr(importlib.import_module(module), name)
+    except Exception:  # noqa: BLE001 - not importable here: not known
+        return False
+    return isinstance(found, type) and issubclass(found, gymnasium.Env) and not issubclass(found, MultiAgentEnv)
+
+
 class _Migrator(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
 
@@ -323,6 +350,7 @@ class _Migrator(cst.CSTTransformer):
         self._trainables: list[set[str]] = []  # reporter parameter names of the enclosing trainables
         self._settled: set[int] = set()  # id() of reset calls an Assign / statement handles itself
         self._framework_done = False
+        self._makes_config = False  # the file builds a trainer (its config is made here)
         self._done_after: dict[int, str] = {}  # id() of a step Assign -> the name `done` is given after it
         self._config_dicts: set[int] = set()  # id() of dict literals passed as a trainer's / Tune's config
         self._done_names = self._fresh_names()
@@ -515,6 +543,8 @@ class _Migrator(cst.CSTTransformer):
         trainer = any(q.endswith("Trainer") and _names_library(q) for q in qualified)
         if qualified & _TUNE_RUNS:
             self.calls_tune = True
+        if trainer:
+            self._makes_config = True
         if qualified & _TUNE_RUNS or trainer:
             for index, arg in enumerate(node.args):
                 if arg.keyword is not None and arg.keyword.value == "config" or trainer and index == 0 \
@@ -733,6 +763,18 @@ class _Migrator(cst.CSTTransformer):
         return self.survey.uses_tf and not self.survey.sets_framework and not self._framework_done
 
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict) -> cst.Dict:
+        if self.survey.calls_tune and "local_dir" in _string_keys(original):
+            # A dict of tune.run's arguments (tune.run(..., **kwargs)).
+            elements = []
+            for element in updated.elements:
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                        and element.key.evaluated_value == "local_dir":
+                    quote = element.key.quote
+                    element = element.with_changes(key=cst.SimpleString(f"{quote}storage_path{quote}"),
+                                                   value=self._absolute(element.value))
+                elements.append(element)
+            self._changed(original, '"local_dir" -> "storage_path" (Ray 2.x\'s name; it must be an absolute path)')
+            updated = updated.with_changes(elements=elements)
         if not self._wants_framework() or not original.elements:
             return updated
         keys = _string_keys(original)
@@ -766,7 +808,7 @@ class _Migrator(cst.CSTTransformer):
             added.append("import tempfile\n")
         if "tune" in self.needs_imports and "tune" not in bound:
             added.append("from ray import tune\n")
-        if self._wants_framework() and (self.imports_library or self.calls_tune):
+        if self._wants_framework() and (self.calls_tune or self._makes_config):
             self.findings.append(Finding(self.path, 1, "this file builds on TensorFlow and its config never sets "
                                                        "framework: RLlib 1.x then ran TensorFlow, rlstack runs torch; "
                                                        'set config["framework"] = "tf" where the config is made'))
