@@ -73,10 +73,16 @@ test-learning: $(VENV)/.installed
 	test $$first -eq 0 && test $$second -eq 0
 
 # RLlib 1.13's own example scripts (from the ray==1.13.0 wheel, cached in .compat-cache/),
-# after `rlstack migrate`, in torch and TF; the table goes to COMPAT.md.
-test-compat: $(VENV)/.installed
-	$(COMPILE)
-	$(PY) tests/compat/run_examples.py --write COMPAT.md
+# after `rlstack migrate`, in torch and TF; the table goes to COMPAT.md. They run in a fresh
+# virtualenv of rlstack-ray[all], made anew each time, so the table is what a user who
+# installs the documented extras gets (nothing left over from the development venv).
+COMPAT_VENV := .compat-cache/venv
+test-compat:
+	rm -rf $(COMPAT_VENV)
+	$(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(COMPAT_VENV)/bin/python -m pip install --quiet -c constraints.txt $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -e '.[all]'
+	$(COMPAT_VENV)/bin/python tests/compat/run_examples.py --installed 'rlstack-ray[all]' --write COMPAT.md
 
 # Each script prints one JSON line; BENCHMARKS.md records them with their commands.
 bench: $(VENV)/.installed-bench

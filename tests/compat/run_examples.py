@@ -221,6 +221,8 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated script names (default: every top-level script)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per script and framework")
     parser.add_argument("--write", help="write the table to this markdown file (COMPAT.md)")
+    parser.add_argument("--installed", help="what the interpreter running this has installed, for the table's "
+                                            "header (make test-compat: a fresh venv of rlstack-ray[all])")
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")
     package = extract(fetch_wheel(), CACHE / "run")
@@ -257,7 +259,8 @@ def main() -> int:
             f"# RLlib 1.13's examples on rlstack\n\n`{command}`, {datetime.date.today().isoformat()}: each top-level "
             f"script of `ray==1.13.0`'s `ray/rllib/examples/`, after `rlstack migrate` ({summary.removeprefix('rlstack migrate: ')}) "
             f"and the fixture patches below, run once per framework with short stop criteria where the script takes "
-            f"them, Ray given {LOGICAL_CPUS} logical CPUs on a 2-core machine and Ray's own RLlib hidden. Ran to "
+            f"them, Ray given {LOGICAL_CPUS} logical CPUs on a 2-core machine and Ray's own RLlib hidden"
+            f"{', in a fresh virtualenv of ' + args.installed if args.installed else ''}. Ran to "
             f"the end: {counts} (`n/a`: the script's --framework does not offer it).\n\n{table}\n\nFixture patches (not rlstack's to make):\n\n{patches}\n\n"
             f"Not run here:\n\n{skipped}\n", encoding="utf-8")
     return 0
