@@ -79,7 +79,7 @@ class FileResult:
 def _successor():
     # The env registry's table of retired gym ids, where it can be imported.
     try:
-        from rlstack.env.registry import gymnasium_successor
+        from rlstack.env.gym_ids import gymnasium_successor
     except ImportError:  # pragma: no cover - gymnasium missing
         return None
     return gymnasium_successor
