@@ -40,3 +40,20 @@ __all__ = [
     "ModelGradients", "ModelWeights", "PartialTrainerConfigDict", "PolicyID", "ResultDict", "SpaceStruct",
     "TensorStructType", "TensorType", "TrainerConfigDict",
 ]
+
+MultiAgentDict = dict  # agent id -> a value (obs, reward, done, info) for that agent
+MultiAgentPolicyConfigDict = dict
+EnvObsType = Any
+EnvActionType = Any
+EnvInfoDict = dict
+EpisodeID = int
+FileType = Any
+GradInfoDict = dict
+LearnerStatsDict = dict
+LocalOptimizer = Any
+ModelInputDict = dict
+PolicyState = dict
+SampleBatchType = Any
+TensorShape = Union[tuple, list]
+ViewRequirementsDict = dict
+PartialAlgorithmConfigDict = dict

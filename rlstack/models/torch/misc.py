@@ -1,5 +1,5 @@
 """Small torch layers and helpers of classic RLlib's ``models/torch/misc.py``, for
-custom models: ``SlimFC``, ``normc_initializer``, ``same_padding``, ``valid_padding``."""
+custom models: ``SlimFC``, ``SlimConv2d``, ``normc_initializer``, ``same_padding``, ``valid_padding``."""
 
 from __future__ import annotations
 
@@ -105,4 +105,53 @@ class SlimFC(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Applies the layer (and activation) to ``x [B, in_size]``."""
+        return self._model(x)
+
+
+class SlimConv2d(nn.Module):
+    """A 2-D convolution with optional zero padding, an initializer and an activation
+    (classic RLlib's ``SlimConv2d``; inputs are ``[B, C, H, W]``).
+
+    Args:
+        in_channels: Input channels.
+        out_channels: Output channels (filters).
+        kernel: The kernel size, an int or ``(height, width)``.
+        stride: The stride, an int or ``(height, width)``.
+        padding: ``(left, right, top, bottom)`` zero padding (as :func:`same_padding`
+            returns), an int for all four sides, or None for none.
+        initializer: ``init(weight)`` filling the weight in place; ``"default"`` or None
+            uses Xavier-uniform.
+        activation_fn: As :class:`SlimFC`'s; ``"default"`` is ReLU, as classic RLlib's.
+        bias_init: The bias's initial value.
+
+    Raises:
+        ValueError: For an unknown activation name.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel: int | tuple[int, int],
+                 stride: int | tuple[int, int], padding: int | tuple[int, int, int, int] | None,
+                 initializer: Callable[[torch.Tensor], None] | str | None = "default",
+                 activation_fn: str | type[nn.Module] | None = "default", bias_init: float = 0.0) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        if padding:
+            layers.append(nn.ZeroPad2d(padding))
+        conv = nn.Conv2d(in_channels, out_channels, kernel, stride)
+        init = nn.init.xavier_uniform_ if initializer in ("default", None) else initializer
+        init(conv.weight)
+        nn.init.constant_(conv.bias, bias_init)
+        layers.append(conv)
+        if activation_fn == "default":
+            activation_fn = "relu"
+        if isinstance(activation_fn, str) and activation_fn != "linear":
+            if activation_fn not in _ACTIVATION_MODULES:
+                raise ValueError(f"Unknown activation_fn {activation_fn!r}; allowed: "
+                                 f"{', '.join(sorted(_ACTIVATION_MODULES))}, linear, None, or an nn.Module class.")
+            layers.append(_ACTIVATION_MODULES[activation_fn]())
+        elif isinstance(activation_fn, type):
+            layers.append(activation_fn())
+        self._model = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Applies padding, convolution and activation to ``x [B, C, H, W]``."""
         return self._model(x)
