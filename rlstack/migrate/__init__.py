@@ -32,6 +32,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from rlstack.migrate.python_code import Change, Finding
 from rlstack.utils.migration_rule import COMPAT_IMPORTS, renamed_module
 
 __all__ = ["Change", "FileResult", "Finding", "migrate_paths", "migrate_source", "migrate_yaml", "project_files",
-           "renamed_module"]
+           "renamed_module", "tensorflow_modules"]
 
 _SUFFIXES = (".py", ".yaml", ".yml")
 # Folders a project holds that are not its code.
@@ -119,9 +120,11 @@ def _missing_names(module: str, names: Sequence[str]) -> str | None:
     return None
 
 
-def migrate_source(source: str, path: str = "<string>", check_names: bool = True) -> FileResult:
+def migrate_source(source: str, path: str = "<string>", check_names: bool = True,
+                   tf_modules: Iterable[str] = ()) -> FileResult:
     """Migrates one Python file's text; ``check_names`` imports each rewritten rlstack module
-    to report the names it lacks.
+    to report the names it lacks; ``tf_modules`` names the project's own modules that build
+    on TensorFlow (see :func:`tensorflow_modules`).
 
     Raises:
         libcst.ParserSyntaxError: If ``source`` is not valid Python.
@@ -129,7 +132,7 @@ def migrate_source(source: str, path: str = "<string>", check_names: bool = True
     from rlstack.migrate.python_code import rewrite
     from rlstack.trainers.common.registry import ALGORITHMS
 
-    done = rewrite(source, path, ALGORITHMS, _successor())
+    done = rewrite(source, path, ALGORITHMS, _successor(), tf_modules)
     findings = list(done.findings)
     if check_names:
         for line, name, names in done.imports:
@@ -179,7 +182,33 @@ def project_files(paths: Iterable[str]) -> list[tuple[Path, Path]]:
     return files
 
 
-def _migrate_file(path: Path, check_names: bool) -> FileResult:
+# A line that makes a module build on TensorFlow: its import, a TF model base or try_import_tf.
+_TF_LINE = re.compile(r"^\s*(import (tensorflow|keras)\b|from (tensorflow|keras)\b|from ray\.rllib\.models\.tf\b"
+                      r"|.*\b(TFModelV2|try_import_tf)\b)", re.M)
+
+
+def tensorflow_modules(found: Iterable[tuple[Path, Path]]) -> set[str]:
+    """The dotted module names (relative to the folder each was found under) of the
+    project's files that build on TensorFlow: 1.x ran a script on TF when the custom model
+    it imports from one of them was a Keras model and the config named no framework."""
+    names = set()
+    for path, root in found:
+        if path.suffix != ".py":
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if _TF_LINE.search(text):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts and parts[-1] == "__init__":
+                parts.pop()
+            if parts:
+                names.add(".".join(parts))
+    return names
+
+
+def _migrate_file(path: Path, check_names: bool, tf_modules: Iterable[str] = ()) -> FileResult:
     raw = path.read_bytes()
     try:
         source = raw.decode("utf-8")
@@ -193,7 +222,7 @@ def _migrate_file(path: Path, check_names: bool) -> FileResult:
     import libcst
 
     try:
-        return migrate_source(source, str(path), check_names)
+        return migrate_source(source, str(path), check_names, tf_modules)
     except libcst.ParserSyntaxError as exc:
         return FileResult(str(path), source, source,
                           [Finding(str(path), exc.raw_line, f"not valid Python, left as it is: {exc.message}")])
@@ -220,9 +249,10 @@ def migrate_paths(paths: Iterable[str], write: bool = True, check_names: bool = 
     found = project_files(paths)
     if out_dir is not None and write:
         _copy_tree(paths, Path(out_dir))
+    tf_modules = tensorflow_modules(found)
     results = []
     for path, root in found:
-        result = _migrate_file(path, check_names)
+        result = _migrate_file(path, check_names, tf_modules)
         if write and result.changed:
             target = path if out_dir is None else Path(out_dir) / _relative_to_copy(path, root, paths)
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -178,8 +178,9 @@ class _Survey(cst.CSTVisitor):
 
     METADATA_DEPENDENCIES = (QualifiedNameProvider, ScopeProvider)
 
-    def __init__(self) -> None:
+    def __init__(self, tf_modules: Iterable[str] = ()) -> None:
         super().__init__()
+        self.tf_modules = frozenset(tf_modules)  # the project's modules that build on TensorFlow
         self.classes: dict[str, set[str]] = {}  # class name -> its bases' qualified names
         self.origins: dict[str, set[str]] = {}  # "env" / "self.env" -> where its values come from
         self.bound: set[str] = set()  # every name the file assigns, imports or defines
@@ -228,9 +229,13 @@ class _Survey(cst.CSTVisitor):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         module = _dotted(node.module) or ""
-        if module.split(".")[0] in ("tensorflow", "keras") or ".tf" in f".{module}".replace("ray.rllib", "") \
-                and _names_library(module):
+        parts = module.split(".")
+        if parts[0] in ("tensorflow", "keras") or _names_library(module) and any(
+                part == "tf" or part.startswith("tf_") or part.endswith("_tf_policy") for part in parts):
             self.uses_tf = True
+        if module and any(module == name or name.endswith("." + module) or module.endswith("." + name)
+                          for name in self.tf_modules):
+            self.uses_tf = True  # one of the project's own modules that builds on TensorFlow
         if not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
                 if (_dotted(alias.name) or "") in ("TFModelV2", "try_import_tf", "TFPolicy", "build_tf_policy"):
@@ -308,6 +313,22 @@ class _Survey(cst.CSTVisitor):
             key = f"{class_name}.{key}"
         found = self.origins.get(key, set())
         return next(iter(found)) if len(found) == 1 else UNKNOWN
+
+
+def _renamed_module_string(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    # A module name in a string, "ray.rllib.agents.ppo" or the "ray.rllib.agents." of
+    # "ray.rllib.agents." + name, by the migration rule; None when there is none to rename.
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        left = _renamed_module_string(node.left)
+        return None if left is None else node.with_changes(left=left)
+    if not isinstance(node, cst.SimpleString) or not isinstance(node.evaluated_value, str):
+        return None
+    value = node.evaluated_value
+    if not (value == "ray.rllib" or value.startswith("ray.rllib.")):
+        return None
+    stem = value.rstrip(".")
+    new = renamed_module(stem) + value[len(stem):]
+    return node.with_changes(value=f"{node.prefix}{node.quote}{new}{node.quote}")
 
 
 def _is_single_agent_gymnasium_env(path: str) -> bool:
@@ -602,6 +623,11 @@ class _Migrator(cst.CSTTransformer):
         if "ray.tune.get_trial_dir" in qualified:
             self._changed(original, "tune.get_trial_dir() -> tune.get_context().get_trial_dir() (Ray 2.x)")
             return cst.parse_expression(f"{_code(self._tune('get_context'))}().get_trial_dir()")
+        if qualified & {"importlib.import_module", "builtins.__import__"} and updated.args:
+            renamed = _renamed_module_string(updated.args[0].value)
+            if renamed is not None:
+                self._changed(original, "the module name given to import_module follows the migration rule")
+                return updated.with_changes(args=[updated.args[0].with_changes(value=renamed), *updated.args[1:]])
         if "ray._private.utils.get_user_temp_dir" in qualified:
             self.needs_imports.add("tempfile")
             self._changed(original, "ray._private.utils.get_user_temp_dir() -> tempfile.gettempdir() (Ray 2.x "
@@ -852,14 +878,15 @@ class Rewritten:
     imported: set[str]
 
 
-def rewrite(source: str, path: str, algorithms: Iterable[str], successor) -> Rewritten:
-    """Rewrites one Python file's text.
+def rewrite(source: str, path: str, algorithms: Iterable[str], successor, tf_modules: Iterable[str] = ()) -> Rewritten:
+    """Rewrites one Python file's text; ``tf_modules`` names the project's modules that
+    build on TensorFlow (a script importing its Keras model from one runs TF in 1.x).
 
     Raises:
         libcst.ParserSyntaxError: If ``source`` is not valid Python.
     """
     wrapper = MetadataWrapper(cst.parse_module(source))
-    survey = _Survey()
+    survey = _Survey(tf_modules)
     wrapper.visit(survey)
     migrator = _Migrator(path, survey, algorithms, successor)
     after = wrapper.visit(migrator).code

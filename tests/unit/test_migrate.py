@@ -525,3 +525,28 @@ random-env:
     err = capsys.readouterr().err
     assert "pendulum.yaml:8: env: ray.rllib.examples.env.random_env.NoSuchEnv" in err
     assert "pendulum.yaml:9: run: MAML: rlstack has no MAML" in err
+
+
+def test_a_script_whose_keras_model_lives_in_another_module_of_the_project_gets_tf(tmp_path):
+    # 1.x ran TF by default: the script registers a Keras model from its own package.
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("")
+    (tmp_path / "models" / "keras_model.py").write_text(
+        "from ray.rllib.models.tf.tf_modelv2 import TFModelV2\n\n\nclass KerasQModel(TFModelV2):\n    pass\n")
+    script = tmp_path / "train.py"
+    script.write_text("from ray.rllib.agents import dqn\nfrom models.keras_model import KerasQModel\n"
+                      "config = dqn.DEFAULT_CONFIG.copy()\n")
+    migrate_paths([str(tmp_path)], check_names=False)
+    assert 'config["framework"] = "tf"' in script.read_text()
+
+
+def test_a_module_name_handed_to_import_module_follows_the_rule():
+    result = _migrated("""\
+        import importlib
+        module = importlib.import_module("ray.rllib.agents." + name.lower())
+        ppo = importlib.import_module("ray.rllib.agents.ppo")
+        other = importlib.import_module("json")
+        """)
+    assert result.after.splitlines()[1:] == [
+        'module = importlib.import_module("rlstack.trainers." + name.lower())',
+        'ppo = importlib.import_module("rlstack.trainers.ppo")', 'other = importlib.import_module("json")']
