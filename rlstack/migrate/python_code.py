@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
 
-from rlstack.utils.migration_rule import renamed_module
+from rlstack.utils.migration_rule import FRAMEWORK_KEYS, renamed_module
 
 # `from ray.rllib import agents` names a module the rules rename: the imported name
 # changes, bound under its old name so that the code using it stays the same.
@@ -788,7 +788,27 @@ class _Migrator(cst.CSTTransformer):
     def _wants_framework(self) -> bool:
         return self.survey.uses_tf and not self.survey.sets_framework and not self._framework_done
 
+    def _framework_element(self, original: cst.BaseDictElement, element: cst.BaseDictElement,
+                           keys: set[str]) -> cst.BaseDictElement:
+        # "eager": True -> "framework": "tf2", "use_pytorch": True -> "framework": "torch".
+        if not (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+                and element.key.evaluated_value in FRAMEWORK_KEYS and isinstance(element.value, cst.Name)
+                and element.value.value in ("True", "False") and "framework" not in keys):
+            return element
+        old = element.key.evaluated_value
+        framework = FRAMEWORK_KEYS[old][element.value.value == "True"]
+        quote = element.key.quote
+        self._changed(original, f'"{old}": {element.value.value} -> "framework": "{framework}" (1.x\'s name before '
+                               "framework)")
+        return element.with_changes(key=cst.SimpleString(f"{quote}framework{quote}"),
+                                    value=cst.SimpleString(f"{quote}{framework}{quote}"))
+
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict) -> cst.Dict:
+        keys = _string_keys(original)
+        if keys & set(FRAMEWORK_KEYS):
+            updated = updated.with_changes(elements=[
+                self._framework_element(old, new, keys) if isinstance(old, cst.DictElement) else new
+                for old, new in zip(original.elements, updated.elements)])
         if self.survey.calls_tune and "local_dir" in _string_keys(original):
             # A dict of tune.run's arguments (tune.run(..., **kwargs)).
             elements = []

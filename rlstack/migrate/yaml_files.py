@@ -4,7 +4,8 @@ The file is read with PyYAML's composer, which gives every scalar its line and c
 rewritten in its text at those places only, so comments, order and layout stay as they
 were. What is rewritten: an env named by 1.x's path to one of its example envs
 (``ray.rllib.examples.env.random_env.RandomEnv``) becomes rlstack's path where rlstack has
-that env; a retired gym id becomes gymnasium's. What is listed: an algorithm rlstack does
+that env; a retired gym id becomes gymnasium's; ``eager`` / ``use_pytorch`` become the
+``framework`` they stood for. What is listed: an algorithm rlstack does
 not have, an example env it lacks.
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Callable
 import yaml
 
 from rlstack.migrate.python_code import Change, Finding
-from rlstack.utils.migration_rule import renamed_module
+from rlstack.utils.migration_rule import FRAMEWORK_KEYS, renamed_module
 
 
 def _scalar(mapping: yaml.MappingNode, key: str) -> yaml.ScalarNode | None:
@@ -39,6 +40,22 @@ def _has_class(path: str) -> bool:
         return hasattr(importlib.import_module(module), name)
     except Exception:  # noqa: BLE001 - any failure means rlstack cannot give that env
         return False
+
+
+def _framework_keys(config: yaml.MappingNode, path: str, edits: list[tuple[int, int, str]],
+                    changes: list[Change]) -> None:
+    # `eager: true` -> `framework: tf2`, `use_pytorch: true` -> `framework: torch`.
+    keys = {key.value for key, _ in config.value if isinstance(key, yaml.ScalarNode)}
+    if "framework" in keys:
+        return
+    for key, value in config.value:
+        if isinstance(key, yaml.ScalarNode) and key.value in FRAMEWORK_KEYS and isinstance(value, yaml.ScalarNode) \
+                and value.value.lower() in ("true", "false"):
+            framework = FRAMEWORK_KEYS[key.value][value.value.lower() == "true"]
+            edits.append((key.start_mark.index, value.end_mark.index, f"framework: {framework}"))
+            changes.append(Change(path, key.start_mark.line + 1, f"{key.value}: {value.value} -> framework: "
+                                                                  f"{framework} (1.x's name before framework)"))
+            return
 
 
 def rewrite_yaml(source: str, path: str,
@@ -74,6 +91,7 @@ def rewrite_yaml(source: str, path: str,
             config = _mapping(experiment, "config")
             if config is not None:
                 envs.append(_scalar(config, "env"))
+                _framework_keys(config, path, edits, changes)
             for env in envs:
                 if env is None or env.style not in (None, "'", '"'):
                     continue

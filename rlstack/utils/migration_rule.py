@@ -29,3 +29,10 @@ def renamed_module(name: str) -> str:
 COMPAT_IMPORTS: dict[str, tuple[str, str]] = {
     "tree": ("dm-tree", "compat"),
 }
+
+# 1.x config keys that chose the framework before `framework` did, by value: the
+# `framework` they stand for ("eager": True ran TF 2's eager mode, rlstack's "tf2").
+FRAMEWORK_KEYS: dict[str, dict[bool, str]] = {
+    "eager": {True: "tf2", False: "tf"},
+    "use_pytorch": {True: "torch", False: "tf"},
+}

@@ -514,7 +514,7 @@ pendulum-ppo:
     env: Pendulum-v0   # the id gym 0.21 had
     run: PPO
     config:
-        framework: tf
+        eager: false
 random-env:
     env: ray.rllib.examples.env.random_env.NoSuchEnv
     run: MAML
@@ -522,6 +522,7 @@ random-env:
     assert main(["migrate", str(path)]) == 1
     text = path.read_text()
     assert "    env: Pendulum-v1   # the id gym 0.21 had\n" in text and text.startswith("# A 1.x tuned example.")
+    assert "        framework: tf\n" in text and "eager" not in text
     err = capsys.readouterr().err
     assert "pendulum.yaml:8: env: ray.rllib.examples.env.random_env.NoSuchEnv" in err
     assert "pendulum.yaml:9: run: MAML: rlstack has no MAML" in err
@@ -550,3 +551,12 @@ def test_a_module_name_handed_to_import_module_follows_the_rule():
     assert result.after.splitlines()[1:] == [
         'module = importlib.import_module("rlstack.trainers." + name.lower())',
         'ppo = importlib.import_module("rlstack.trainers.ppo")', 'other = importlib.import_module("json")']
+
+
+def test_the_keys_that_chose_the_framework_before_framework_did_become_it():
+    result = _migrated("""\
+        config = {"env": "CartPole-v1", "use_pytorch": True}
+        other = {"eager": True, "framework": "tf"}
+        """)
+    assert result.after.splitlines() == ['config = {"env": "CartPole-v1", "framework": "torch"}',
+                                         'other = {"eager": True, "framework": "tf"}']
