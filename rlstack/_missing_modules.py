@@ -109,16 +109,9 @@ MISSING: dict[str, str] = {
     "rlstack.env.group_agents_wrapper": "agent groups (MultiAgentEnv.with_agent_groups, for QMIX) are not "
                                         "implemented; multi-agent envs are (rlstack.env.multi_agent_env)",
     # --- offline data, execution plans, replay buffers ---------------------------------
-    "rlstack.execution.replay_ops": "rlstack has no execution-plan operators; its replay buffers are "
-                                    "rlstack.execution.replay_buffer (ReplayBuffer, PrioritizedReplayBuffer)",
-    "rlstack.execution.concurrency_ops": "rlstack has no execution-plan operators; asynchronous trainers "
-                                         "(IMPALA, APEX) use ray.wait and rlstack.execution.learner_thread",
-    "rlstack.execution.metric_ops": "rlstack has no execution-plan operators; Trainer.train() builds the "
-                                    "result dict (rlstack.evaluation.metrics.summarize_episodes)",
-    "rlstack.execution.common": "rlstack has no execution-plan operators; the counter names are in "
-                                "rlstack.utils.metrics (NUM_ENV_STEPS_SAMPLED, ...)",
-    "rlstack.execution.parallel_requests": "rlstack has no execution-plan operators; asynchronous trainers "
-                                           "use ray.wait over RolloutWorker.sample.remote() calls",
+    "rlstack.execution.parallel_requests": "rlstack's asynchronous trainers use ray.wait over "
+                                           "RolloutWorker.sample.remote() calls (an execution plan: "
+                                           "ParallelRollouts(workers, mode='async') in rlstack.execution.rollout_ops)",
     "rlstack.execution.multi_gpu_learner_thread": "rlstack's learner runs on one GPU at most; its learner "
                                                   "thread is rlstack.execution.learner_thread.LearnerThread",
     "rlstack.execution.multi_gpu_impl": "rlstack's learner runs on one GPU at most (no multi-GPU towers)",

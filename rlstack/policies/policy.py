@@ -7,10 +7,12 @@ filtered; actions leave in the layout of the action space.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -104,6 +106,9 @@ class Policy(RecurrentPolicyMixin, ABC):
         self.action_space = action_space
         self.config = config
         self.num_gpus = num_gpus
+        # (sgd_minibatch_size, num_sgd_iter) that learn_on_batch runs instead of the
+        # config's, inside plan_override() (1.x's TrainOneStep arguments).
+        self._plan_override: tuple[int, int] | None = None
         self.preprocessor = Preprocessor(observation_space)
         self.dist_spec = action_dist_spec(action_space, config.get("model"))
         self.global_timestep = 0
@@ -423,11 +428,29 @@ class Policy(RecurrentPolicyMixin, ABC):
             model the rows are whole sequences (:meth:`learner_batch`), and
             ``sgd_minibatch_size // max_seq_len`` of them make a minibatch.
         """
-        size = int(self.config.get("sgd_minibatch_size") or 0)
+        size, epochs = self._plan_override or (int(self.config.get("sgd_minibatch_size") or 0),
+                                               int(self.config.get("num_sgd_iter", 1)))
         if self.is_recurrent and size and not self.sequences_in_row_order:
             # n counts sequences here; sgd_minibatch_size counts rows, as in 1.13.
             size = max(1, size // self.max_seq_len())
-        return min(size or n, n), int(self.config.get("num_sgd_iter", 1))
+        return min(size or n, n), epochs
+
+    @contextlib.contextmanager
+    def plan_override(self, sgd_minibatch_size: int, num_sgd_iter: int) -> Iterator[None]:
+        """Within the block, :meth:`minibatch_plan` (and so ``learn_on_batch``) cuts batches
+        by these values instead of the config's: what 1.x's ``TrainOneStep(num_sgd_iter=,
+        sgd_minibatch_size=)`` asked of a policy whose ``learn_on_batch`` took one
+        gradient step (0 rows: the whole batch).
+
+        Args:
+            sgd_minibatch_size: Rows per gradient step (0: the whole batch).
+            num_sgd_iter: Epochs over the batch.
+        """
+        previous, self._plan_override = self._plan_override, (int(sgd_minibatch_size or 0), int(num_sgd_iter))
+        try:
+            yield
+        finally:
+            self._plan_override = previous
 
     def get_weights(self) -> dict[str, np.ndarray]:
         """Returns the model weights as numpy arrays (canonical layout for built-in models);

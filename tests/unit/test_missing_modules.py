@@ -46,7 +46,7 @@ def test_each_listed_module_raises_with_guidance(name):
      ["ray.rllib.env.group_agents_wrapper", "with_agent_groups"]),
     ("from rlstack.env.external_multi_agent_env import ExternalMultiAgentEnv", ["ExternalMultiAgentEnv", "PolicyClient"]),
     ("from rlstack.models.torch.complex_input_net import ComplexInputNetwork", ["one encoder per key"]),
-    ("from rlstack.execution.rollout_ops import ParallelRollouts", ["synchronous_parallel_sample"]),
+    ("from rlstack.execution.rollout_ops import AsyncGradients", ["ray.rllib.execution.rollout_ops.AsyncGradients", "A3C"]),
     ("from rlstack.utils.replay_buffers import ReplayBuffer", ["rlstack.execution.replay_buffer"]),
 ])
 def test_the_message_names_the_rllib_module_and_the_alternative(statement, fragments):

@@ -5,6 +5,9 @@ between two implementations of the same algorithm, or tune multi-GPU loading rls
 does not have. A key here is accepted only at a value that means what rlstack does
 anyway, and dropped after the check; any other value is a ConfigError that says why.
 The ``optimizer`` sub-dict (1.x's ApeX) is handled in ``rlstack.trainers.common.config``.
+One key here does matter, to one kind of trainer: ``_disable_execution_plan_api``, which
+the Trainer reads from the user's config (``trainer.py``'s ``runs_execution_plan``) for a class
+that defines its own 1.x ``execution_plan``.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from typing import Any
 # key -> (values with no effect in rlstack, what rlstack does instead, the algorithms whose
 # 1.x config had the key; None: every algorithm).
 NO_OP_KEYS: dict[str, tuple[tuple[Any, ...], str, tuple[str, ...] | None]] = {
-    # 1.x chose between an execution plan and training_step(); both run the same
-    # algorithm, and rlstack has only training_step().
-    "_disable_execution_plan_api": ((True, False), "rlstack trainers always run training_step()", None),
+    # 1.x chose between an execution plan and training_step(). The built-in trainers have
+    # only training_step(); a Trainer subclass (or build_trainer class) with its own
+    # execution_plan runs it unless this is True (False, 1.x's default: run the plan).
+    "_disable_execution_plan_api": ((True, False), "rlstack's built-in trainers run training_step(); a Trainer "
+                                    "subclass with its own execution_plan runs it unless this is True", None),
     # 1.x's single-tower optimizer versus its multi-GPU loader: the same SGD either way.
     "simple_optimizer": ((True, False), "rlstack's learner has one SGD path", None),
     # Batches preloaded on the GPU(s) by 1.x's multi-GPU learner; rlstack's learner keeps

@@ -18,6 +18,7 @@ import contextlib
 import collections
 import copy
 import importlib
+import inspect
 import io
 import logging
 import os
@@ -52,6 +53,7 @@ from rlstack.policies.policy_map import PolicySpec
 from rlstack.policies.rnn_sequencing import state_out_key
 from rlstack.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from rlstack.trainers.common import checkpoint_files as ckpt
+from rlstack.trainers.common.classic_keys import is_no_op_key
 from rlstack.trainers.common.config import (
     COMMON_CONFIG,
     RENAMED_KEYS,
@@ -93,6 +95,37 @@ def _overrides(cls: type, method: str) -> bool:
     """Whether a subclass of Trainer defines ``method`` itself. By name, not identity: in
     a Ray actor the class's methods are wrapped (with their names kept)."""
     return getattr(cls, method).__qualname__ != f"Trainer.{method}"
+
+
+def _defining_class(cls: type, method: str) -> int:
+    """The position in ``cls.__mro__`` of the class that defines ``method``: found by the
+    qualified name (for the reason :func:`_overrides` gives), or, for a function defined
+    elsewhere and assigned (``execution_plan = staticmethod(my_plan)``), as the first
+    class that holds the name."""
+    owner = getattr(cls, method).__qualname__.rpartition(".")[0]
+    found = next((i for i, klass in enumerate(cls.__mro__) if klass.__qualname__ == owner), None)
+    if found is None:
+        found = next(i for i, klass in enumerate(cls.__mro__) if method in vars(klass))
+    return found
+
+
+def runs_execution_plan(cls: type, disable_execution_plan_api: bool | None) -> bool:
+    """Whether a trainer of class ``cls`` trains by pulling its ``execution_plan``
+    (RLlib 1.x's way to write an algorithm) rather than by ``training_step()``.
+
+    ``_disable_execution_plan_api`` decides where it is given: False runs the class's
+    plan, True its training step. Where it is not, the plan runs when the class defines
+    one below (more derived than) any ``training_step`` / ``training_iteration`` of its
+    own, so a subclass of DQNTrainer with a plan runs the plan. A class with no plan of its
+    own (every built-in trainer) always runs its training step.
+    """
+    if disable_execution_plan_api is True or not _overrides(cls, "execution_plan"):
+        return False
+    if disable_execution_plan_api is False:
+        return True
+    plan = _defining_class(cls, "execution_plan")
+    return all(plan < _defining_class(cls, step) for step in ("training_step", "training_iteration")
+               if _overrides(cls, step))
 
 
 class Trainer(tune.Trainable):
@@ -138,6 +171,8 @@ class Trainer(tune.Trainable):
     # synchronous training_step learns each policy on its rows, and so does a user's
     # Trainer subclass with its own training_iteration (1.13's custom trainers).
     supports_multi_agent: bool = True
+    # 1.13's switch for a custom trainer: accept top-level keys its defaults lack.
+    _allow_unknown_configs: bool = False
 
     def __init__(
         self,
@@ -220,7 +255,13 @@ class Trainer(tune.Trainable):
         Raises:
             ConfigError: For unknown keys or impossible values.
         """
-        merged = merge_config(cls._default_config, config, cls._name)
+        defaults = cls._default_config
+        if cls._allow_unknown_configs:
+            # 1.13's switch for a custom trainer: a key its defaults lack is the user's own.
+            defaults = {**defaults, **{key: None for key in (config or {})
+                                       if RENAMED_KEYS.get(key, key) not in defaults
+                                       and not is_no_op_key(key, cls._name)}}
+        merged = merge_config(defaults, config, cls._name)
         validate_common_config(merged)
         cls._check_memory(merged)
 
@@ -280,7 +321,10 @@ class Trainer(tune.Trainable):
 
     def get_default_policy_class(self, config: dict[str, Any]) -> type[Policy]:
         """The policy class for ``config["framework"]`` (imports that framework only)."""
-        module_name, class_name = self.get_policy_class_path(config).split(":")
+        path = self.get_policy_class_path(config)
+        if not isinstance(path, str):
+            return path  # a class already
+        module_name, class_name = path.split(":")
         return getattr(importlib.import_module(module_name), class_name)
 
     def training_step(self) -> dict[str, Any]:
@@ -305,6 +349,59 @@ class Trainer(tune.Trainable):
         """Classic RLlib's name for :meth:`training_step`: a subclass that overrides it
         runs its own round of sampling and learning in ``train()``."""
         return self.training_step()
+
+    @staticmethod
+    def execution_plan(workers: WorkerSet, config: dict[str, Any], **kwargs: Any) -> Any:
+        """RLlib 1.x's way to write an algorithm: a static method returning an iterator
+        (``rlstack.execution``'s operators chained) whose every ``next()`` trains one
+        iteration and yields its result dict. A subclass that overrides it, and not
+        :meth:`training_step` below it, trains by pulling its plan (see
+        :func:`runs_execution_plan` and the ``_disable_execution_plan_api`` key); the
+        operators count steps in the trainer's counters and
+        ``StandardMetricsReporting`` yields the same result dict as :meth:`training_step`'s
+        iterations.
+
+        This one is the synchronous round of :meth:`training_step`, as 1.x wrote it (a
+        subclass's plan may call it); the base itself runs :meth:`training_step`.
+
+        Args:
+            workers: The trainer's WorkerSet.
+            config: The trainer's config.
+            **kwargs: What :meth:`_kwargs_for_execution_plan` gives (1.13:
+                ``local_replay_buffer``).
+
+        Returns:
+            An iterator of result dicts.
+        """
+        from rlstack.execution.metric_ops import StandardMetricsReporting
+        from rlstack.execution.rollout_ops import ConcatBatches, ParallelRollouts
+        from rlstack.execution.train_ops import TrainOneStep
+
+        train_op = (ParallelRollouts(workers, mode="bulk_sync")
+                    .combine(ConcatBatches(min_batch_size=config["train_batch_size"],
+                                           count_steps_by=config["multiagent"]["count_steps_by"]))
+                    .for_each(TrainOneStep(workers)))
+        return StandardMetricsReporting(train_op, workers, config)
+
+    def _kwargs_for_execution_plan(self) -> dict[str, Any]:
+        """The keyword arguments :meth:`execution_plan` is called with: 1.13's
+        ``local_replay_buffer`` for a config with replay keys (``buffer_size``,
+        ``learning_starts``; DQN's): a ``MultiAgentReplayBuffer`` replaying
+        ``train_batch_size`` rows per policy, prioritized with ``prioritized_replay``."""
+        cfg = self.config
+        if not {"buffer_size", "learning_starts"} <= set(cfg):
+            return {}
+        if getattr(self, "local_replay_buffer", None) is None:
+            from rlstack.execution.buffers.multi_agent_replay_buffer import MultiAgentReplayBuffer
+
+            prioritized = cfg.get("prioritized_replay", False)
+            self.local_replay_buffer = MultiAgentReplayBuffer(
+                learning_starts=cfg["learning_starts"], capacity=cfg["buffer_size"],
+                replay_batch_size=cfg["train_batch_size"],
+                prioritized_replay_alpha=cfg.get("prioritized_replay_alpha", 0.6) if prioritized else 0.0,
+                prioritized_replay_beta=cfg.get("prioritized_replay_beta", 0.4),
+                prioritized_replay_eps=cfg.get("prioritized_replay_eps", 1e-6), seed=cfg["seed"])
+        return {"local_replay_buffer": self.local_replay_buffer}
 
     def learn_on_policy_batch(self, policy: Policy, batch: SampleBatch) -> dict[str, Any]:
         """How the synchronous :meth:`training_step` makes one policy learn on its rows of
@@ -381,8 +478,16 @@ class Trainer(tune.Trainable):
             "num_env_steps_sampled": 0, "num_env_steps_trained": 0, "num_agent_steps_sampled": 0,
             "num_agent_steps_trained": 0, "episodes_total": 0, "num_env_restarts": 0})
         self._episode_window = EpisodeWindow(self.config["metrics_smoothing_episodes"])
-        self._timers = {name: TimerStat() for name in ("training_iteration", "sample", "learn", "synch_weights")}
+        # (an execution plan's operators may time sections of their own: a new name, a new timer)
+        self._timers = collections.defaultdict(TimerStat, {
+            name: TimerStat() for name in ("training_iteration", "sample", "learn", "synch_weights")})
         self._last_learner_stats: dict[str, Any] = {}
+        # A 1.x execution plan, when the class has one to run (built at the first step()).
+        self._runs_execution_plan = runs_execution_plan(
+            type(self), self.config.get("_disable_execution_plan_api", config.get("_disable_execution_plan_api")))
+        self._execution_plan: Any = None
+        self._plan_metrics: Any = None
+        self._steps_before_iteration = 0
         # Outside Tune nobody else writes progress.csv / result.json / TensorBoard files,
         # unless the logger_creator's logger does (1.x Logger interface: on_result).
         self._result_logger = (results_writer(getattr(self, "_user_logger", None), self.logdir, self.config)
@@ -443,6 +548,7 @@ class Trainer(tune.Trainable):
         self.workers.collect_env_restarts()
         self._counters = collections.defaultdict(int, dict.fromkeys(self._counters, 0))
         self._episode_window = EpisodeWindow(merged["metrics_smoothing_episodes"])
+        self._execution_plan = self._plan_metrics = None  # the new trial builds its own
         self.workers.sync_weights(0)
         return True
 
@@ -468,10 +574,36 @@ class Trainer(tune.Trainable):
             # evaluation workers, while the training step runs here.
             parallel_evaluation = _EVALUATION_THREAD.submit(
                 self._evaluation_metrics, self._prepared_evaluation_workers(), training_done)
+        self._steps_before_iteration = steps_before
         try:
-            learner_stats = self._train_until_reporting(start, steps_before)
+            if self._runs_execution_plan:
+                result = self._execution_plan_result()
+            else:
+                result = self.iteration_result(self._train_until_reporting(start, steps_before), steps_before)
         finally:
             training_done.set()
+        if cfg["env_task_fn"] is not None:
+            self._set_env_tasks(result)
+        if parallel_evaluation is not None:
+            result["evaluation"] = parallel_evaluation.result()
+        elif evaluate_now:
+            result.update(self.evaluate())  # {"evaluation": metrics}
+        return result
+
+    def iteration_result(self, learner_stats: dict[str, Any], steps_before: int | None = None) -> dict[str, Any]:
+        """The result dict of the iteration that trained with ``learner_stats`` (by policy
+        id): the episodes the workers finished since the last one (smoothed over
+        ``metrics_smoothing_episodes``), the counters, timers and learner statistics; what
+        ``train()`` returns, less Tune's own keys and the evaluation. An execution plan's
+        ``StandardMetricsReporting`` calls it too.
+
+        Args:
+            learner_stats: ``{policy_id: {"learner_stats": stats}}`` (``info/learner``).
+            steps_before: The global timestep when the iteration began (None: where this
+                ``step()`` began), for ``timesteps_this_iter``.
+        """
+        if steps_before is None:
+            steps_before = self._steps_before_iteration
         policy_map = self.workers.local_worker().policy_map
         for policy_id, policy_stats in learner_stats.items():
             if isinstance(policy_stats, dict) and policy_id in policy_map:
@@ -527,12 +659,48 @@ class Trainer(tune.Trainable):
             if isinstance(policy_stats, dict) and policy_stats.get("custom_metrics"):
                 # And by policy id among the custom metrics, where 1.13's torch policies put it.
                 result["custom_metrics"][policy_id] = policy_stats["custom_metrics"]
-        if cfg["env_task_fn"] is not None:
-            self._set_env_tasks(result)
-        if parallel_evaluation is not None:
-            result["evaluation"] = parallel_evaluation.result()
-        elif evaluate_now:
-            result.update(self.evaluate())  # {"evaluation": metrics}
+        return result
+
+    def _execution_plan_result(self) -> dict[str, Any]:
+        """Pulls the execution plan (built at the first call) for one iteration's result.
+
+        A plan ending in ``StandardMetricsReporting`` yields the result itself; for any
+        other item the result is built from the learner info the plan recorded (a dict
+        item's keys are added to it).
+
+        Raises:
+            RuntimeError: If the plan ends.
+        """
+        from rlstack.execution.common import counters_view
+        from rlstack.execution.local_iterator import NOT_READY, MetricsContext, activate
+        from rlstack.utils.metrics.learner_info import LEARNER_INFO
+
+        if self._execution_plan is None:
+            # The plan's counters and timers are the trainer's, under 1.x's names too.
+            self._plan_metrics = MetricsContext(counters_view(self._counters), self._timers, trainer=self)
+            plan = type(self).execution_plan
+            kwargs = self._kwargs_for_execution_plan()
+            parameters = inspect.signature(plan).parameters
+            if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+                # A plan written as execution_plan(workers, config) (1.x before 1.12).
+                kwargs = {key: value for key, value in kwargs.items() if key in parameters}
+            with activate(self._plan_metrics):
+                self._execution_plan = iter(plan(self.workers, self.config, **kwargs))
+        metrics = self._plan_metrics
+        metrics.last_result = None
+        with self._timers["training_iteration"], activate(metrics):
+            try:
+                item = next(self._execution_plan)
+                while item is NOT_READY:  # nothing to learn from yet (replay before learning_starts)
+                    item = next(self._execution_plan)
+            except StopIteration:
+                raise RuntimeError(f"{type(self).__name__}.execution_plan's iterator ended; a plan must yield one "
+                                   "item per training iteration forever (start it with ParallelRollouts).") from None
+        if item is not None and item is metrics.last_result:
+            return item
+        result = self.iteration_result(metrics.info.get(LEARNER_INFO) or self.last_learner_info())
+        if isinstance(item, dict):
+            result.update(item)
         return result
 
     def _train_until_reporting(self, start: float, steps_before: int) -> dict[str, Any]:
@@ -830,10 +998,14 @@ class Trainer(tune.Trainable):
         """
         return {"evaluation": self._evaluation_metrics(self._prepared_evaluation_workers())}
 
+    def _before_evaluate(self) -> None:
+        """Runs before every evaluation (classic RLlib's hook; nothing in the base)."""
+
     def _prepared_evaluation_workers(self) -> WorkerSet:
         """The evaluation workers (built on first use) with the learner's current weights
         and filter statistics."""
         cfg = self.config
+        self._before_evaluate()
         if self.evaluation_workers is None:
             eval_config = evaluation_config_of(cfg)
             num = cfg["evaluation_num_workers"]

@@ -171,6 +171,8 @@ class DDPGLearningPolicyMixin(DDPGPolicyMixin):
     critic_values: QFn
 
     def minibatch_plan(self, n: int) -> tuple[int, int]:
+        if self._plan_override is not None:  # an execution plan's TrainOneStep arguments
+            return super().minibatch_plan(n)
         # One gradient step per train_batch_size replayed rows, in order.
         return int(self.config["train_batch_size"]), 1
 

@@ -126,6 +126,8 @@ class DQNTFPolicy(TFPolicy):
     # ----- learning ---------------------------------------------------------------
 
     def minibatch_plan(self, n: int) -> tuple[int, int]:
+        if self._plan_override is not None:  # an execution plan's TrainOneStep arguments
+            return super().minibatch_plan(n)
         # k * train_batch_size replayed rows for k gradient steps (training_intensity):
         # one Adam step per train_batch_size rows, in order.
         return min(int(self.config["train_batch_size"]), n), 1

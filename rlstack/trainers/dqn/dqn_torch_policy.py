@@ -119,6 +119,8 @@ class DQNTorchPolicy(TorchPolicy):
     # ----- learning ---------------------------------------------------------------
 
     def minibatch_plan(self, n: int) -> tuple[int, int]:
+        if self._plan_override is not None:  # an execution plan's TrainOneStep arguments
+            return super().minibatch_plan(n)
         # The trainer hands over k * train_batch_size replayed rows for k gradient steps
         # at once (training_intensity): one Adam step per train_batch_size rows, in order.
         return min(int(self.config["train_batch_size"]), n), 1

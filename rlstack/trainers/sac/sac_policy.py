@@ -106,6 +106,8 @@ class SACLearningPolicyMixin(SACPolicyMixin):
     config: dict
 
     def minibatch_plan(self, n: int) -> tuple[int, int]:
+        if self._plan_override is not None:  # an execution plan's TrainOneStep arguments
+            return super().minibatch_plan(n)
         """One pass, ``train_batch_size`` rows per gradient step."""
         return min(int(self.config["train_batch_size"]), n), 1
 
