@@ -147,6 +147,10 @@ class WorkerSet:
         from ray.util.placement_group import get_current_placement_group, placement_group, remove_placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+        if not any(amount > 0 for amount in worker_resources(config).values()):
+            # A worker that asks for no resources (1.x's num_cpus_per_worker=0) needs no
+            # reservation, and Ray refuses a bundle of nothing.
+            return [None] * num_workers
         group = get_current_placement_group()
         if group is not None:
             first = 1 + (config["num_workers"] if self.name == "evaluation" else 0)

@@ -76,6 +76,18 @@ def test_resource_request_bundles():
     assert factory.strategy == "SPREAD"
 
 
+def test_workers_that_ask_for_no_cpu_start_without_a_reservation(ray_local):
+    # 1.x let num_cpus_per_worker be 0 (workers sharing the driver's CPUs); Ray refuses a
+    # placement-group bundle of nothing, so such workers get none.
+    config = {**SMALL, "num_workers": 1, "num_cpus_per_worker": 0, "framework": "torch"}
+    assert PPOTrainer.default_resource_request(config).bundles == [{"CPU": 1}]
+    trainer = PPOTrainer(config, "CartPole-v1")
+    try:
+        assert trainer.train()["num_healthy_workers"] == 1
+    finally:
+        trainer.stop()
+
+
 def test_rollout_workers_pin_framework_threads(ray_local, framework):
     def threads(worker):
         if worker.policy.framework == "torch":

@@ -1519,8 +1519,11 @@ class Trainer(tune.Trainable):
         cfg = merge_config(cls._default_config, known, cls._name)
         worker_bundle = worker_resources(cfg)
         bundles = [{"CPU": cfg["num_cpus_for_driver"], "GPU": 0 if cfg["_fake_gpus"] else cfg["num_gpus"]}]
-        bundles += [dict(worker_bundle) for _ in range(cfg["num_workers"])]
-        bundles += [dict(worker_bundle) for _ in range(cfg["evaluation_num_workers"])]
+        if any(amount > 0 for amount in worker_bundle.values()):
+            # (Ray refuses a bundle of nothing; a worker that asks for no resources, as 1.x
+            # allowed with num_cpus_per_worker=0, needs no reservation.)
+            bundles += [dict(worker_bundle) for _ in range(cfg["num_workers"])]
+            bundles += [dict(worker_bundle) for _ in range(cfg["evaluation_num_workers"])]
         return PlacementGroupFactory(bundles, strategy=cfg["placement_strategy"])
 
     @classmethod
