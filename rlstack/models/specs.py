@@ -271,14 +271,16 @@ def _conv_out(size: int, kernel: int, stride: int, padding: str) -> int:
     return (size - kernel) // stride + 1
 
 
+def default_conv_filters(height: int, width: int) -> list | None:
+    """Classic RLlib's default ``conv_filters`` for an image of this size, or None."""
+    return _DEFAULT_FILTERS.get((height, width))
+
+
 def _filters_for(shape: tuple[int, ...], model_config: dict) -> list:
     filters = model_config.get("conv_filters")
     if filters is not None:
         return filters
-    h, w = shape[0], shape[1]
-    if (h, w) in _DEFAULT_FILTERS:
-        return _DEFAULT_FILTERS[(h, w)]
-    return [[16, [3, 3], 2], [32, [3, 3], 2]]
+    return default_conv_filters(shape[0], shape[1]) or [[16, [3, 3], 2], [32, [3, 3], 2]]
 
 
 def _image_branch(index: int, comp: Component, model_config: dict, prefix: str) -> ImageBranch:

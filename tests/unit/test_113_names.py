@@ -28,3 +28,41 @@ def test_the_1x_type_aliases_user_code_annotates_with_import():
     for name in ("MultiAgentDict", "AgentID", "PolicyID", "EnvInfoDict", "TensorType", "ModelConfigDict",
                  "TrainerConfigDict", "SampleBatchType", "EnvType"):
         assert hasattr(typing, name), name
+
+
+def test_the_1x_utils_user_code_imports_from_the_package_and_its_old_module_names():
+    import numpy as np
+
+    from rlstack.models import ModelV2
+    from rlstack.models.modelv2 import ModelV2 as Home
+    from rlstack.utils import add_mixins, force_list, merge_dicts, one_hot
+    from rlstack.utils.torch_ops import one_hot as torch_one_hot
+    from rlstack.utils.torch_utils import one_hot as torch_home
+
+    assert one_hot(np.array([2, 0]), depth=3).tolist() == [[0, 0, 1], [1, 0, 0]]
+    assert force_list(None) == [] and force_list((1, 2)) == [1, 2] and force_list("a") == ["a"]
+    assert merge_dicts({"a": {"b": 1}}, {"a": {"c": 2}}) == {"a": {"b": 1, "c": 2}}
+    assert ModelV2 is Home and torch_one_hot is torch_home
+
+    class Mixin:
+        def hello(self):
+            return "mixin"
+
+    class Base:
+        def hello(self):
+            return "base"
+
+    assert add_mixins(Base, [Mixin])().hello() == "mixin"
+
+
+def test_models_utils_give_activations_and_the_default_filters_by_name():
+    from torch import nn
+
+    from rlstack.models.utils import get_activation_fn, get_filter_config
+
+    assert get_activation_fn("relu", framework="torch") is nn.ReLU and get_activation_fn("linear") is None
+    assert get_filter_config([42, 42, 3])[0] == [16, [4, 4], 2]
+    with pytest.raises(ValueError, match="conv_filters"):
+        get_filter_config([50, 50, 3])
+    with pytest.raises(ValueError, match="Unknown activation 'relux'"):
+        get_activation_fn("relux", framework="torch")
