@@ -66,6 +66,9 @@ _TUNE_RUN_GONE = {
     "upload_dir": "give storage_path='s3://...' (or another URI)",
 }
 
+# Tune's functions that take a trainable first (and hand it on to tune.run).
+_TUNE_WRAPPERS = frozenset({"ray.tune.with_parameters", "ray.tune.with_resources", "ray.tune.register_trainable"})
+
 _TUNE_RUNS = frozenset({"ray.tune.run", "ray.tune.run_experiments", "ray.tune.tune.run", "ray.tune.Tuner",
                         "ray.tune.tuner.Tuner"})
 
@@ -190,6 +193,8 @@ class _Survey(cst.CSTVisitor):
         self.sets_framework = False
         self.random_state = False  # the file makes its own numpy RandomState as np_random
         self.calls_tune = False
+        self.trainable_names: set[str] = set()  # functions the file hands to Tune
+        self.module_name_variables: set[str] = set()  # names whose value the file hands to import_module
         self._class_stack: list[str] = []
 
     def _qualified(self, node: cst.CSTNode) -> set[str]:
@@ -284,8 +289,15 @@ class _Survey(cst.CSTVisitor):
                 self.random_state = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._qualified(node.func) & _TUNE_RUNS:
+        qualified = self._qualified(node.func)
+        if qualified & _TUNE_RUNS:
             self.calls_tune = True
+        args = node.args[1:] if "ray.tune.register_trainable" in qualified else node.args
+        if qualified & (_TUNE_RUNS | _TUNE_WRAPPERS) and args and isinstance(args[0].value, cst.Name):
+            self.trainable_names.add(args[0].value.value)  # tune.run(train_fn), with_parameters(train_fn)
+        if qualified & {"importlib.import_module", "builtins.__import__"} and node.args \
+                and isinstance(node.args[0].value, cst.Name):
+            self.module_name_variables.add(node.args[0].value.value)
         if any("try_import_tf" in q or q.startswith(("tensorflow.", "keras.")) for q in self._qualified(node.func)):
             self.uses_tf = True
 
@@ -537,7 +549,8 @@ class _Migrator(cst.CSTTransformer):
                 self._person(node, f"`{node.name.value}(config, reporter)`: Ray 2.x's function trainables take "
                                    "(config) and report with tune.report(metrics); this one hands reporter on, so "
                                    "change it by hand")
-        if len(params) == 2 and params[0] == "config" and params[1] == "checkpoint_dir":
+        if len(params) == 2 and params[0] == "config" and params[1] == "checkpoint_dir" \
+                and node.name.value in self.survey.trainable_names:
             self._person(node, f"`{node.name.value}(config, checkpoint_dir)`: Ray 2.x's function trainables take "
                                "(config) and checkpoint with tune.report(metrics, checkpoint=Checkpoint."
                                "from_directory(dir)); read the last one with tune.get_checkpoint()")
@@ -752,6 +765,12 @@ class _Migrator(cst.CSTTransformer):
                                "class, leave the line as it is")
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
+                and original.targets[0].target.value in self.survey.module_name_variables:
+            renamed = _renamed_module_string(updated.value)
+            if renamed is not None:  # name = "ray.rllib.agents." + algo; importlib.import_module(name)
+                self._changed(original, "the module name given to import_module follows the migration rule")
+                return updated.with_changes(value=renamed)
         call = original.value
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)) or len(original.targets) != 1:
             return updated

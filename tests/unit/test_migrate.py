@@ -547,10 +547,34 @@ def test_a_module_name_handed_to_import_module_follows_the_rule():
         module = importlib.import_module("ray.rllib.agents." + name.lower())
         ppo = importlib.import_module("ray.rllib.agents.ppo")
         other = importlib.import_module("json")
+        path = "ray.rllib.agents." + name
+        trainers = importlib.import_module(path)
+        TEXT = "ray.rllib.agents.ppo"  # a string nobody imports stays
         """)
     assert result.after.splitlines()[1:] == [
         'module = importlib.import_module("rlstack.trainers." + name.lower())',
-        'ppo = importlib.import_module("rlstack.trainers.ppo")', 'other = importlib.import_module("json")']
+        'ppo = importlib.import_module("rlstack.trainers.ppo")', 'other = importlib.import_module("json")',
+        'path = "rlstack.trainers." + name', "trainers = importlib.import_module(path)",
+        'TEXT = "ray.rllib.agents.ppo"  # a string nobody imports stays']
+
+
+def test_checkpoint_dir_is_listed_only_for_a_function_handed_to_tune():
+    result = _migrated("""\
+        from ray import tune
+
+
+        def train(config, checkpoint_dir=None):
+            pass
+
+
+        def trainable(config, checkpoint_dir=None):
+            pass
+
+
+        train({"lr": 0.1})
+        tune.run(trainable)
+        """)
+    assert [(f.line, f.message.split(":")[0]) for f in result.findings] == [(8, "`trainable(config, checkpoint_dir)`")]
 
 
 def test_the_keys_that_chose_the_framework_before_framework_did_become_it():
