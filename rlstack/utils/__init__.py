@@ -22,8 +22,7 @@ from rlstack.utils.numpy import (
 )
 
 __all__ = sorted(["LARGE_INTEGER", "MAX_LOG_NN_OUTPUT", "MIN_LOG_NN_OUTPUT", "SMALL_NUMBER", "DeveloperAPI", "PublicAPI",
-           "add_mixins", "deep_update", "deprecation_warning", "fc", "force_list", "force_tuple", "merge_dicts",
-           "one_hot", "override", "relu", "sigmoid", "softmax", "try_import_jax", "try_import_tf", "try_import_tfp",
+           "add_mixins", "deprecation_warning", "fc", "force_list", "force_tuple", "one_hot", "override", "relu", "sigmoid", "softmax", "try_import_jax", "try_import_tf", "try_import_tfp",
            "try_import_torch"])
 
 
@@ -53,7 +52,8 @@ def add_mixins(base: type, mixins: list[type], reversed: bool = False) -> type: 
 
 
 def __getattr__(name: str) -> Any:
-    # 1.x re-exported Tune's dict helpers; imported on use so that this package stays light.
+    # 1.x re-exported Tune's dict helpers (merge_dicts, deep_update); imported on use so
+    # that this package stays light, and left out of __all__: they are Ray's, documented there.
     if name in ("merge_dicts", "deep_update"):
         from ray.tune import utils as tune_utils
 
