@@ -191,6 +191,11 @@ def _experiment_config(spec: dict[str, Any], framework: str | None) -> dict[str,
         config["env"] = spec["env"]
     if framework:
         config["framework"] = framework
+        # --framework overrides a 1.x file's own framework switches too (eager: true).
+        from rlstack.trainers.common.deprecated_keys import FRAMEWORK_SWITCHES
+
+        for key in FRAMEWORK_SWITCHES:
+            config.pop(key, None)
     return config
 
 

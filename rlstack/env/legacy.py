@@ -8,6 +8,12 @@ time-limit cuts with ``info["TimeLimit.truncated"]``; we honour that flag.
 A 1.x env class keeps that API after ``import gym`` became ``import gymnasium as gym``:
 it is then a ``gymnasium.Env`` whose ``reset()`` takes no ``seed``. Such an env is
 adapted too; the sign is its ``reset`` signature, which gymnasium's own envs never lack.
+
+gym 0.21's ``env.np_random`` was a numpy ``RandomState``, and old envs call its
+``randint`` (``rand``, ``randn``, ``random_sample``); gymnasium's is a ``Generator``,
+which has ``integers`` instead. An adapted env's generator is a
+:class:`LegacyNpRandom`: gymnasium's generator, seeded as gymnasium seeds it, that also
+answers those ``RandomState`` calls.
 """
 
 from __future__ import annotations
@@ -16,8 +22,63 @@ import inspect
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from rlstack.env.multi_agent_env import MultiAgentEnv
+
+
+class LegacyNpRandom(np.random.Generator):
+    """A numpy ``Generator`` that also answers gym 0.21's ``RandomState`` calls.
+
+    ``randint(low, high=None, size=None, dtype=int)`` is ``RandomState.randint``: ``high``
+    is exclusive and ``randint(n)`` draws from ``[0, n)`` (``integers`` with the same
+    arguments); ``rand(*shape)``, ``randn(*shape)`` and ``random_sample(size)`` are
+    ``random`` and ``standard_normal``. The draws come from the bit generator given, so
+    wrapping an env's generator continues its stream.
+
+    Args:
+        bit_generator: The bit generator to draw from (a seeded generator's
+            ``bit_generator``).
+
+    Examples:
+        >>> rng = LegacyNpRandom(np.random.PCG64(0))
+        >>> bool(0 <= rng.randint(3) < 3), rng.randint(1, 4, size=2).shape
+        (True, (2,))
+    """
+
+    def randint(self, low: int, high: int | None = None, size: Any = None, dtype: Any = int) -> Any:
+        """``RandomState.randint``: integers in ``[low, high)``, or ``[0, low)`` without ``high``."""
+        return self.integers(low, high, size=size, dtype=dtype)
+
+    def rand(self, *shape: int) -> Any:
+        """``RandomState.rand``: uniform floats in ``[0, 1)`` of shape ``shape``."""
+        return self.random(shape) if shape else self.random()
+
+    def randn(self, *shape: int) -> Any:
+        """``RandomState.randn``: standard normal floats of shape ``shape``."""
+        return self.standard_normal(shape) if shape else self.standard_normal()
+
+    def random_sample(self, size: Any = None) -> Any:
+        """``RandomState.random_sample``: uniform floats in ``[0, 1)``."""
+        return self.random(size)
+
+    def __reduce__(self) -> tuple:
+        # Generator's own reduction rebuilds a plain Generator; keep the class (and the
+        # bit generator's state) through pickling and deepcopy.
+        return (type(self), (self.bit_generator,))
+
+
+def legacy_np_random(env: Any) -> None:
+    """Makes ``env.np_random`` a :class:`LegacyNpRandom` on the same stream, where it is
+    a gymnasium-style ``Generator`` (a gymnasium env's, created now if it has none yet; or
+    one an old env's own ``seed()`` made with ``gymnasium.utils.seeding``). A gym 0.21
+    ``RandomState`` or an env without ``np_random`` is left alone."""
+    if isinstance(env, gym.Env):
+        current = env.np_random  # (gymnasium creates it on first read)
+    else:
+        current = vars(env).get("np_random") if hasattr(env, "__dict__") else None
+    if isinstance(current, np.random.Generator) and not isinstance(current, LegacyNpRandom):
+        env.np_random = LegacyNpRandom(current.bit_generator)
 
 
 class LegacyEnvAdapter(gym.Env):
@@ -38,11 +99,18 @@ class LegacyEnvAdapter(gym.Env):
         self.action_space = env.action_space
         self.metadata = getattr(env, "metadata", {})
         self.render_mode = getattr(env, "render_mode", None)
+        legacy_np_random(env)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
-        """Resets the old env (seeding it through ``env.seed`` when it has one)."""
-        if seed is not None and hasattr(self.env, "seed"):
-            self.env.seed(seed)
+        """Resets the old env, seeding it first when ``seed`` is given: through its own
+        ``seed(seed)`` when it has one, else (a ``gymnasium.Env``) as gymnasium's
+        ``Env.reset(seed=seed)`` seeds ``np_random``."""
+        if seed is not None:
+            if callable(getattr(self.env, "seed", None)):
+                self.env.seed(seed)
+            elif isinstance(self.env, gym.Env):
+                gym.Env.reset(self.env, seed=seed)
+            legacy_np_random(self.env)
         result = self.env.reset()
         # Some half-migrated envs already return (obs, info); accept both.
         if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):

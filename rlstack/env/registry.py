@@ -14,6 +14,7 @@ from rlstack.env import atari
 from rlstack.env.base_env import BaseEnv
 from rlstack.env.env_context import EnvContext
 from rlstack.env.external_env import ExternalEnv
+from rlstack.env.gym_ids import gymnasium_successor
 from rlstack.env.legacy import LegacyEnvAdapter, is_legacy_env
 from rlstack.errors import EnvError, did_you_mean
 from rlstack.utils.migration_rule import renamed_module
@@ -128,6 +129,25 @@ def _env_class_at(path: str) -> type | None:
     return found
 
 
+# Retired gym ids already warned about in this process (one warning per id, not per env).
+_WARNED_RETIRED_IDS: set[str] = set()
+
+
+def _successor_of_retired_id(env_id: str) -> str:
+    # A gym 0.21 id that gymnasium registers under a newer version ("Pendulum-v0") makes
+    # that version, as 1.x scripts and YAML files name the old one; anything else stays
+    # as it is (and fails as unknown below).
+    successor = gymnasium_successor(env_id)
+    if successor is None:
+        return env_id
+    if env_id not in _WARNED_RETIRED_IDS:
+        _WARNED_RETIRED_IDS.add(env_id)
+        logger.warning("Env %r is a gym id that gymnasium no longer registers: making its successor %r instead. "
+                       "Set config['env'] = %r (or run `rlstack migrate` on the script or YAML file) to silence "
+                       "this warning.", env_id, successor, successor)
+    return successor
+
+
 def make_env(
     spec: EnvSpec,
     context: EnvContext,
@@ -137,7 +157,9 @@ def make_env(
     """Builds one env from ``spec``.
 
     Args:
-        spec: A name given to :func:`register_env`, a gymnasium id, an env class's
+        spec: A name given to :func:`register_env`, a gymnasium id (a gym id gymnasium
+            retired, such as ``"Pendulum-v0"``, makes its successor, with a warning:
+            :func:`~rlstack.env.gym_ids.gymnasium_successor`), an env class's
             import path (``"my_package.envs.MyEnv"``; a ``ray.rllib.`` one is renamed by
             the migration rule), a ``gym.Env`` subclass (constructed with the EnvContext) or a creator callable.
         context: The ``env_config`` with the env's indices.
@@ -157,6 +179,8 @@ def make_env(
     if isinstance(spec, str):
         creator = _REGISTRY.get(spec) or _example_env(spec) or (
             None if spec in gym.registry else _from_tune_registry(spec) or _env_class_at(spec))
+        if creator is None and spec not in gym.registry and not atari.ensure_ale_registered(spec):
+            spec = _successor_of_retired_id(spec)
         if creator is not None:
             env = creator(context)
         elif spec in gym.registry or atari.ensure_ale_registered(spec):

@@ -15,7 +15,10 @@ logger = logging.getLogger(__name__)
 # The default of a config key or argument that is kept only to say it is gone.
 DEPRECATED_VALUE = -1
 
-__all__ = ["DEPRECATED_VALUE", "Deprecated", "deprecation_warning"]
+__all__ = ["DEPRECATED_VALUE", "Deprecated", "deprecation_warning", "deprecation_warning_once"]
+
+# (old, new) pairs deprecation_warning_once has warned about in this process.
+_WARNED: set[tuple[str, str | None]] = set()
 
 
 def deprecation_warning(old: str, new: str | None = None, *, help: str | None = None,  # noqa: A002 - 1.13's name
@@ -26,6 +29,15 @@ def deprecation_warning(old: str, new: str | None = None, *, help: str | None = 
     if error:
         raise ValueError(message)
     logger.warning("DeprecationWarning: %s This will raise an error in the future!", message)
+
+
+def deprecation_warning_once(old: str, new: str | None = None, *, help: str | None = None) -> None:  # noqa: A002
+    """:func:`deprecation_warning` (never an error), the first time only for each
+    ``(old, new)`` in this process: a config merged for every worker and trial warns once."""
+    if (old, new) in _WARNED:
+        return
+    _WARNED.add((old, new))
+    deprecation_warning(old, new, help=help, error=False)
 
 
 def Deprecated(old: str | None = None, *, new: str | None = None, help: str | None = None,  # noqa: N802, A002

@@ -25,12 +25,20 @@ _INSTALL_HINT = {
 def check_framework(framework: str) -> str:
     """Validates a ``framework`` config value and returns its canonical name.
 
-    ``"tf2"`` is accepted as an alias of ``"tf"`` because classic RLlib YAML files use it.
+    ``"tf2"`` is accepted as an alias of ``"tf"`` because classic RLlib YAML files use it;
+    ``"tfe"`` (1.x's eager TF, which rlstack's TF policies are: TF 2, eager, compiled with
+    ``tf.function``) too, with a deprecation warning.
 
     Raises:
         ConfigError: If the value is not one of the supported frameworks.
     """
     if framework == "tf2":
+        return "tf"
+    if framework == "tfe":
+        from rlstack.utils.deprecation import deprecation_warning_once
+
+        deprecation_warning_once("framework='tfe'", "framework='tf'",
+                                 help="rlstack's TF policies are eager TF 2 compiled with tf.function.")
         return "tf"
     if framework is None:
         raise ConfigError(
@@ -40,7 +48,7 @@ def check_framework(framework: str) -> str:
         )
     if framework not in FRAMEWORKS:
         raise ConfigError(
-            f"Unknown framework {framework!r}; allowed: 'torch', 'tf' (or its alias 'tf2'). "
+            f"Unknown framework {framework!r}; allowed: 'torch', 'tf' (or its aliases 'tf2', 'tfe'). "
             "Set config['framework'] to one of them."
         )
     return framework

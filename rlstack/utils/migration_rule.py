@@ -25,8 +25,10 @@ def renamed_module(name: str) -> str:
     return name
 
 # Modules RLlib 1.x's `ray[rllib]` installed that user code imports by itself: import name ->
-# (the distribution, rlstack's extra that installs it).
+# (the distribution, rlstack's extra that installs it). pyproject.toml's `compat` extra
+# lists the same distributions (tests/unit/test_packaging.py holds the two together).
 COMPAT_IMPORTS: dict[str, tuple[str, str]] = {
+    "scipy": ("scipy", "compat"),
     "tree": ("dm-tree", "compat"),
 }
 

@@ -432,6 +432,120 @@ def test_gymnasium_envs_and_multi_agent_envs_are_not_adapted():
     assert not isinstance(make_env(MultiAgentCartPole, EnvContext({"num_agents": 2})), LegacyEnvAdapter)
 
 
+class _OneXRandomStart(gym.Env):
+    """A gym 0.21-style env class (after `import gymnasium as gym`) that draws its start
+    with gym 0.21's ``self.np_random.randint``."""
+
+    observation_space = gym.spaces.Discrete(10)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self):
+        self.state = self.np_random.randint(10)
+        return self.state
+
+    def step(self, action):
+        return int(self.np_random.randint(3, 6)), 0.0, True, {}
+
+
+class _OneXOwnSeed:
+    """A duck-typed gym 0.21 env whose own seed() makes np_random (as gym.utils.seeding did)."""
+
+    observation_space = gym.spaces.Discrete(10)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        self.seed()
+
+    def seed(self, seed=None):
+        from gymnasium.utils import seeding
+
+        self.np_random, seed = seeding.np_random(seed)
+        return [seed]
+
+    def reset(self):
+        return int(self.np_random.randint(10))
+
+    def step(self, action):
+        return 0, 0.0, True, {}
+
+
+@pytest.mark.parametrize("env_class", [_OneXRandomStart, _OneXOwnSeed])
+def test_an_adapted_1x_env_draws_with_randint_and_is_seeded_as_gymnasium_seeds(env_class):
+    from gymnasium.utils import seeding
+
+    env = make_env(lambda ctx: env_class(), EnvContext({}))
+    assert isinstance(env, LegacyEnvAdapter)
+    starts = [env.reset(seed=seed)[0] for seed in range(8)]
+    # The same draws as a gymnasium env's np_random seeded with each seed.
+    assert starts == [int(seeding.np_random(seed)[0].integers(10)) for seed in range(8)]
+    assert starts == [make_env(lambda ctx: env_class(), EnvContext({})).reset(seed=seed)[0] for seed in range(8)]
+    rng = env.env.np_random
+    assert isinstance(rng, np.random.Generator)
+    # RandomState.randint's bounds: randint(n) in [0, n), randint(low, high) excludes high.
+    assert set(rng.randint(3, size=2000).tolist()) == {0, 1, 2}
+    assert set(rng.randint(3, 6, size=2000).tolist()) == {3, 4, 5}
+    assert rng.rand(2, 3).shape == (2, 3) and rng.randn(4).shape == (4,) and 0 <= rng.random_sample() < 1
+    env.reset()  # no seed: the stream goes on
+
+
+def test_an_unseeded_1x_env_and_gymnasium_envs_keep_their_generators():
+    env = make_env(lambda ctx: _OneXRandomStart(), EnvContext({}))
+    assert 0 <= env.reset()[0] < 10  # randint works before any seed is given
+    # A gymnasium-API env is not adapted and keeps gymnasium's own Generator.
+    cartpole = make_env("CartPole-v1", EnvContext({}))
+    cartpole.reset(seed=0)
+    assert type(cartpole.unwrapped.np_random) is np.random.Generator
+
+
+def test_a_retired_gym_id_makes_its_gymnasium_successor_with_a_warning(monkeypatch, caplog):
+    import logging
+
+    monkeypatch.setattr(env_registry, "_WARNED_RETIRED_IDS", set())
+    with caplog.at_level(logging.WARNING, logger="rlstack.env.registry"):
+        env = make_env("Pendulum-v0", EnvContext({}))
+        assert env.spec.id == "Pendulum-v1"
+        assert make_env("FrozenLake-v0", EnvContext({})).spec.id == "FrozenLake-v1"
+        make_env("Pendulum-v0", EnvContext({}))
+    assert "'Pendulum-v0'" in caplog.text and "'Pendulum-v1'" in caplog.text
+    assert caplog.text.count("'Pendulum-v0' is a gym id") == 1  # once per id, not per env
+    assert make_env("CartPole-v0", EnvContext({})).spec.id == "CartPole-v0"  # gymnasium still has it
+    with pytest.raises(EnvError, match="Unknown env 'NoSuchGame-v0'"):
+        make_env("NoSuchGame-v0", EnvContext({}))
+
+
+def test_a_trainer_on_a_retired_gym_id_runs_on_its_successor(monkeypatch, caplog):
+    import logging
+
+    from rlstack.trainers.pg import PGTrainer
+
+    monkeypatch.setattr(env_registry, "_WARNED_RETIRED_IDS", set())
+    with caplog.at_level(logging.WARNING, logger="rlstack.env.registry"):
+        trainer = PGTrainer(config={"num_workers": 0, "train_batch_size": 20, "rollout_fragment_length": 20},
+                            env="Pendulum-v0")
+    try:
+        assert trainer.workers.local_worker().foreach_env(lambda env: env.spec.id) == ["Pendulum-v1"]
+        assert "'Pendulum-v0' is a gym id that gymnasium no longer registers" in caplog.text
+        assert trainer.train()["timesteps_total"] >= 20
+    finally:
+        trainer.stop()
+
+
+def test_1x_example_envs_named_by_path():
+    context = EnvContext({}, 0)
+    large = make_env("ray.rllib.examples.env.random_env.RandomLargeObsSpaceEnv", context)
+    assert large.observation_space.shape == (5000,) and large.reset(seed=0)[0].shape == (5000,)
+    continuous = make_env("ray.rllib.examples.env.random_env.RandomLargeObsSpaceEnvContActions", context)
+    assert continuous.action_space == gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
+    pendulum = make_env("ray.rllib.examples.env.transformed_action_space_env.TransformedActionPendulum",
+                        EnvContext({"low": 300.0, "high": 500.0}, 0))
+    assert pendulum.action_space == gym.spaces.Box(300.0, 500.0, (1,), np.float32)
+    # The new range maps linearly onto Pendulum's own [-2, 2].
+    np.testing.assert_allclose([pendulum.action(np.array([a], np.float32))[0] for a in (300.0, 400.0, 500.0)],
+                               [-2.0, 0.0, 2.0])
+    pendulum.reset(seed=0)
+    assert np.isfinite(pendulum.step(np.array([450.0], np.float32))[1])
+
+
 class _FourTupleStepEnv(CountEnv):
     def step(self, action):
         return np.array([1.0], np.float32), 0.0, False, {}

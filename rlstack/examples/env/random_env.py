@@ -6,7 +6,10 @@ Config keys (all optional): ``action_space`` (default ``Discrete(2)``),
 ``observation_space`` (``Discrete(2)``), ``reward_space`` (a scalar ``Box(-1, 1)``),
 ``p_done`` (0.1), ``max_episode_len`` (None: no limit), ``check_action_bounds`` (False:
 True raises on an action outside the action space), ``static_samples`` (False: True
-gives the same observation and reward at every step).
+gives the same observation and reward at every step). ``RandomLargeObsSpaceEnv`` and
+``RandomLargeObsSpaceEnvContActions`` are 1.13's fixed-space variants (a 5000-wide Box
+observation; Box(-1, 1, (5,)) actions for the second), which tuned examples and
+benchmarks name by path.
 """
 
 from __future__ import annotations
@@ -70,3 +73,30 @@ class RandomEnv(gym.Env):
 
 # 1.13's multi-agent version: config["num_agents"] copies of RandomEnv.
 RandomMultiAgentEnv = make_multi_agent(lambda config: RandomEnv(config))
+
+
+# A flat Box of this width: 1.13's "large observation space" envs (for throughput tests).
+LARGE_OBSERVATION_SPACE = gym.spaces.Box(-1.0, 1.0, (5000,), np.float32)
+
+
+class RandomLargeObsSpaceEnv(RandomEnv):
+    """:class:`RandomEnv` with 5000-wide Box observations (the config's other keys apply).
+
+    Args:
+        config: RandomEnv's keys; ``observation_space`` is replaced.
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__({**(config or {}), "observation_space": LARGE_OBSERVATION_SPACE})
+
+
+class RandomLargeObsSpaceEnvContActions(RandomEnv):
+    """:class:`RandomEnv` with 5000-wide Box observations and ``Box(-1, 1, (5,))`` actions.
+
+    Args:
+        config: RandomEnv's keys; ``observation_space`` and ``action_space`` are replaced.
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__({**(config or {}), "observation_space": LARGE_OBSERVATION_SPACE,
+                          "action_space": gym.spaces.Box(-1.0, 1.0, (5,), np.float32)})

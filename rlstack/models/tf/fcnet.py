@@ -11,8 +11,6 @@ constructor, so that a custom model can wrap one, as RLlib's action-masking exam
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
-
 import gymnasium as gym
 import numpy as np
 
@@ -72,22 +70,3 @@ class FullyConnectedNetwork(TFModel):
         # Fresh random weights, with the built-in layers' init (normalised columns).
         super().__init__(spec, obs_space, action_space, model_config, name, logits_layer=bool(num_outputs),
                          seed=None)
-
-    @property
-    def base_model(self) -> Any:
-        """1.13's Keras functional model of the network: flat observations in, ``[logits,
-        values]`` out. Built on first use as one Keras ``Lambda`` layer over this model
-        (its variables stay this model's; a subclass may assign its own)."""
-        if "_own_base_model" not in self.__dict__:
-            from rlstack.models.tf.framework import tf
-
-            size = int(np.prod(self.obs_space.shape)) if self.obs_space.shape else 1
-            inputs = tf.keras.Input(shape=(size,), name="observations")
-            outputs = tf.keras.layers.Lambda(lambda obs: list(self.policy_and_value(obs)), name=self.name)(inputs)
-            self.__dict__["_own_base_model"] = tf.keras.Model(inputs, outputs, name=f"{self.name}_base_model")
-        return self.__dict__["_own_base_model"]
-
-    @base_model.setter
-    def base_model(self, model: Any) -> None:
-        # A subclass that builds its own Keras model under 1.13's name keeps it.
-        self.__dict__["_own_base_model"] = model

@@ -3,7 +3,8 @@
 Keras is deliberately not used: TF 2.21 ships Keras 3, whose layers and optimizers
 changed under RLlib's feet; plain variables keep the weights in the catalog's canonical
 layout (which *is* TF's layout) and the import light. (Users' own models may use Keras
-3: see :mod:`rlstack.models.tf.tf_modelv2`.)
+3: see :mod:`rlstack.models.tf.tf_modelv2`.) 1.13's ``model.base_model``, the network as
+a Keras model, is built on first use over these same variables (``keras_model.py``).
 
 The one implementation of the built-in network: the policies' default model, and the
 1.13 ``FullyConnectedNetwork`` / ``VisionNetwork`` classes (``fcnet.py``,
@@ -166,6 +167,23 @@ class TFModel(TFModelV2):
     def value_function(self) -> tf.Tensor:
         """The values ``[B]`` of the last :meth:`forward` call."""
         return self._values
+
+    @property
+    def base_model(self) -> Any:
+        """1.13's Keras functional model of the network (``model.base_model.summary()``):
+        Keras layers over this model's own variables, built on first use
+        (:func:`~rlstack.models.tf.keras_model.keras_base_model` says what goes in and
+        out). A subclass may assign its own Keras model under this name."""
+        if "_own_base_model" not in self.__dict__:
+            from rlstack.models.tf.keras_model import keras_base_model
+
+            self.__dict__["_own_base_model"] = keras_base_model(self)
+        return self.__dict__["_own_base_model"]
+
+    @base_model.setter
+    def base_model(self, model: Any) -> None:
+        # A subclass that builds its own Keras model under 1.13's name keeps it.
+        self.__dict__["_own_base_model"] = model
 
     def get_canonical_weights(self) -> dict[str, np.ndarray]:
         """Weights in the canonical layout, as numpy arrays."""

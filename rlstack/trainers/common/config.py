@@ -18,6 +18,7 @@ from rlstack.evaluation.callbacks import DefaultCallbacks, check_callbacks
 from rlstack.models.catalog import MODEL_DEFAULTS, validate_model_config
 from rlstack.offline.resolve import check_offline_config
 from rlstack.trainers.common.classic_keys import check_no_op_key, is_no_op_key
+from rlstack.trainers.common.deprecated_keys import replace_deprecated_keys
 from rlstack.utils.filters import FILTERS
 from rlstack.utils.framework import check_framework
 
@@ -292,6 +293,8 @@ THREAD_POOL_KEYS = ("intra_op_parallelism_threads", "inter_op_parallelism_thread
 REPLACED_IF_TYPE_CHANGES = ("exploration_config",)
 
 # Old names of keys, mapped to today's (classic RLlib renamed these over the 1.x series).
+# At the top level, the ones 1.x warned about are deprecated_keys.py's first (with the
+# warning); this table renames them in sections (evaluation_config) and for key checks.
 RENAMED_KEYS = {
     "timesteps_per_iteration": "min_sample_timesteps_per_reporting",
     "min_iter_time_s": "min_time_s_per_reporting",
@@ -325,17 +328,21 @@ def merge_config(defaults: dict[str, Any], user: dict[str, Any] | None, algorith
         user: The user's (partial) config.
         algorithm: The algorithm's name, for error messages.
 
+    Deprecated 1.x keys (``eager``, ``use_pytorch``, ``monitor``, ...) are replaced by
+    their successors first, with a warning (``deprecated_keys.py``).
+
     Raises:
         ConfigError: For a key not in ``defaults``, naming the closest valid keys.
     """
     config = copy.deepcopy(defaults)
-    for key, value in (user or {}).items():
+    user = replace_deprecated_keys(user)
+    for key, value in user.items():
         key = RENAMED_KEYS.get(key, key)
         if key not in defaults and is_no_op_key(key, algorithm):
             check_no_op_key(key, value, algorithm, user)
             continue
         if key == "optimizer" and isinstance(value, dict):
-            _move_optimizer_keys(config, value, user or {}, algorithm)
+            _move_optimizer_keys(config, value, user, algorithm)
             continue
         if key not in defaults:
             raise ConfigError(
