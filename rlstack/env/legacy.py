@@ -18,7 +18,9 @@ answers those ``RandomState`` calls.
 
 from __future__ import annotations
 
+import importlib
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -127,6 +129,16 @@ class LegacyEnvAdapter(gym.Env):
         in user code expect."""
         return getattr(self.env, "unwrapped", self.env)
 
+    @property
+    def spec(self) -> Any:
+        """The registration the env was made from: gymnasium's ``make`` writes it on
+        :attr:`unwrapped`, the old env."""
+        return getattr(self.unwrapped, "spec", None)
+
+    @spec.setter
+    def spec(self, value: Any) -> None:
+        self.unwrapped.spec = value
+
     def __getattr__(self, name: str) -> Any:
         # The old env's own attributes and methods (a curriculum env's set_task, called
         # through foreach_env) stay reachable through the adapter.
@@ -183,3 +195,32 @@ def _signature_takes_seed(env: Any) -> bool:
     except (TypeError, ValueError):  # a builtin or C-implemented reset: trust it
         return True
     return any(p.name == "seed" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def legacy_entry_point(entry_point: str | Callable[..., Any]) -> Callable[..., gym.Env]:
+    """An entry point for ``gymnasium.register`` that makes a gym 0.21 env with gymnasium's API.
+
+    A 1.x project registers its own env with gym (``register(id="corridor-v0",
+    entry_point="my_pkg.envs:Corridor")``) and then calls ``gym.make("corridor-v0")``;
+    gymnasium's ``make`` resets with ``seed=`` and expects 5 values from ``step``, which the
+    old class does not give. ``rlstack migrate`` wraps such an entry point in this function:
+    the env it makes comes in a :class:`LegacyEnvAdapter` when it has the old API, as it is
+    when it has gymnasium's.
+
+    Args:
+        entry_point: ``"module:Class"`` (imported on the first ``make``) or a callable
+            returning the env; ``make``'s keyword arguments are passed on.
+
+    Returns:
+        The creator to register.
+    """
+
+    def make(**kwargs: Any) -> gym.Env:
+        target = entry_point
+        if isinstance(target, str):
+            module, _, name = target.partition(":")
+            target = getattr(importlib.import_module(module), name)
+        env = target(**kwargs)
+        return LegacyEnvAdapter(env) if is_legacy_env(env) else env
+
+    return make

@@ -66,6 +66,9 @@ _TUNE_RUN_GONE = {
     "upload_dir": "give storage_path='s3://...' (or another URI)",
 }
 
+# gym's env registration, whose entry points migrate wraps (see _legacy_entry_point).
+_GYM_REGISTERS = frozenset({"gym.envs.registration.register", "gym.register", "gym.envs.register"})
+
 # Tune's functions that take a trainable first (and hand it on to tune.run).
 _TUNE_WRAPPERS = frozenset({"ray.tune.with_parameters", "ray.tune.with_resources", "ray.tune.register_trainable"})
 
@@ -641,6 +644,10 @@ class _Migrator(cst.CSTTransformer):
             if renamed is not None:
                 self._changed(original, "the module name given to import_module follows the migration rule")
                 return updated.with_changes(args=[updated.args[0].with_changes(value=renamed), *updated.args[1:]])
+        if qualified & _GYM_REGISTERS:
+            rewritten = self._legacy_entry_point(original, updated)
+            if rewritten is not None:
+                return rewritten
         if "ray._private.utils.get_user_temp_dir" in qualified:
             self.needs_imports.add("tempfile")
             self._changed(original, "ray._private.utils.get_user_temp_dir() -> tempfile.gettempdir() (Ray 2.x "
@@ -666,6 +673,26 @@ class _Migrator(cst.CSTTransformer):
                 self._person(original, "`....reset()`: if the env is gymnasium's (gym.make), reset returns (obs, "
                                        "info): take `[0]`; if it is your own 1.x env class, leave it as it is")
         return updated
+
+    def _legacy_entry_point(self, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+        # gym.register(id=..., entry_point="my_pkg.envs:MyEnv"): the project's own 1.x env,
+        # which gymnasium.make would reset with seed= and step for 5 values; wrapped so that
+        # gym.make gives it gymnasium's API (and the loops migrate rewrote over gym.make hold).
+        args = list(updated.args)
+        for index, arg in enumerate(args):
+            if arg.keyword is not None and arg.keyword.value == "entry_point" or arg.keyword is None and index == 1:
+                value = arg.value
+                if isinstance(value, cst.SimpleString) and str(value.evaluated_value).startswith(("gym.", "gymnasium.")):
+                    return None  # one of gym's own envs: gymnasium's now
+                if isinstance(value, cst.Call) and _dotted(value.func) == "legacy_entry_point":
+                    return None  # migrated before
+                self.needs_imports.add("legacy_entry_point")
+                self._changed(original, "entry_point wrapped in rlstack's legacy_entry_point: gymnasium.make then "
+                                        "gives the project's 1.x env gymnasium's reset/step")
+                args[index] = arg.with_changes(value=cst.Call(func=cst.Name("legacy_entry_point"),
+                                                              args=[cst.Arg(value=value)]))
+                return updated.with_changes(args=args)
+        return None
 
     def _tune(self, attribute: str) -> cst.Attribute:
         # `tune.<attribute>`, with `from ray import tune` added where the file lacks it.
@@ -871,6 +898,8 @@ class _Migrator(cst.CSTTransformer):
             added.append("import collections.abc\n")
         if "tempfile" in self.needs_imports and "tempfile" not in bound:
             added.append("import tempfile\n")
+        if "legacy_entry_point" in self.needs_imports:
+            added.append("from rlstack.env.legacy import legacy_entry_point\n")
         if "tune" in self.needs_imports and "tune" not in bound:
             added.append("from ray import tune\n")
         if self._wants_framework() and (self.calls_tune or self._makes_config):

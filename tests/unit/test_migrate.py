@@ -584,3 +584,50 @@ def test_the_keys_that_chose_the_framework_before_framework_did_become_it():
         """)
     assert result.after.splitlines() == ['config = {"env": "CartPole-v1", "framework": "torch"}',
                                          'other = {"eager": True, "framework": "tf"}']
+
+
+def test_a_project_registering_its_1x_env_with_gym_gets_gymnasiums_api_from_gym_make(tmp_path):
+    # 1.x: gym.make("corridor-v0") of the project's own old-API env, then a loop over it.
+    (tmp_path / "corridor.py").write_text(textwrap.dedent("""\
+        import gym
+        import numpy as np
+
+
+        class Corridor(gym.Env):
+            def __init__(self, length=3):
+                self.length = length
+                self.action_space = gym.spaces.Discrete(2)
+                self.observation_space = gym.spaces.Box(0.0, 9.0, (1,), np.float32)
+
+            def reset(self):
+                self.pos = 0
+                return np.array([self.pos], np.float32)
+
+            def step(self, action):
+                self.pos += int(action)
+                return np.array([self.pos], np.float32), 1.0, self.pos >= self.length, {}
+        """))
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent("""\
+        import gym
+        from gym.envs.registration import register
+
+        register(id="Corridor-v0", entry_point="corridor:Corridor", kwargs={"length": 2})
+        register(id="MyCartPole-v0", entry_point="gym.envs.classic_control:CartPoleEnv")
+        env = gym.make("Corridor-v0")
+        obs = env.reset()
+        done, steps = False, 0
+        while not done:
+            obs, reward, done, info = env.step(1)
+            steps += 1
+        print("steps", steps)
+        """))
+    results = migrate_paths([str(tmp_path)], check_names=False)
+    after = script.read_text()
+    assert 'entry_point=legacy_entry_point("corridor:Corridor")' in after
+    assert 'entry_point="gym.envs.classic_control:CartPoleEnv"' in after  # gym's own: gymnasium's now
+    assert "from rlstack.env.legacy import legacy_entry_point" in after
+    assert sum(len(r.findings) for r in results) == 0
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["steps", "2"]
