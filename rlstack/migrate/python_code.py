@@ -66,6 +66,24 @@ _TUNE_RUN_GONE = {
     "upload_dir": "give storage_path='s3://...' (or another URI)",
 }
 
+# ray.init()'s 0.8-1.x arguments that Ray 2.x's has no more: left out where they asked for
+# what Ray 2.x does anyway (or tuned what it no longer has), renamed where Ray 2.x kept them
+# under another name.
+_RAY_INIT_DROPPED = {
+    "local_mode": "Ray 2.x has no local mode",
+    "_redis_max_memory": "Ray 2.x keeps no Redis of its own", "redis_max_memory": "Ray 2.x keeps no Redis of its own",
+    "lru_evict": "Ray 2.x spills objects to disk instead", "_lru_evict": "Ray 2.x spills objects to disk instead",
+    "huge_pages": "Ray 2.x has no huge-pages option", "include_java": "Ray 2.x has no Java switch",
+    "java_worker_options": "Ray 2.x has no Java switch", "load_code_from_local": "Ray 2.x has no such option",
+    "use_pickle": "Ray 2.x always pickles", "object_id_seed": "Ray 2.x has no object id seed",
+}
+_RAY_INIT_RENAMED = {
+    "redis_address": "address", "webui_host": "dashboard_host", "include_webui": "include_dashboard",
+    "temp_dir": "_temp_dir", "plasma_directory": "_plasma_directory", "memory": "_memory",
+    "driver_object_store_memory": "_driver_object_store_memory", "redis_password": "_redis_password",
+    "node_ip_address": "_node_ip_address",
+}
+
 # gym's env registration, whose entry points migrate wraps (see _legacy_entry_point).
 _GYM_REGISTERS = frozenset({"gym.envs.registration.register", "gym.register", "gym.envs.register"})
 
@@ -625,9 +643,18 @@ class _Migrator(cst.CSTTransformer):
                 args.append(arg)
             self._changed(original, "local_dir= -> storage_path= (Ray 2.x's name; it must be an absolute path)")
             return updated.with_changes(args=args)
-        if "ray.init" in qualified and "local_mode" in keywords:
-            self._changed(original, "local_mode= left out of ray.init(): Ray 2.x has no local mode")
-            return updated.with_changes(args=_without_arg(updated.args, "local_mode"))
+        if "ray.init" in qualified and keywords & (set(_RAY_INIT_DROPPED) | set(_RAY_INIT_RENAMED)):
+            for keyword in sorted(keywords & set(_RAY_INIT_DROPPED)):
+                self._changed(original, f"{keyword}= left out of ray.init(): {_RAY_INIT_DROPPED[keyword]}")
+                updated = updated.with_changes(args=_without_arg(updated.args, keyword))
+            args = []
+            for arg in updated.args:
+                if arg.keyword is not None and arg.keyword.value in _RAY_INIT_RENAMED:
+                    new = _RAY_INIT_RENAMED[arg.keyword.value]
+                    self._changed(original, f"ray.init({arg.keyword.value}=) -> ray.init({new}=) (Ray 2.x's name)")
+                    arg = arg.with_changes(keyword=cst.Name(new))
+                args.append(arg)
+            return updated.with_changes(args=args)
         if "ray.tune.report" in qualified or "ray.tune.track.log" in qualified:
             rewritten = self._report_dict(updated)
             if rewritten is not None and rewritten is not updated:

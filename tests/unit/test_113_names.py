@@ -1,5 +1,5 @@
-"""1.13 names that users' custom models and envs import: the torch SlimConv2d layer and the
-type aliases of ray.rllib.utils.typing."""
+"""1.13 names and hooks that users' custom models, envs and trainers use: the torch SlimConv2d
+layer, ray.rllib.utils' aliases and helpers, models.utils, IMPALA's after_train_step."""
 
 from __future__ import annotations
 
@@ -66,3 +66,22 @@ def test_models_utils_give_activations_and_the_default_filters_by_name():
         get_filter_config([50, 50, 3])
     with pytest.raises(ValueError, match="Unknown activation 'relux'"):
         get_activation_fn("relux", framework="torch")
+
+
+def test_impalas_after_train_step_hook_gets_each_learner_steps_info_as_in_1x():
+    from rlstack.trainers.impala import IMPALATrainer
+
+    seen = {"made": 0, "steps": []}
+
+    def after_train_step(workers, config):  # 1.13: a factory of the per-step callable
+        seen["made"] += 1
+        return lambda fetches: seen["steps"].append(sorted(fetches))
+
+    trainer = IMPALATrainer({"framework": "torch", "num_workers": 0, "train_batch_size": 100,
+                             "rollout_fragment_length": 50, "min_time_s_per_reporting": 0,
+                             "model": {"fcnet_hiddens": [8]}, "after_train_step": after_train_step}, "CartPole-v1")
+    try:
+        trainer.train()
+    finally:
+        trainer.stop()
+    assert seen["made"] == 1 and seen["steps"] and seen["steps"][0] == ["default_policy"]

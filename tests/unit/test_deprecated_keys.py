@@ -8,7 +8,6 @@ import logging
 
 import pytest
 
-from rlstack.errors import ConfigError
 from rlstack.experiments import _experiment_config, _first_values, load_experiments
 from rlstack.trainers.ppo import PPOTrainer
 from rlstack.utils import deprecation
@@ -69,12 +68,13 @@ def test_the_warning_comes_once_per_process(caplog):
     assert caplog.text.count("`use_pytorch` has been deprecated") == 1
 
 
-def test_a_key_and_its_successor_with_different_values_is_an_error():
-    with pytest.raises(ConfigError, match=r"use_pytorch=True stands for framework='torch', but framework is also "
-                                          r"given as 'tf': keep only framework"):
-        PPOTrainer.merge_and_validate({"use_pytorch": True, "framework": "tf"})
-    with pytest.raises(ConfigError, match="monitor=True stands for record_env=True"):
-        PPOTrainer.merge_and_validate({"monitor": True, "record_env": False})
+def test_a_deprecated_key_wins_over_its_successor_given_beside_it_as_in_1x(caplog):
+    # A script that copies a whole 1.x config (defaults and all) and sets the old key.
+    merged = _merged({"evaluation_num_episodes": 3, "evaluation_duration": 10, "evaluation_duration_unit": "episodes"},
+                     caplog)
+    assert merged["evaluation_duration"] == 3
+    assert "evaluation_num_episodes=3 replaced evaluation_duration=10 given beside it, as in RLlib 1.x" in caplog.text
+    assert PPOTrainer.merge_and_validate({"monitor": True, "record_env": False})["record_env"] is True
 
 
 def test_a_yaml_experiment_file_gets_the_same_mapping(tmp_path, caplog):

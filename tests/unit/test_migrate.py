@@ -331,7 +331,7 @@ def test_ray_2_tune_changes_are_rewritten_and_what_needs_a_choice_is_listed():
         from ray import tune
         from ray.tune.logger import Logger, LegacyLoggerCallback
         ray.init(local_mode=True)
-        ray.init(num_cpus=2, local_mode=args.debug)
+        ray.init(num_cpus=2, local_mode=args.debug, _redis_max_memory=10**8, webui_host="127.0.0.1")
 
 
         def train_fn(config, reporter):
@@ -346,7 +346,7 @@ def test_ray_2_tune_changes_are_rewritten_and_what_needs_a_choice_is_listed():
         """)
     after = result.after.splitlines()
     assert after[0:3] == ["import ray", "import os", "from ray import tune"]
-    assert after[4:6] == ["ray.init()", "ray.init(num_cpus=2)"]
+    assert after[4:6] == ["ray.init()", 'ray.init(num_cpus=2, dashboard_host="127.0.0.1")']
     assert after[8:12] == ["def train_fn(config):", '    tune.report({"score": 1, **extra})',
                            '    tune.report({"score": 1})', "    print(tune.get_context().get_trial_dir())"]
     assert after[14:] == ['tune.run(train_fn, storage_path=os.path.expanduser("~/results"))',

@@ -6,8 +6,10 @@ another: ``use_pytorch`` and ``eager`` (RLlib 1.0-1.3's framework switches, befo
 (``evaluation_duration`` with ``evaluation_duration_unit: episodes``),
 ``min_iter_time_s`` (``min_time_s_per_reporting``) and ``model.lstm_use_prev_action_reward``
 (``lstm_use_prev_action`` and ``lstm_use_prev_reward``). As 1.x did, each is replaced by
-its successor with a deprecation warning (once per process) naming both; giving a key and
-its successor with different values is a ConfigError. Keys 1.13 renamed without a warning
+its successor with a deprecation warning (once per process) naming both; where the
+successor is given too, the deprecated key wins, as in 1.x (a script that copies a whole
+1.x config, defaults and all, and sets the old key meant the old key), and the warning
+says which value was replaced. Keys 1.13 renamed without a warning
 are ``config.RENAMED_KEYS``; keys accepted at a value that changes nothing are
 ``classic_keys.py``'s.
 """
@@ -17,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rlstack.errors import ConfigError
 from rlstack.utils.deprecation import deprecation_warning_once
 
 
@@ -68,14 +69,13 @@ def _replace(section: dict[str, Any], table: dict[str, Callable[[Any, dict[str, 
     replaced = {key: value for key, value in section.items() if key not in table}
     for key in found:
         items = table[key](section[key], section)
-        for new_key, new_value in items.items():
-            if new_key in replaced and replaced[new_key] != new_value:
-                raise ConfigError(
-                    f"{where}{key}={section[key]!r} stands for {new_key}={new_value!r}, but {new_key} is also given as "
-                    f"{replaced[new_key]!r}: keep only {new_key}.")
-            replaced[new_key] = new_value
+        overridden = [f"{where}{new_key}={replaced[new_key]!r}" for new_key, new_value in items.items()
+                      if new_key in replaced and replaced[new_key] != new_value]
+        replaced.update(items)
         new = ", ".join(f"{where}{new_key}={new_value!r}" for new_key, new_value in items.items())
-        deprecation_warning_once(f"{where}{key}", new)
+        help_text = (f"{where}{key}={section[key]!r} replaced {', '.join(overridden)} given beside it, as in RLlib 1.x"
+                     if overridden else None)
+        deprecation_warning_once(f"{where}{key}", new, help=help_text)
     return replaced
 
 
@@ -86,9 +86,6 @@ def replace_deprecated_keys(user: dict[str, Any] | None) -> dict[str, Any]:
     Examples:
         >>> replace_deprecated_keys({"use_pytorch": True, "lr": 0.001})
         {'lr': 0.001, 'framework': 'torch'}
-
-    Raises:
-        ConfigError: If a key and its successor are both given, with different values.
     """
     config = _replace(dict(user or {}), DEPRECATED_KEYS, "")
     if isinstance(config.get("model"), dict):

@@ -74,6 +74,10 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "minibatch_buffer_size": 1,
         # Not implemented (must stay 0): 1.13's tree-aggregation actors.
         "num_aggregation_workers": 0,
+        # 1.13's hook after each learner step: a factory called once as f(workers, config),
+        # whose result is called with each step's learner info ({policy_id: {"learner_stats":
+        # ...}}); None: nothing.
+        "after_train_step": None,
     },
     {
         "rollout_fragment_length": 50,
@@ -145,6 +149,8 @@ class IMPALATrainer(Trainer):
         self._pending_versions: list[int] = []
         self._policy_lags: list[int] = []
         self._rates = StepRates()
+        self._after_train_step = (cfg["after_train_step"](self.workers, cfg) if cfg["after_train_step"] is not None
+                                  else None)
         self.learner: LearnerThread | None = None
         if self.workers.num_remote_workers == 0:
             return
@@ -240,6 +246,8 @@ class IMPALATrainer(Trainer):
         for _, batch, stats in self.learner.take_results(self._timers["learn"]):
             self.count_trained(batch)
             self._last_learner_stats = stats
+            if self._after_train_step is not None:
+                self._after_train_step(stats)
 
     def _synchronous_step(self) -> dict[str, Any]:
         cfg = self.config
@@ -252,6 +260,8 @@ class IMPALATrainer(Trainer):
         with self._timers["learn"]:
             self._last_learner_stats = self._learn(batch)
         self.count_trained(batch)
+        if self._after_train_step is not None:
+            self._after_train_step(self._last_learner_stats)
         self._policy_lags.append(0)
         with self._timers["synch_weights"]:
             self.sync_learned_weights(self._last_learner_stats)
