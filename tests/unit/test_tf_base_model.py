@@ -107,3 +107,18 @@ def test_lstm_base_model_runs_the_encoder_and_lstm_on_sequences():
     np.testing.assert_allclose(values.numpy().reshape(-1), model.value_function().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(keras_h.numpy(), h_out.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(keras_c.numpy(), c_out.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_network_built_without_outputs_has_a_base_model_of_its_features():
+    # 1.13's ComplexInputNetwork idiom: a FullyConnectedNetwork with num_outputs=None as a
+    # feature stack inside a custom model, whose base_model.summary() the model prints.
+    import gymnasium as gym
+    import numpy as np
+
+    from rlstack.models.catalog import ModelCatalog
+
+    stack = ModelCatalog.get_model_v2(gym.spaces.Box(-1.0, 1.0, (6,), np.float32), gym.spaces.Discrete(2), None,
+                                      {"fcnet_hiddens": [8, 4], "fcnet_activation": "relu"}, framework="tf",
+                                      name="post_fc_stack")
+    features, _ = stack.base_model(np.zeros((3, 6), np.float32))
+    assert tuple(features.shape) == (3, 4)

@@ -107,8 +107,10 @@ class _Builder:
         return x
 
     def dist_inputs(self, model: TFModel, features: Any) -> Any:
-        """The ``logits`` layer, then the free log stds after it (``free_log_std``)."""
-        if "logits" not in model.layer_specs:
+        """The ``logits`` layer, then the free log stds after it (``free_log_std``); the
+        features themselves for a network built without outputs (``num_outputs=None``,
+        1.13's feature extractor inside a custom model)."""
+        if "logits" not in model.layer_specs or "logits/kernel" not in self.weights:
             return features
         x = self.layer(model.layer_specs["logits"], features)
         if model.spec.free_log_std:
