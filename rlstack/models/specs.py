@@ -45,6 +45,7 @@ from rlstack.models.prev_inputs import PrevInputsSpec
 
 # Default CNN filters by (height, width), from classic RLlib's defaults for Atari sizes.
 _DEFAULT_FILTERS = {
+    (96, 96): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 2]],
     (84, 84): [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]],
     (42, 42): [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]],
     (10, 10): [[16, [5, 5], 2], [32, [5, 5], 2]],

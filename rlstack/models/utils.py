@@ -37,14 +37,17 @@ def get_activation_fn(name: str | None = None, framework: str = "tf") -> Any:
 
 
 def get_filter_config(shape: Any) -> list:
-    """The default ``conv_filters`` for an image of ``shape`` (``[height, width, ...]``):
-    classic RLlib's for 84x84, 42x42 and 10x10 images.
+    """The default ``conv_filters`` for an image of ``shape`` (``[height, width, channels]``,
+    or channels first): classic RLlib's for 96x96, 84x84, 42x42 and 10x10 images.
 
     Raises:
         ValueError: For another size, saying to give ``conv_filters`` in the model config.
     """
-    shape = list(shape)
-    filters = default_conv_filters(int(shape[0]), int(shape[1])) if len(shape) >= 2 else None
+    shape = [int(size) for size in shape]
+    filters = None
+    if len(shape) in (2, 3):
+        filters = default_conv_filters(shape[0], shape[1]) or (default_conv_filters(shape[1], shape[2])
+                                                               if len(shape) == 3 else None)
     if filters is None:
         raise ValueError(f"No default conv_filters for an observation of shape {shape}: give model.conv_filters "
                          "([[out_channels, [kernel_h, kernel_w], stride], ...]) in the model config.")

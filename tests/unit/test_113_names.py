@@ -61,7 +61,7 @@ def test_models_utils_give_activations_and_the_default_filters_by_name():
     from rlstack.models.utils import get_activation_fn, get_filter_config
 
     assert get_activation_fn("relu", framework="torch") is nn.ReLU and get_activation_fn("linear") is None
-    assert get_filter_config([42, 42, 3])[0] == [16, [4, 4], 2]
+    assert get_filter_config([42, 42, 3])[0] == [16, [4, 4], 2] == get_filter_config([3, 42, 42])[0]
     with pytest.raises(ValueError, match="conv_filters"):
         get_filter_config([50, 50, 3])
     with pytest.raises(ValueError, match="Unknown activation 'relux'"):
