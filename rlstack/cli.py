@@ -593,9 +593,14 @@ def _migrate(args: argparse.Namespace) -> int:
         from rlstack.migrate import migrate_paths
     except ImportError as exc:
         raise ConfigError(f"rlstack migrate needs LibCST ({exc}); {pip_install('migrate')}.") from exc
-    if args.out is not None and Path(args.out).resolve() in [Path(p).resolve() for p in args.paths]:
-        raise ConfigError(f"rlstack migrate --out {args.out}: that is the folder being migrated; name another "
-                          "folder, or leave --out out to rewrite in place.")
+    if args.out is not None:
+        out = Path(args.out).resolve()
+        for name in args.paths:
+            named = Path(name).resolve()
+            if out == named or named in out.parents:
+                raise ConfigError(f"rlstack migrate --out {args.out}: that is inside {name}, the folder being "
+                                  "migrated (a second run would migrate the copy too); name a folder outside it, "
+                                  "or leave --out out to rewrite in place.")
     try:
         results = migrate_paths(args.paths, write=not (args.diff or args.check), check_names=not args.no_check,
                                 out_dir=args.out)

@@ -167,6 +167,19 @@ def five_values(result: tuple) -> tuple[Any, float, bool, bool, dict]:
     return obs, reward, bool(done) and not truncated, truncated, info
 
 
+def four_values(result: tuple) -> tuple[Any, float, bool, dict]:
+    """A ``step`` result as gym 0.21's 4 values, the inverse of :func:`five_values`:
+    ``done = terminated or truncated``, a truncation marked in ``info["TimeLimit.truncated"]``
+    as gym's TimeLimit did. ``rlstack migrate`` writes it where a 1.x env class of the
+    project returns a gymnasium env's step, so that the class keeps its 1.x API."""
+    if len(result) == 4:
+        return result
+    obs, reward, terminated, truncated, info = result
+    if truncated and not terminated:
+        info = {**(info or {}), "TimeLimit.truncated": True}
+    return obs, reward, bool(terminated or truncated), info
+
+
 def is_legacy_env(env: Any) -> bool:
     """True when ``env`` has the old gym API: not a gymnasium env but shaped like an old
     gym one, or a single-agent ``gymnasium.Env`` whose ``reset()`` takes no ``seed``."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import os
 import re
 import shutil
 from collections.abc import Iterable, Sequence
@@ -46,8 +47,23 @@ __all__ = ["Change", "FileResult", "Finding", "migrate_paths", "migrate_source",
            "renamed_module", "tensorflow_modules"]
 
 _SUFFIXES = (".py", ".yaml", ".yml")
-# Folders a project holds that are not its code.
-_SKIPPED_DIRS = frozenset({".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
+# Folders a project holds that are not its code (a virtualenv of any name is found by its
+# pyvenv.cfg; see _skipped).
+_SKIPPED_DIRS = frozenset({".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache",
+                           "site-packages", "build", "dist", ".eggs"})
+
+
+def _skipped(folder: Path, root: Path) -> bool:
+    # Whether a file under `folder` (inside `root`) belongs to what the project installs or
+    # builds rather than to its code.
+    for part in folder.relative_to(root).parts:
+        if part in _SKIPPED_DIRS or part.endswith(".egg-info"):
+            return True
+    while folder != root and folder != folder.parent:
+        if (folder / "pyvenv.cfg").is_file():
+            return True
+        folder = folder.parent
+    return False
 
 
 @dataclass
@@ -95,9 +111,9 @@ def _missing_names(module: str, names: Sequence[str]) -> str | None:
         imported = importlib.import_module(module)
     except ImportError as exc:
         missing = getattr(exc, "name", None) or ""
-        if missing and not missing.startswith("rlstack"):
+        if missing and not missing.startswith(("rlstack", "gymnasium")):
             return None  # an optional dependency (TensorFlow, ...), not a missing 1.13 name
-        return str(exc)
+        return str(exc) + _GYM_HINTS.get(missing, "")
     except Exception as exc:  # noqa: BLE001 - a module that fails to import is reported, not fatal
         return f"importing {module} failed: {type(exc).__name__}: {exc}"
     absent = []
@@ -116,8 +132,18 @@ def _missing_names(module: str, names: Sequence[str]) -> str | None:
         except ImportError:
             absent.append(name)
     if absent:
-        return f"{module} has no {', '.join(absent)}"
+        hints = "".join(_GYM_HINTS.get(f"{module}.{name}", "") for name in absent)
+        return f"{module} has no {', '.join(absent)}{hints}"
     return None
+
+
+# What to use for the gym names gymnasium dropped, after a missing name's message.
+_GYM_HINTS = {
+    "gymnasium.wrappers.Monitor": " (gymnasium records episodes with wrappers.RecordVideo and "
+                                  "RecordEpisodeStatistics)",
+    "gymnasium.envs.classic_control.rendering": " (gymnasium's envs draw themselves: make them with "
+                                                "render_mode='rgb_array' and call env.render())",
+}
 
 
 def migrate_source(source: str, path: str = "<string>", check_names: bool = True,
@@ -136,10 +162,11 @@ def migrate_source(source: str, path: str = "<string>", check_names: bool = True
     findings = list(done.findings)
     if check_names:
         for line, name, names in done.imports:
-            if name.startswith("rlstack"):
+            if name.startswith(("rlstack", "gymnasium")):
                 problem = _missing_names(name, names)
                 if problem:
-                    findings.append(Finding(path, line, f"not in rlstack: {problem}"))
+                    where = "rlstack" if name.startswith("rlstack") else "gymnasium"
+                    findings.append(Finding(path, line, f"not in {where}: {problem}"))
     for module in sorted(done.imported & set(COMPAT_IMPORTS)):
         if importlib.util.find_spec(module) is None:
             distribution, extra = COMPAT_IMPORTS[module]
@@ -167,15 +194,19 @@ def project_files(paths: Iterable[str]) -> list[tuple[Path, Path]]:
         FileNotFoundError: For a path that does not exist.
     """
     files: list[tuple[Path, Path]] = []
+    seen: set[Path] = set()
     for name in paths:
         path = Path(name)
         if path.is_dir():
             for found in sorted(path.rglob("*")):
-                if found.is_file() and found.suffix in _SUFFIXES \
-                        and not _SKIPPED_DIRS.intersection(found.relative_to(path).parts[:-1]):
+                if found.is_file() and found.suffix in _SUFFIXES and not _skipped(found.parent, path) \
+                        and found.resolve() not in seen:
+                    seen.add(found.resolve())
                     files.append((found, path))
         elif path.is_file():
-            files.append((path, path.parent))
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
+                files.append((path, path.parent))
         else:
             raise FileNotFoundError(f"rlstack migrate: {name} does not exist; name .py / .yaml files or folders "
                                     "holding them.")
@@ -211,7 +242,7 @@ def tensorflow_modules(found: Iterable[tuple[Path, Path]]) -> set[str]:
 def _migrate_file(path: Path, check_names: bool, tf_modules: Iterable[str] = ()) -> FileResult:
     raw = path.read_bytes()
     try:
-        source = raw.decode("utf-8")
+        source = raw.decode("utf-8-sig")  # a BOM is kept aside and written back (see _write)
     except UnicodeDecodeError as exc:
         text = raw.decode("utf-8", errors="replace")
         line = raw[:exc.start].count(b"\n") + 1
@@ -247,37 +278,41 @@ def migrate_paths(paths: Iterable[str], write: bool = True, check_names: bool = 
         FileNotFoundError: For a path that does not exist.
     """
     found = project_files(paths)
+    base = _common_base(paths)
     if out_dir is not None and write:
-        _copy_tree(paths, Path(out_dir))
+        _copy_tree(paths, Path(out_dir), base)
     tf_modules = tensorflow_modules(found)
     results = []
     for path, root in found:
         result = _migrate_file(path, check_names, tf_modules)
         if write and result.changed:
-            target = path if out_dir is None else Path(out_dir) / _relative_to_copy(path, root, paths)
+            target = path if out_dir is None else Path(out_dir) / path.resolve().relative_to(base)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(result.after, encoding="utf-8")
+            bom = "\ufeff" if path.read_bytes().startswith(b"\xef\xbb\xbf") else ""
+            # newline="": the file's own line endings (CRLF stays CRLF), as read.
+            with open(target, "w", encoding="utf-8", newline="") as out:
+                out.write(bom + result.after)
         results.append(result)
     return results
 
 
-def _relative_to_copy(path: Path, root: Path, paths: Iterable[str]) -> Path:
-    # Where a file goes under out_dir: a folder named on the command line is copied as its
-    # contents when it is the only path, else under its own name.
-    named = [Path(p) for p in paths]
-    if len(named) == 1 and named[0].is_dir():
-        return path.relative_to(root)
-    return path.relative_to(root.parent) if root.is_dir() and root in named else Path(path.name)
+def _common_base(paths: Iterable[str]) -> Path:
+    # What --out mirrors: a folder named alone is copied as its contents; several paths keep
+    # their layout below the folder they share.
+    named = [Path(p).resolve() for p in paths]
+    if len(named) == 1:
+        return named[0] if named[0].is_dir() else named[0].parent
+    return Path(os.path.commonpath([p if p.is_dir() else p.parent for p in named]))
 
 
-def _copy_tree(paths: Iterable[str], out: Path) -> None:
+def _copy_tree(paths: Iterable[str], out: Path, base: Path) -> None:
     # Every file of the folders named (not only the ones migrate rewrites), so the copy runs.
-    named = [Path(p) for p in paths]
     out.mkdir(parents=True, exist_ok=True)
-    for path in named:
+    for path in (Path(p).resolve() for p in paths):
+        target = out / path.relative_to(base)
         if path.is_dir():
-            target = out if len(named) == 1 else out / path.name
             shutil.copytree(path, target, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns(*_SKIPPED_DIRS))
+                            ignore=shutil.ignore_patterns(*_SKIPPED_DIRS, "*.egg-info"))
         elif path.is_file():
-            shutil.copy2(path, out / path.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)

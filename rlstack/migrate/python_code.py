@@ -215,6 +215,7 @@ class _Survey(cst.CSTVisitor):
         self.random_state = False  # the file makes its own numpy RandomState as np_random
         self.calls_tune = False
         self.trainable_names: set[str] = set()  # functions the file hands to Tune
+        self.steppers: set[str] = set()  # receivers of the file's .step(...) calls ("env", "self.env")
         self.module_name_variables: set[str] = set()  # names whose value the file hands to import_module
         self._class_stack: list[str] = []
 
@@ -243,6 +244,28 @@ class _Survey(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
 
+    def _unknown(self, target: cst.BaseExpression) -> None:
+        # A name bound where the file does not show what it holds (a function's parameter,
+        # a loop's target): origins are kept by name, not by scope, so the name stays unknown.
+        if isinstance(target, cst.Name):
+            self.origins.setdefault(target.value, set()).add(UNKNOWN)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._unknown(element.value)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._unknown(node.name)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._unknown(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._unknown(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._unknown(node.asname.name)
+
     def visit_Module(self, node: cst.Module) -> None:
         scope = self.get_metadata(ScopeProvider, node)
         self.bound = {assignment.name for assignment in scope.assignments}
@@ -259,8 +282,7 @@ class _Survey(cst.CSTVisitor):
         if parts[0] in ("tensorflow", "keras") or _names_library(module) and any(
                 part == "tf" or part.startswith("tf_") or part.endswith("_tf_policy") for part in parts):
             self.uses_tf = True
-        if module and any(module == name or name.endswith("." + module) or module.endswith("." + name)
-                          for name in self.tf_modules):
+        if module and any(module == name or name.endswith("." + module) for name in self.tf_modules):
             self.uses_tf = True  # one of the project's own modules that builds on TensorFlow
         if not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
@@ -321,10 +343,18 @@ class _Survey(cst.CSTVisitor):
             self.module_name_variables.add(node.args[0].value.value)
         if any("try_import_tf" in q or q.startswith(("tensorflow.", "keras.")) for q in self._qualified(node.func)):
             self.uses_tf = True
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "step":
+            self.steppers.add(_code(node.func.value))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in ("TFModelV2", "try_import_tf", "base_model"):
             self.uses_tf = True
+
+    def looks_like_env(self, node: cst.BaseExpression) -> bool:
+        """Whether ``node`` (a receiver of ``.reset()``) is plausibly an env: named like one,
+        or stepped too somewhere in the file (a timer's reset is not listed)."""
+        code = _code(node)
+        return "env" in code.rsplit(".", 1)[-1].lower() or code in self.steppers
 
     def origin_of(self, node: cst.BaseExpression, class_name: str | None) -> str:
         """Where the env object ``node`` (a name or ``self.x``) comes from."""
@@ -403,7 +433,13 @@ class _Migrator(cst.CSTTransformer):
         self._class_stack: list[str] = []
         self._trainables: list[set[str]] = []  # reporter parameter names of the enclosing trainables
         self._settled: set[int] = set()  # id() of reset calls an Assign / statement handles itself
-        self._framework_done = False
+        self._framework_vars: set[str] = set()  # DEFAULT_CONFIG copies given "framework": "tf"
+        self._framework_added = 0
+        self._skip_framework: set[int] = set()  # id() of dicts merged into such a copy (config.update({...}))
+        self._container_depth = 0  # dict / tuple / list literals around the current node
+        self._alone = True  # the current small statement is the only one on its line
+        self._crowded: set[int] = set()  # id() of step assignments that share their line
+        self._functions: list[str] = []  # names of the enclosing functions
         self._makes_config = False  # the file builds a trainer (its config is made here)
         self._done_after: dict[int, str] = {}  # id() of a step Assign -> the name `done` is given after it
         self._config_dicts: set[int] = set()  # id() of dict literals passed as a trainer's / Tune's config
@@ -509,10 +545,16 @@ class _Migrator(cst.CSTTransformer):
         new = _RAY_MODULE_MOVES.get(old, renamed_module(old))
         if new == old and names is updated.names:
             return updated
-        if new.startswith("rlstack") and not isinstance(names, cst.ImportStar):
+        if new.startswith(("rlstack", "gymnasium")) and not isinstance(names, cst.ImportStar):
             self.imports.append((self._line(original), new, [_dotted(a.name) or "" for a in names]))
         self._changed(original, f"from {old} import ... -> from {new} import ...")
         return updated.with_changes(module=_as_expression(new), names=names)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._alone = len(node.body) == 1
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._alone = False  # `while not done: obs, r, done, i = env.step(a)`: no room for a line after
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         # Statements that become two lines: a mixed `from collections import deque, Mapping`,
@@ -539,9 +581,10 @@ class _Migrator(cst.CSTTransformer):
                 return cst.FlattenSentinel([first, second])
         if isinstance(statement, cst.Assign) and self._wants_framework() and len(statement.targets) == 1 \
                 and isinstance(statement.targets[0].target, cst.Name) and "DEFAULT_CONFIG" in _code(statement.value) \
-                and isinstance(statement.value, cst.Call):
+                and isinstance(statement.value, cst.Call) and statement.targets[0].target.value not in self._framework_vars:
             name = statement.targets[0].target.value
-            self._framework_done = True
+            self._framework_vars.add(name)
+            self._framework_added += 1
             self._changed(original, f'{name}["framework"] = "tf" added: RLlib 1.x ran TensorFlow when the config '
                                     "named no framework, and this file builds on TensorFlow")
             return cst.FlattenSentinel([updated, cst.parse_statement(f'{name}["framework"] = "tf"\n')])
@@ -561,15 +604,18 @@ class _Migrator(cst.CSTTransformer):
         return updated
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(node.name.value)
         params = [param.name.value for param in node.params.params]
-        if id(node) in self.survey.trainables:
+        handed_to_tune = node.name.value in self.survey.trainable_names
+        if id(node) in self.survey.trainables and handed_to_tune:
             self._trainables.append({params[1]})
         else:
             self._trainables.append(set())
             if len(params) == 2 and params[0] == "config" and params[1] == "reporter":
+                why = ("this one hands reporter on" if handed_to_tune else
+                       "if Tune runs it (this file does not hand it to Tune)")
                 self._person(node, f"`{node.name.value}(config, reporter)`: Ray 2.x's function trainables take "
-                                   "(config) and report with tune.report(metrics); this one hands reporter on, so "
-                                   "change it by hand")
+                                   f"(config) and report with tune.report(metrics); {why}, change it by hand")
         if len(params) == 2 and params[0] == "config" and params[1] == "checkpoint_dir" \
                 and node.name.value in self.survey.trainable_names:
             self._person(node, f"`{node.name.value}(config, checkpoint_dir)`: Ray 2.x's function trainables take "
@@ -577,6 +623,7 @@ class _Migrator(cst.CSTTransformer):
                                "from_directory(dir)); read the last one with tune.get_checkpoint()")
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self._functions.pop()
         reporters = self._trainables.pop()
         if not reporters:
             return updated
@@ -587,6 +634,20 @@ class _Migrator(cst.CSTTransformer):
                                 f"`{original.name.value}(config)`: Ray 2.x's function trainables take the config, "
                                 "and report with tune.report(metrics)")
         return updated.with_changes(params=updated.params.with_changes(params=params))
+
+    def leave_Return(self, original: cst.Return, updated: cst.Return) -> cst.Return:
+        # `def step(self, a): return self.env.step(a)` in the project's own 1.x env class over
+        # a gymnasium env: the class keeps 1.x's 4 values (its reset gets [0] likewise).
+        value = original.value
+        if self._class is not None and self._class in self.survey.classes and self._functions[-1:] == ["step"] \
+                and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value == "step" \
+                and self.survey.origin_of(value.func.value, self._class) == GYMNASIUM:
+            self.needs_imports.add("four_values")
+            self._changed(original, "return ....step() -> return four_values(....step()): the class keeps 1.x's "
+                                    "4 values over gymnasium's 5")
+            return updated.with_changes(value=cst.Call(func=cst.Name("four_values"), args=[cst.Arg(updated.value)]))
+        return updated
 
     # ----- calls -----------------------------------------------------------------------------
 
@@ -600,6 +661,9 @@ class _Migrator(cst.CSTTransformer):
             self.calls_tune = True
         if trainer:
             self._makes_config = True
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "update" \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value in self._framework_vars:
+            self._skip_framework.update(id(arg.value) for arg in node.args)
         if qualified & _TUNE_RUNS or trainer:
             for index, arg in enumerate(node.args):
                 if arg.keyword is not None and arg.keyword.value == "config" or trainer and index == 0 \
@@ -690,13 +754,29 @@ class _Migrator(cst.CSTTransformer):
             self._changed(original, "self.np_random.randint(...) -> self.np_random.integers(...): gymnasium's "
                                     "np_random is numpy's Generator")
             return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("integers")))
+        if isinstance(original.func, cst.Attribute) and original.func.attr.value in ("seed", "render") \
+                and self.survey.origin_of(original.func.value, self._class) == GYMNASIUM:
+            if original.func.attr.value == "seed" and id(original) in self._settled and len(original.args) == 1 \
+                    and original.args[0].keyword is None:
+                self._changed(original, "env.seed(s) -> env.reset(seed=s): gymnasium seeds at reset")
+                return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("reset")),
+                                            args=[updated.args[0].with_changes(keyword=cst.Name("seed"),
+                                                                               equal=cst.AssignEqual(
+                                                                                   whitespace_before=cst.SimpleWhitespace(""),
+                                                                                   whitespace_after=cst.SimpleWhitespace("")))])
+            if original.func.attr.value == "seed":
+                self._person(original, "gymnasium's envs have no seed(): seed with env.reset(seed=s)")
+            elif original.args:
+                self._person(original, "gymnasium's render() takes no mode: make the env with gym.make(id, "
+                                       "render_mode='rgb_array' or 'human') and call env.render()")
+            return updated
         if isinstance(original.func, cst.Attribute) and original.func.attr.value == "reset" \
                 and id(original) not in self._settled and all(a.keyword is not None for a in original.args):
             origin = self.survey.origin_of(original.func.value, self._class)
             if origin == GYMNASIUM:
                 self._changed(original, "reset() -> reset()[0]: gymnasium's reset returns (obs, info)")
                 return cst.Subscript(value=updated, slice=[cst.SubscriptElement(slice=cst.Index(cst.Integer("0")))])
-            if origin == UNKNOWN:
+            if origin == UNKNOWN and self.survey.looks_like_env(original.func.value):
                 self._person(original, "`....reset()`: if the env is gymnasium's (gym.make), reset returns (obs, "
                                        "info): take `[0]`; if it is your own 1.x env class, leave it as it is")
         return updated
@@ -727,13 +807,20 @@ class _Migrator(cst.CSTTransformer):
         return cst.Attribute(value=cst.Name("tune"), attr=cst.Name(attribute))
 
     def _absolute(self, value: cst.BaseExpression) -> cst.BaseExpression:
-        if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str) \
-                and value.evaluated_value.startswith("/"):
+        # Ray 2.x wants an absolute storage_path; 1.x took ~ and relative folders.
+        if isinstance(value, cst.Name) and value.value == "None":
             return value
+        if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
+            if value.evaluated_value.startswith("/"):
+                return value
+            self.needs_imports.add("os")
+            wrap = "expanduser" if value.evaluated_value.startswith("~") else "abspath"
+            return cst.parse_expression(f"os.path.{wrap}({_code(value)})")
         self.needs_imports.add("os")
-        if isinstance(value, cst.SimpleString) and str(value.evaluated_value).startswith("~"):
-            return cst.parse_expression(f"os.path.expanduser({_code(value)})")
-        return cst.parse_expression(f"os.path.abspath({_code(value)})")
+        code = _code(value)
+        if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):  # may hold None (an option's default)
+            return cst.parse_expression(f"os.path.abspath(os.path.expanduser({code})) if {code} else None")
+        return cst.parse_expression(f"os.path.abspath(os.path.expanduser({code}))")
 
     # ----- names ----------------------------------------------------------------------------
 
@@ -802,20 +889,36 @@ class _Migrator(cst.CSTTransformer):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         call = node.value
-        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)) or len(node.targets) != 1:
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
             return
         method = call.func.attr.value
-        target = node.targets[0].target
         if method not in ("step", "reset"):
             return
         self._settled.add(id(call))
         origin = self.survey.origin_of(call.func.value, self._class)
-        if method == "step" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 4:
+        if len(node.targets) != 1:
+            if origin == GYMNASIUM or self.survey.looks_like_env(call.func.value):
+                self._person(node, f"`.{method}()` assigned to several targets: gymnasium's reset returns (obs, info), "
+                                   "its step 5 values; split the line and unpack them")
+            return
+        target = node.targets[0].target
+        four = isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 4
+        if method == "step" and four:
             if origin == UNKNOWN:
                 self._person(node, "`.step()` unpacked into 4 values: " + self._unpack_case())
-        elif method == "reset" and isinstance(target, cst.Name) and origin == UNKNOWN:
-            self._person(node, f"`{target.value} = ....reset()`: if the env is gymnasium's (gym.make), reset returns "
-                               f"(obs, info): write `{target.value}, info = ....reset()`; if it is your own 1.x env "
+            elif origin == GYMNASIUM and not self._alone:
+                self._crowded.add(id(node))
+                self._person(node, "`.step()` unpacked into 4 values on a line it shares: gymnasium's step returns 5, "
+                                   "(obs, reward, terminated, truncated, info); put it on a line of its own with "
+                                   "done = terminated or truncated after it")
+        elif method == "step" and not isinstance(target, (cst.Tuple, cst.List)) and origin == GYMNASIUM:
+            self._person(node, f"`{_code(target)} = ....step()`: gymnasium's step returns 5 values, (obs, reward, "
+                               "terminated, truncated, info), not 4")
+        elif method == "reset" and isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)) and origin == UNKNOWN \
+                and self.survey.looks_like_env(call.func.value):
+            name = _code(target)
+            self._person(node, f"`{name} = ....reset()`: if the env is gymnasium's (gym.make), reset returns "
+                               f"(obs, info): write `{name}, info = ....reset()`; if it is your own 1.x env "
                                "class, leave the line as it is")
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
@@ -832,13 +935,15 @@ class _Migrator(cst.CSTTransformer):
         target = original.targets[0].target
         if method not in ("step", "reset") or self.survey.origin_of(call.func.value, self._class) != GYMNASIUM:
             return updated
-        if method == "reset" and isinstance(target, cst.Name):
-            self._changed(original, f"`{target.value} = ....reset()` -> `{target.value}, _ = ....reset()`: "
+        if method == "reset" and isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+            name = _code(target)
+            self._changed(original, f"`{name} = ....reset()` -> `{name}, _ = ....reset()`: "
                                     "gymnasium's reset returns (obs, info)")
             new_target = cst.Tuple(elements=[cst.Element(target, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                                              cst.Element(cst.Name("_"))], lpar=[], rpar=[])
             return updated.with_changes(targets=[updated.targets[0].with_changes(target=new_target)])
-        if method == "step" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 4:
+        if method == "step" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 4 \
+                and id(original) not in self._crowded:
             terminated, truncated = self._done_names
             done = target.elements[2].value
             obs, reward, info = (_code(target.elements[i].value) for i in (0, 1, 3))
@@ -859,7 +964,29 @@ class _Migrator(cst.CSTTransformer):
     # ----- config dicts (1.x's default framework was TensorFlow) ------------------------------
 
     def _wants_framework(self) -> bool:
-        return self.survey.uses_tf and not self.survey.sets_framework and not self._framework_done
+        return self.survey.uses_tf and not self.survey.sets_framework
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        self._container_depth += 1
+        for element in node.elements:
+            # An experiment's "config": {...} is a trainer's config, however deep it sits.
+            if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                    and element.key.evaluated_value == "config" and isinstance(element.value, cst.Dict):
+                self._config_dicts.add(id(element.value))
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self._container_depth += 1
+
+    def leave_Tuple(self, original: cst.Tuple, updated: cst.Tuple) -> cst.Tuple:
+        self._container_depth -= 1
+        return updated
+
+    def visit_List(self, node: cst.List) -> None:
+        self._container_depth += 1
+
+    def leave_List(self, original: cst.List, updated: cst.List) -> cst.List:
+        self._container_depth -= 1
+        return updated
 
     def _framework_element(self, original: cst.BaseDictElement, element: cst.BaseDictElement,
                            keys: set[str]) -> cst.BaseDictElement:
@@ -877,6 +1004,8 @@ class _Migrator(cst.CSTTransformer):
                                     value=cst.SimpleString(f"{quote}{framework}{quote}"))
 
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict) -> cst.Dict:
+        nested = self._container_depth > 1  # inside another literal (a policy's overrides, evaluation_config)
+        self._container_depth -= 1
         keys = _string_keys(original)
         if keys & set(FRAMEWORK_KEYS):
             updated = updated.with_changes(elements=[
@@ -897,9 +1026,10 @@ class _Migrator(cst.CSTTransformer):
         if not self._wants_framework() or not original.elements:
             return updated
         keys = _string_keys(original)
-        if "framework" not in keys and (id(original) in self._config_dicts
-                                        or "run" not in keys and len(keys & _CONFIG_KEYS) >= 2):
-            self._framework_done = True
+        if "framework" not in keys and id(original) not in self._skip_framework and (
+                id(original) in self._config_dicts or not nested and "run" not in keys
+                and len(keys & _CONFIG_KEYS) >= 2):
+            self._framework_added += 1
             self._changed(original, '"framework": "tf" added: RLlib 1.x ran TensorFlow when the config named no '
                                     "framework, and this file builds on TensorFlow")
             elements = list(updated.elements)
@@ -927,9 +1057,11 @@ class _Migrator(cst.CSTTransformer):
             added.append("import tempfile\n")
         if "legacy_entry_point" in self.needs_imports:
             added.append("from rlstack.env.legacy import legacy_entry_point\n")
+        if "four_values" in self.needs_imports:
+            added.append("from rlstack.env.legacy import four_values\n")
         if "tune" in self.needs_imports and "tune" not in bound:
             added.append("from ray import tune\n")
-        if self._wants_framework() and (self.calls_tune or self._makes_config):
+        if self._wants_framework() and not self._framework_added and (self.calls_tune or self._makes_config):
             self.findings.append(Finding(self.path, 1, "this file builds on TensorFlow and its config never sets "
                                                        "framework: RLlib 1.x then ran TensorFlow, rlstack runs torch; "
                                                        'set config["framework"] = "tf" where the config is made'))

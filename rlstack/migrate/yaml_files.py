@@ -42,7 +42,19 @@ def _has_class(path: str) -> bool:
         return False
 
 
-def _framework_keys(config: yaml.MappingNode, path: str, edits: list[tuple[int, int, str]],
+def _value_span(source: str, node: yaml.ScalarNode) -> tuple[int, int]:
+    # The scalar's own characters: PyYAML's start mark sits before an anchor or a tag
+    # (`env: &e Pendulum-v0`), which stay as they are.
+    start, end = node.start_mark.index, node.end_mark.index
+    if source[start:start + 1] not in ("&", "!"):
+        return start, end
+    raw = source[start:end]
+    quote = node.style if node.style in ("'", '"') else ""
+    found = raw.rfind(f"{quote}{node.value}{quote}")
+    return (start + found, end) if found >= 0 else (start, end)
+
+
+def _framework_keys(source: str, config: yaml.MappingNode, path: str, edits: list[tuple[int, int, str]],
                     changes: list[Change]) -> None:
     # `eager: true` -> `framework: tf2`, `use_pytorch: true` -> `framework: torch`.
     keys = {key.value for key, _ in config.value if isinstance(key, yaml.ScalarNode)}
@@ -52,7 +64,7 @@ def _framework_keys(config: yaml.MappingNode, path: str, edits: list[tuple[int, 
         if isinstance(key, yaml.ScalarNode) and key.value in FRAMEWORK_KEYS and isinstance(value, yaml.ScalarNode) \
                 and value.value.lower() in ("true", "false"):
             framework = FRAMEWORK_KEYS[key.value][value.value.lower() == "true"]
-            edits.append((key.start_mark.index, value.end_mark.index, f"framework: {framework}"))
+            edits.append((_value_span(source, key)[0], _value_span(source, value)[1], f"framework: {framework}"))
             changes.append(Change(path, key.start_mark.line + 1, f"{key.value}: {value.value} -> framework: "
                                                                   f"{framework} (1.x's name before framework)"))
             return
@@ -91,7 +103,7 @@ def rewrite_yaml(source: str, path: str,
             config = _mapping(experiment, "config")
             if config is not None:
                 envs.append(_scalar(config, "env"))
-                _framework_keys(config, path, edits, changes)
+                _framework_keys(source, config, path, edits, changes)
             for env in envs:
                 if env is None or env.style not in (None, "'", '"'):
                     continue
@@ -109,9 +121,11 @@ def rewrite_yaml(source: str, path: str,
                 if new is None or new == env.value:
                     continue
                 quote = env.style or ""
-                edits.append((env.start_mark.index, env.end_mark.index, f"{quote}{new}{quote}"))
+                edits.append((*_value_span(source, env), f"{quote}{new}{quote}"))
                 changes.append(Change(path, env.start_mark.line + 1, f"env: {env.value} -> {new}"))
     text = source
-    for start, end, new in sorted(edits, reverse=True):
+    # An aliased node (&a ... *a) is visited once per use: one edit per place in the text.
+    for start, end, new in sorted(set(edits), reverse=True):
         text = text[:start] + new + text[end:]
+    changes, findings = list(dict.fromkeys(changes)), list(dict.fromkeys(findings))  # an alias's node once
     return text, sorted(changes, key=lambda c: c.line), sorted(findings, key=lambda f: f.line)

@@ -378,8 +378,14 @@ def test_names_imported_by_themselves_are_rewritten_as_dotted_ones_are():
 
 def test_a_function_whose_reporter_is_handed_on_is_listed_not_half_rewritten():
     source = """\
+        from ray import tune
+
+
         def train_fn(config, reporter):
             loop(config, reporter)
+
+
+        tune.run(train_fn)
         """
     result = _migrated(source)
     assert result.after == textwrap.dedent(source)
@@ -631,3 +637,117 @@ def test_a_project_registering_its_1x_env_with_gym_gets_gymnasiums_api_from_gym_
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["steps", "2"]
+
+
+def test_a_step_on_a_line_it_shares_is_listed_not_half_rewritten():
+    source = """\
+        import gym
+        env = gym.make("CartPole-v1")
+        done = False
+        while not done: obs, reward, done, info = env.step(0)
+        obs, reward, done, info = env.step(0); total = reward
+        """
+    result = _migrated(source)
+    assert result.after == textwrap.dedent(source).replace("import gym", "import gymnasium as gym")
+    assert [(f.line, f.message.split(":")[0]) for f in result.findings] == [
+        (4, "`.step()` unpacked into 4 values on a line it shares"), (5, "`.step()` unpacked into 4 values on a line it shares")]
+
+
+def test_resets_into_attributes_seeds_and_a_wrappers_passthrough_step_keep_their_meaning():
+    result = _migrated("""\
+        import gym
+
+
+        class Wrapper(gym.Env):
+            def __init__(self, config):
+                self.env = gym.make("CartPole-v1")
+                self.env.seed(0)
+
+            def reset(self):
+                self.state = self.env.reset()
+                return self.state
+
+            def step(self, action):
+                return self.env.step(action)
+        """)
+    after = result.after
+    assert "        self.env.reset(seed=0)" in after
+    assert "        self.state, _ = self.env.reset()" in after
+    assert "        return four_values(self.env.step(action))" in after
+    assert "from rlstack.env.legacy import four_values" in after
+    assert result.findings == []
+    from rlstack.env.legacy import four_values
+
+    assert four_values((1, 0.5, False, True, {})) == (1, 0.5, True, {"TimeLimit.truncated": True})
+
+
+def test_a_parameter_or_loop_variable_named_like_a_gym_env_is_not_taken_for_it():
+    result = _migrated("""\
+        import gym
+        env = gym.make("CartPole-v1")
+
+
+        def rollout(env):
+            obs = env.reset()
+            return obs
+
+
+        firsts = [env.reset() for env in envs]
+        stats = timer.reset()
+        """)
+    assert "    obs = env.reset()" in result.after and "[env.reset() for env in envs]" in result.after
+    assert [f.line for f in result.findings] == [6, 10]  # the timer's reset is not an env's
+
+
+def test_framework_tf_goes_into_each_trainer_config_and_not_into_a_policys_overrides():
+    result = _migrated("""\
+        from ray.rllib.agents import dqn, ppo
+        from ray.rllib.models.tf.tf_modelv2 import TFModelV2
+        config = {"env": "CartPole-v1", "num_workers": 0,
+                  "multiagent": {"policies": {"p0": (None, obs, act, {"model": {"custom_model": "m"}, "gamma": 0.9}),
+                                              "p1": (None, obs, act, {"gamma": 0.99, "lr": 0.1})}}}
+        dqn_config = dqn.DEFAULT_CONFIG.copy()
+        dqn_config.update({"env": "CartPole-v1", "num_workers": 0})
+        """)
+    assert result.after.count('"framework": "tf"') == 1 and result.after.count('["framework"] = "tf"') == 1
+    assert '"p1": (None, obs, act, {"gamma": 0.99, "lr": 0.1})}}, "framework": "tf"}' in result.after
+    assert 'dqn_config["framework"] = "tf"' in result.after
+
+
+def test_a_local_dir_from_an_option_may_be_none():
+    after = _migrated("""\
+        from ray import tune
+        tune.run("PPO", local_dir=args.local_dir)
+        tune.run("PPO", local_dir=None)
+        """).after
+    assert 'storage_path=os.path.abspath(os.path.expanduser(args.local_dir)) if args.local_dir else None' in after
+    assert 'tune.run("PPO", storage_path=None)' in after
+
+
+def test_a_gym_name_gymnasium_dropped_is_listed():
+    result = _migrated("from gym.wrappers import Monitor, TimeLimit\n", check_names=True)
+    assert "not in gymnasium: gymnasium.wrappers has no Monitor" in result.findings[0].message
+    assert "RecordVideo" in result.findings[0].message
+
+
+def test_virtualenvs_and_build_folders_are_not_the_project(tmp_path):
+    (tmp_path / "train.py").write_text("import gym\n")
+    venv = tmp_path / "env38" / "lib" / "site" / "gym"
+    venv.mkdir(parents=True)
+    (tmp_path / "env38" / "pyvenv.cfg").write_text("home = /usr\n")
+    (venv / "core.py").write_text("import gym\n")
+    (tmp_path / "build" / "lib").mkdir(parents=True)
+    (tmp_path / "build" / "lib" / "x.py").write_text("import gym\n")
+    from rlstack.migrate import project_files
+
+    assert [path.name for path, _ in project_files([str(tmp_path)])] == ["train.py"]
+
+
+def test_out_inside_the_project_is_refused_and_a_bom_and_crlf_survive(tmp_path, capsys):
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "a.py").write_bytes(b"\xef\xbb\xbfimport gym\r\nx = 1\r\n")
+    assert main(["migrate", "--out", str(project / "migrated"), str(project)]) == 2
+    assert "inside" in capsys.readouterr().err
+    assert main(["migrate", str(project)]) == 0
+    assert (project / "a.py").read_bytes() == b"\xef\xbb\xbfimport gymnasium as gym\r\nx = 1\r\n"
