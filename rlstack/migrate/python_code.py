@@ -105,9 +105,7 @@ _CONFIG_KEYS = frozenset({"env", "env_config", "num_workers", "model", "lr", "ga
 
 
 @dataclass(frozen=True)
-class Finding:
-    """Something in a file that ``rlstack migrate`` could not rewrite, left for a person."""
-
+class _Place:
     path: str
     line: int
     message: str
@@ -117,15 +115,13 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Change:
+class Finding(_Place):
+    """Something in a file that ``rlstack migrate`` could not rewrite, left for a person."""
+
+
+@dataclass(frozen=True)
+class Change(_Place):
     """A rewrite ``rlstack migrate`` made, for the report."""
-
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
 
 
 def _dotted(node: cst.CSTNode | None) -> str | None:

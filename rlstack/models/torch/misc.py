@@ -68,6 +68,16 @@ def valid_padding(in_size: tuple[int, int], filter_size: int | tuple[int, int],
     return (0, 0, 0, 0), ((height - kh) // sh + 1, (width - kw) // sw + 1)
 
 
+def _activation(activation_fn: str | type[nn.Module] | None) -> list[nn.Module]:
+    # The activation layer a name or class asks for ([] for "linear" / None).
+    if isinstance(activation_fn, str) and activation_fn != "linear":
+        if activation_fn not in _ACTIVATION_MODULES:
+            raise ValueError(f"Unknown activation_fn {activation_fn!r}; allowed: "
+                             f"{', '.join(sorted(_ACTIVATION_MODULES))}, linear, None, or an nn.Module class.")
+        return [_ACTIVATION_MODULES[activation_fn]()]
+    return [activation_fn()] if isinstance(activation_fn, type) else []
+
+
 class SlimFC(nn.Module):
     """A dense layer with an initializer and an optional activation.
 
@@ -94,13 +104,7 @@ class SlimFC(nn.Module):
         if use_bias:
             nn.init.constant_(linear.bias, bias_init)
         layers: list[nn.Module] = [linear]
-        if isinstance(activation_fn, str) and activation_fn != "linear":
-            if activation_fn not in _ACTIVATION_MODULES:
-                raise ValueError(f"Unknown activation_fn {activation_fn!r}; allowed: "
-                                 f"{', '.join(sorted(_ACTIVATION_MODULES))}, linear, None, or an nn.Module class.")
-            layers.append(_ACTIVATION_MODULES[activation_fn]())
-        elif isinstance(activation_fn, type):
-            layers.append(activation_fn())
+        layers += _activation(activation_fn)
         self._model = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -143,13 +147,7 @@ class SlimConv2d(nn.Module):
         layers.append(conv)
         if activation_fn == "default":
             activation_fn = "relu"
-        if isinstance(activation_fn, str) and activation_fn != "linear":
-            if activation_fn not in _ACTIVATION_MODULES:
-                raise ValueError(f"Unknown activation_fn {activation_fn!r}; allowed: "
-                                 f"{', '.join(sorted(_ACTIVATION_MODULES))}, linear, None, or an nn.Module class.")
-            layers.append(_ACTIVATION_MODULES[activation_fn]())
-        elif isinstance(activation_fn, type):
-            layers.append(activation_fn())
+        layers += _activation(activation_fn)
         self._model = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
