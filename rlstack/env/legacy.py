@@ -18,7 +18,6 @@ answers those ``RandomState`` calls.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.env.multi_agent_env import MultiAgentEnv
+from rlstack.utils.imports import import_object
 
 
 class LegacyNpRandom(np.random.Generator):
@@ -229,10 +229,7 @@ def legacy_entry_point(entry_point: str | Callable[..., Any]) -> Callable[..., g
     """
 
     def make(**kwargs: Any) -> gym.Env:
-        target = entry_point
-        if isinstance(target, str):
-            module, _, name = target.partition(":")
-            target = getattr(importlib.import_module(module), name)
+        target = import_object(entry_point, "entry_point") if isinstance(entry_point, str) else entry_point
         env = target(**kwargs)
         return LegacyEnvAdapter(env) if is_legacy_env(env) else env
 

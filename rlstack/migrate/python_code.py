@@ -14,13 +14,13 @@ is a :class:`Finding`.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
 
+from rlstack.utils.imports import import_object
 from rlstack.utils.migration_rule import FRAMEWORK_KEYS, renamed_module
 
 # `from ray.rllib import agents` names a module the rules rename: the imported name
@@ -393,13 +393,12 @@ def _renamed_module_string(node: cst.BaseExpression) -> cst.BaseExpression | Non
 def _is_single_agent_gymnasium_env(path: str) -> bool:
     # Whether rlstack's `module.Class` is a gymnasium env (not a MultiAgentEnv, whose step
     # returns per-agent dicts that `terminated or truncated` would not merge).
-    module, _, name = path.rpartition(".")
     try:
         import gymnasium
 
         from rlstack.env.multi_agent_env import MultiAgentEnv
 
-        found = getattr(importlib.import_module(module), name)
+        found = import_object(path)
     except Exception:  # noqa: BLE001 - not importable here: not known
         return False
     return isinstance(found, type) and issubclass(found, gymnasium.Env) and not issubclass(found, MultiAgentEnv)

@@ -11,12 +11,12 @@ not have, an example env it lacks.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 import yaml
 
 from rlstack.migrate.python_code import Change, Finding
+from rlstack.utils.imports import import_object
 from rlstack.utils.migration_rule import FRAMEWORK_KEYS, renamed_module
 
 
@@ -35,11 +35,11 @@ def _mapping(mapping: yaml.MappingNode, key: str) -> yaml.MappingNode | None:
 
 
 def _has_class(path: str) -> bool:
-    module, _, name = path.rpartition(".")
     try:
-        return hasattr(importlib.import_module(module), name)
+        import_object(path)
     except Exception:  # noqa: BLE001 - any failure means rlstack cannot give that env
         return False
+    return True
 
 
 def _value_span(source: str, node: yaml.ScalarNode) -> tuple[int, int]:
