@@ -416,13 +416,13 @@ def test_tune_trial_that_crashes_once_resumes_and_ends_with_planned_counters(ray
     assert errors.count("Failure # ") == 1 and "injected env crash" in errors
     assert crashed.metrics["iterations_since_restore"] == 2
     # The rows logged since the restore continue the checkpoint's counters. (Rows 1 and 2
-    # are there when Tune's periodic sync of its driver's log files had run before the
+    # are there as far as Tune's periodic sync of its driver's log files had got before the
     # crash: on a restore, Ray 2.60's loggers copy the synced progress.csv / result.json
     # over their local files (Logger._restore_from_remote), an older copy when the sync
-    # had not caught up, so whether they survive is Tune's timing, not rlstack's.)
+    # had not caught up, so none, row 1 or both survive by Tune's timing, not rlstack's.)
     frame = crashed.metrics_dataframe
     logged = list(zip(frame["training_iteration"], frame["timesteps_total"]))
     planned = [(i, i * batch) for i in range(1, iterations + 1)]
-    assert logged in (planned, planned[2:]), logged
+    assert logged in [planned[:synced] + planned[2:] for synced in range(3)], logged
     assert not (Path(clean.path) / "error.txt").exists()
     assert clean.metrics["iterations_since_restore"] == iterations
