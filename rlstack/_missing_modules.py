@@ -68,8 +68,6 @@ MISSING: dict[str, str] = {
                       "before ray.rllib -> rlstack (e.g. from rlstack.policies.sample_batch import SampleBatch)",
     "rlstack.algorithms": "ray.rllib.algorithms is RLlib 2.x's name; rlstack keeps 1.x's: rlstack.trainers "
                           "(PPOTrainer, DEFAULT_CONFIG)",
-    "rlstack.trainers.trainer_config": "rlstack configures trainers with plain dicts, as 1.x's DEFAULT_CONFIG: "
-                                       "config = DEFAULT_CONFIG.copy(); config['lr'] = ...",
     # --- algorithms --------------------------------------------------------------------
     # Once a folder of this name exists its entry is never used (see the module docstring).
     "rlstack.trainers.ppo.ddppo": _not_yet("DD-PPO") + " (APPO and IMPALA are the distributed ones)",
@@ -117,8 +115,8 @@ MISSING: dict[str, str] = {
     "rlstack.execution.multi_gpu_impl": "rlstack's learner runs on one GPU at most (no multi-GPU towers)",
     "rlstack.execution.tree_agg": "rlstack has no aggregation-worker trees for IMPALA; all workers send "
                                   "to the driver",
-    "rlstack.execution.minibatch_buffer": "rlstack's learner thread takes whole train batches "
-                                          "(rlstack.execution.learner_thread)",
+    "rlstack.execution.minibatch_buffer": "MinibatchBuffer is in rlstack.execution.buffers.minibatch_buffer "
+                                          "(1.13's module path)",
     "rlstack.utils.replay_buffers": "rlstack's replay buffers are rlstack.execution.replay_buffer "
                                     "(ReplayBuffer, PrioritizedReplayBuffer) and rlstack.execution.replay_actor "
                                     "(ApeX's shards); DQN's are configured with buffer_size and prioritized_replay",

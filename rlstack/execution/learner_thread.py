@@ -2,9 +2,12 @@
 
 Asynchronous trainers (ApeX, IMPALA) feed replayed or sampled batches into
 ``inqueue``; the thread runs ``learn_on_batch`` on each and puts ``(tag, batch, stats)``
-on ``outqueue``. ``lock`` guards the policy: the driver takes it to read weights or
-update the target network between learner steps. torch and TF release the GIL inside
-their kernels, so sampling bookkeeping in the driver overlaps with learning.
+on ``outqueue``. It reads the queue through a :class:`MinibatchBuffer`: with
+``minibatch_buffer_size`` and ``num_sgd_iter`` above 1 (IMPALA's and APPO's keys) each
+batch is learned on ``num_sgd_iter`` times, in turn with the other batches the ring holds.
+``lock`` guards the policy: the driver takes it to read weights or update the target
+network between learner steps. torch and TF release the GIL inside their kernels, so
+sampling bookkeeping in the driver overlaps with learning.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import ray
 
+from rlstack.execution.buffers.minibatch_buffer import MinibatchBuffer
 from rlstack.policies.policy import Policy
 from rlstack.sample_batch import SampleBatch
 
@@ -36,17 +40,24 @@ class LearnerThread(threading.Thread):
             trainer's learns per policy).
         get_weights: What reads the weights to broadcast (default ``policy.get_weights``;
             a multi-agent worker's ``{policy_id: weights}``).
+        minibatch_buffer_size: Batches held in the ring that ``inqueue`` is read through.
+        num_sgd_iter: Learner steps on each queued batch (one ``learn`` call each), taken in
+            turn with the ring's other batches; 1: each batch once, in queue order.
     """
 
     def __init__(self, policy: Policy, queue_size: int = 16, timeout_s: float = 0.5,
                  learn: Callable[[Any], dict[str, Any]] | None = None,
-                 get_weights: Callable[[], Any] | None = None) -> None:
+                 get_weights: Callable[[], Any] | None = None, minibatch_buffer_size: int = 1,
+                 num_sgd_iter: int = 1) -> None:
         super().__init__(name="rlstack-learner", daemon=True)
         self.policy = policy
         self._learn = learn or policy.learn_on_batch
         self._get_weights = get_weights or policy.get_weights
         self.inqueue: queue.Queue[tuple[Any, SampleBatch]] = queue.Queue(maxsize=queue_size)
         self.outqueue: queue.Queue[tuple[Any, SampleBatch, dict[str, Any]]] = queue.Queue()
+        # 1.13's learner thread gave every batch all its passes from the first (no ramp).
+        self.minibatch_buffer = MinibatchBuffer(self.inqueue, minibatch_buffer_size, timeout_s,
+                                                num_passes=num_sgd_iter, init_num_passes=num_sgd_iter)
         self.lock = threading.Lock()
         self.timeout_s = timeout_s
         self.error: BaseException | None = None
@@ -62,7 +73,7 @@ class LearnerThread(threading.Thread):
     def run(self) -> None:
         while not self._stopped.is_set():
             try:
-                tag, batch = self.inqueue.get(timeout=self.timeout_s)
+                (tag, batch), _ = self.minibatch_buffer.get()
             except queue.Empty:
                 continue
             try:

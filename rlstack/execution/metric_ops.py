@@ -60,7 +60,8 @@ class CollectMetrics:
         min_history: Accepted for 1.x's sake: episodes are smoothed over the config's
             ``metrics_smoothing_episodes``.
         timeout_seconds: Accepted for 1.x's sake.
-        keep_per_episode_custom_metrics: Accepted for 1.x's sake.
+        keep_per_episode_custom_metrics: Accepted for 1.x's sake: the config's key of that
+            name decides, as for every result the trainer builds.
         selected_workers: Accepted for 1.x's sake (episodes come from all workers).
         by_steps_trained: ``timesteps_total`` counts trained steps.
     """

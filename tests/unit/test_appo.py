@@ -2,8 +2,10 @@
 (V-trace of the target network's policy over the behaviour policy, ratio
 ``clip(mu / pi_target, 0, 2) * pi / mu`` in PPO's clipped surrogate; without V-trace the
 plain PPO surrogate on GAE advantages), torch and TF agreeing on one batch from the same
-weights (vtrace on and off, with the KL term), the target network and KL coefficient
-updates, and the config errors a user meets."""
+weights (vtrace on and off, with the KL term, with and without ``vtrace_drop_last_ts``),
+the target network and KL coefficient updates, ``_separate_vf_optimizer`` (two losses,
+two optimizers at their own rates; 1.x's separate-losses example trains), and the config
+errors a user meets."""
 
 from __future__ import annotations
 
@@ -119,10 +121,14 @@ def numpy_appo_loss(cfg, spec, current, target, batch) -> dict[str, float]:
         rewards, discounts = fold_truncation(_time_major(batch[B.REWARDS]).astype(np.float64), discounts,
                                              _time_major(batch[B.TRUNCATEDS]),
                                              _time_major(batch[B.BOOTSTRAP_VALUE]).astype(np.float64), GAMMA)
-        vs, advantages = vtrace((target_logp - behaviour_logp)[:-1], discounts[:-1], rewards[:-1], values[:-1],
-                                values[-1], cfg["vtrace_clip_rho_threshold"], cfg["vtrace_clip_pg_rho_threshold"])
+        # vtrace_drop_last_ts: each fragment's last step only bootstraps; without it every
+        # step is learned on and the last one bootstraps from its own value.
+        steps = slice(None, -1) if cfg["vtrace_drop_last_ts"] else slice(None)
+        vs, advantages = vtrace((target_logp - behaviour_logp)[steps], discounts[steps], rewards[steps],
+                                values[steps], values[-1], cfg["vtrace_clip_rho_threshold"],
+                                cfg["vtrace_clip_pg_rho_threshold"])
         logp, behaviour_logp, target_logp, values, entropy, kl = (
-            x[:-1] for x in (logp, behaviour_logp, target_logp, values, entropy, kl))
+            x[steps] for x in (logp, behaviour_logp, target_logp, values, entropy, kl))
         is_ratio = np.clip(np.exp(behaviour_logp - target_logp), 0.0, 2.0)
         ratio = is_ratio * np.exp(logp - behaviour_logp)
         value_targets = vs
@@ -155,6 +161,7 @@ def _loss_stats(policy, batch) -> dict[str, float]:
 
 
 SETTINGS = [pytest.param({"vtrace": True}, id="vtrace"),
+            pytest.param({"vtrace": True, "vtrace_drop_last_ts": False}, id="vtrace-keep-last"),
             pytest.param({"vtrace": True, "use_kl_loss": True}, id="vtrace-kl"),
             pytest.param({"vtrace": False}, id="gae"),
             pytest.param({"vtrace": False, "use_kl_loss": True}, id="gae-kl")]
@@ -247,13 +254,17 @@ def test_defaults_are_1_13s():
                 "replay_proportion": 0.0, "learner_queue_size": 16, "learner_queue_timeout": 300,
                 "max_sample_requests_in_flight_per_worker": 2, "broadcast_interval": 1, "grad_clip": 40.0,
                 "opt_type": "adam", "lr": 0.0005, "vf_loss_coeff": 0.5, "entropy_coeff": 0.01,
-                "min_time_s_per_reporting": 10, "target_update_frequency": 1}
+                "min_time_s_per_reporting": 10, "target_update_frequency": 1, "vtrace_drop_last_ts": True,
+                "_separate_vf_optimizer": False, "_lr_vf": 0.0005}
     assert {key: DEFAULT_CONFIG[key] for key in expected} == expected
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"replay_proportion": 0.5}, "replay_proportion=0.5 is not implemented in rlstack's APPO"),
-    ({"minibatch_buffer_size": 4}, "minibatch_buffer_size=4 is not implemented in rlstack's APPO"),
+    ({"num_aggregation_workers": 2}, "num_aggregation_workers=2 is not implemented in rlstack's APPO"),
+    ({"minibatch_buffer_size": 0}, "minibatch_buffer_size must be an integer >= 1"),
+    ({"vtrace_drop_last_ts": 0}, "vtrace_drop_last_ts must be True or False"),
+    ({"_separate_vf_optimizer": True, "model": {"vf_share_layers": True}}, "set model: {vf_share_layers: False}"),
     ({"use_critic": False}, "use_critic=False is not implemented"),
     ({"target_update_frequency": 0}, "target_update_frequency must be an integer >= 1"),
     ({"clip_param": 0.0}, "clip_param must be > 0"),
@@ -285,3 +296,101 @@ def test_1_13_import_paths():
     assert from_ppo_package is from_ppo_module is APPOTrainer is rlstack.APPOTrainer
     assert folder_config is DEFAULT_CONFIG
     assert rlstack.get_trainer_class("APPO") is APPOTrainer
+
+
+# ----- _separate_vf_optimizer (1.x's cartpole-appo-vtrace-separate-losses.yaml) -------------------------
+
+VALUE_LAYERS = ("vf_fc_0", "value_out")
+
+
+@pytest.mark.parametrize("settings", [pytest.param({"vtrace": True}, id="vtrace"),
+                                      pytest.param({"vtrace": False, "use_kl_loss": True}, id="gae-kl")])
+def test_separate_vf_optimizer_returns_the_policy_and_the_value_loss(framework, settings):
+    """1.13's APPO with _separate_vf_optimizer: the first loss is the surrogate minus the
+    entropy bonus (plus the KL term), the second the value loss alone, vf_loss_coeff unused."""
+    policy = _policy(framework, _separate_vf_optimizer=True, vf_loss_coeff=0.01, **settings)
+    current, target = _weights(policy, 1), _weights(policy, 2)
+    _set_target_and_current(policy, target, current)
+    batch = _batch(seed=3)
+    expected = numpy_appo_loss({**policy.config, "vf_loss_coeff": 0.0}, policy.model_spec(), current, target, batch)
+    if policy.framework == "torch":
+        import torch
+
+        losses, stats = policy.loss({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items()})
+    else:
+        import tensorflow as tf
+
+        losses, stats = policy.loss({k: tf.convert_to_tensor(v) for k, v in batch.items()})
+    first, second, reported = (float(np.asarray(x.detach() if hasattr(x, "detach") else x))
+                               for x in (*losses, stats["total_loss"]))
+    assert first == pytest.approx(expected["total_loss"], rel=2e-5)
+    assert second == pytest.approx(expected["vf_loss"], rel=2e-5)
+    assert reported == pytest.approx(first, rel=1e-6)
+
+
+def test_separate_vf_optimizer_steps_each_branch_at_its_own_rate():
+    """Two optimizers: the value layers' at _lr_vf, the rest at lr. Adam's first step
+    moves each weight by about its rate (m / sqrt(v) = sign(g)); torch and TF agree."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    rates = {"lr": 1e-3, "_lr_vf": 1e-2}
+    after = {}
+    for framework in ("torch", "tf"):
+        policy = _policy(framework, _separate_vf_optimizer=True, **rates)
+        current = _weights(policy, 1)
+        _set_target_and_current(policy, _weights(policy, 2), current)
+        assert len(policy.optimizers) == 2
+        stats = policy.learn_on_batch(_batch(seed=4))
+        assert {"grad_gnorm", "grad_gnorm_1"} <= set(stats)
+        after[framework] = policy.get_weights()
+        for name, value in after[framework].items():
+            step = np.abs(np.asarray(value) - current[name])
+            rate = rates["_lr_vf"] if name.split("/")[0] in VALUE_LAYERS else rates["lr"]
+            assert np.median(step) == pytest.approx(rate, rel=0.05), (framework, name)
+    for name in after["torch"]:
+        np.testing.assert_allclose(after["torch"][name], after["tf"][name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("framework_name", ["tf", "torch"])
+def test_the_1x_separate_losses_config_trains(framework_name):
+    """1.x's cartpole-appo-vtrace-separate-losses.yaml settings (two optimizers, every step
+    of a fragment learned on, _tf_policy_handles_more_than_one_loss) build and train."""
+    pytest.importorskip("tensorflow" if framework_name == "tf" else "torch")
+    trainer = APPOTrainer({
+        "framework": framework_name, "_tf_policy_handles_more_than_one_loss": True,
+        "_separate_vf_optimizer": True, "_lr_vf": 0.00075, "vtrace": True, "vtrace_drop_last_ts": False,
+        "num_sgd_iter": 6, "vf_loss_coeff": 0.01, "observation_filter": "MeanStdFilter",
+        "model": {"fcnet_hiddens": [32], "fcnet_activation": "linear", "vf_share_layers": False},
+        "num_workers": 0, "rollout_fragment_length": 10, "train_batch_size": 20,
+        "min_time_s_per_reporting": 0, "min_sample_timesteps_per_reporting": 20,
+    }, "CartPole-v1")
+    try:
+        before = trainer.get_policy().get_weights()
+        for _ in range(2):
+            result = trainer.train()
+        stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+        assert {"grad_gnorm", "grad_gnorm_1", "vf_loss", "total_loss"} <= set(stats)
+        assert result["num_target_updates"] == 2
+        after = trainer.get_policy().get_weights()
+        assert not np.allclose(after["value_out/kernel"], before["value_out/kernel"])
+        assert not np.allclose(after["logits/kernel"], before["logits/kernel"])
+    finally:
+        trainer.stop()
+
+
+def test_1x_appo_tuned_examples_keep_their_settings():
+    from pathlib import Path
+
+    from rlstack.experiments import _experiment_config, _first_values, load_experiments
+
+    experiments = load_experiments(str(Path(__file__).resolve().parents[1] / "fixtures" / "tuned_1x" / "appo.yaml"))
+
+    def merged(name):
+        return APPOTrainer.merge_and_validate(_first_values(_experiment_config(experiments[name], None)))
+
+    assert merged("cartpole-appo-vtrace")["vtrace_drop_last_ts"] is False
+    separate = merged("cartpole-appo-vtrace-separate-losses")
+    assert (separate["_separate_vf_optimizer"], separate["_lr_vf"]) == (True, 0.00075)
+    assert "_tf_policy_handles_more_than_one_loss" not in separate  # accepted, and the learners need no switch
+    pendulum = merged("pendulum-appo-vtrace")
+    assert (pendulum["minibatch_buffer_size"], pendulum["num_sgd_iter"]) == (16, 10)

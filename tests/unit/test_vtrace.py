@@ -19,6 +19,9 @@ Covered here:
   and each against a float64 numpy reference built from the numpy ``vtrace`` and the
   policy's own forward pass, on env-major fragments with a termination, a truncation
   and behaviour log-probs that put rhos on both sides of the clip;
+* ``vtrace_drop_last_ts`` True (the default: each fragment's last step only bootstraps)
+  and False (1.x's tuned examples: every step learned on): the loss against the
+  reference in each framework, and on-policy value targets worked out as n-step returns;
 * one ``learn_on_batch`` with Adam and with the paper's RMSProp (grad clip 40): torch
   and TF reach the same weights, and ``get_state`` / ``set_state`` carry the optimizer
   state (a restored policy repeats the next step exactly);
@@ -360,8 +363,10 @@ def _time_major(x):
 
 def numpy_impala_loss(policy, batch):
     """IMPALA's loss in float64 from the numpy ``vtrace`` and ``policy``'s forward pass:
-    V-trace over steps 0..T-2 of each fragment, bootstrapped from V(x_{T-1})."""
+    V-trace over steps 0..T-2 of each fragment (``vtrace_drop_last_ts``, the default) or
+    0..T-1, bootstrapped from V(x_{T-1})."""
     cfg = policy.config
+    steps = slice(None, -1) if cfg["vtrace_drop_last_ts"] else slice(None)
     logits, values = _forward(policy, batch[B.OBS])
     log_probs = _log_softmax(logits)
     n = batch.count
@@ -373,15 +378,15 @@ def numpy_impala_loss(policy, batch):
     discounts = np.where(terminateds, 0.0, GAMMA)
     rewards, discounts = fold_truncation(_time_major(batch[B.REWARDS]).astype(np.float64), discounts, truncateds,
                                          _time_major(batch[B.BOOTSTRAP_VALUE]).astype(np.float64), GAMMA)
-    vs, pg_adv = vtrace(log_rhos[:-1], discounts[:-1], rewards[:-1], values[:-1], values[-1],
+    vs, pg_adv = vtrace(log_rhos[steps], discounts[steps], rewards[steps], values[steps], values[-1],
                         cfg["vtrace_clip_rho_threshold"], cfg["vtrace_clip_pg_rho_threshold"], 1.0)
-    valid = _time_major(batch[VALID])[:-1]  # padding rows (multi-agent fragments) count for nothing
-    pi_loss = -np.sum(logp[:-1] * pg_adv * valid)
-    vf_loss = 0.5 * np.sum((values[:-1] - vs) ** 2 * valid)
-    entropy_sum = np.sum(entropy[:-1] * valid)
+    valid = _time_major(batch[VALID])[steps]  # padding rows (multi-agent fragments) count for nothing
+    pi_loss = -np.sum(logp[steps] * pg_adv * valid)
+    vf_loss = 0.5 * np.sum((values[steps] - vs) ** 2 * valid)
+    entropy_sum = np.sum(entropy[steps] * valid)
     total = pi_loss + cfg["vf_loss_coeff"] * vf_loss - cfg["entropy_coeff"] * entropy_sum
     return {"total_loss": total, "policy_loss": pi_loss, "vf_loss": vf_loss, "entropy": entropy_sum / valid.sum(),
-            "mean_rho": np.sum(np.exp(log_rhos[:-1]) * valid) / valid.sum(), "log_rhos": log_rhos}
+            "mean_rho": np.sum(np.exp(log_rhos[steps]) * valid) / valid.sum(), "log_rhos": log_rhos}
 
 
 LOSS_KEYS = ("total_loss", "policy_loss", "vf_loss", "entropy", "mean_rho")
@@ -441,6 +446,58 @@ def test_impala_loss_reference_is_sensitive_to_the_batch_details():
     assert abs(changed(B.ACTION_LOGP, slice(None), batch[B.ACTION_LOGP] + 0.3) - base) > 1e-3
     last_rows = changed(B.BOOTSTRAP_VALUE, slice(T_FRAG - 1, None, T_FRAG), 50.0)
     assert last_rows == pytest.approx(base, rel=1e-6)
+
+
+def test_impala_loss_with_and_without_drop_last_ts_matches_the_reference(framework):
+    """vtrace_drop_last_ts=False (1.x's cartpole-impala.yaml) learns on every step of a
+    fragment, the last bootstrapping from its own value; True (the default) leaves the
+    last step out. Both against the numpy reference, and the last step's reward matters
+    to the loss only without the drop."""
+    losses = {}
+    for drop_last in (True, False):
+        policy = _build(framework, vtrace_drop_last_ts=drop_last)
+        policy.set_weights(_perturb(_copy(policy.get_weights()), seed=1))
+        batch = _make_batch(policy, seed=2)
+        expected = numpy_impala_loss(policy, batch)
+        _, stats = policy.loss(as_tensors(framework, batch))
+        for key in LOSS_KEYS:
+            np.testing.assert_allclose(to_float(stats[key]), expected[key], rtol=1e-5, err_msg=f"{drop_last} {key}")
+        columns = {key: np.array(v, copy=True) for key, v in batch.items()}
+        columns[B.REWARDS][T_FRAG - 1 :: T_FRAG] += 5.0  # every fragment's last step
+        moved = to_float(policy.loss(as_tensors(framework, SampleBatch(columns)))[0])
+        losses[drop_last] = (expected["total_loss"], moved)
+    assert losses[True][1] == pytest.approx(losses[True][0], rel=1e-6)
+    assert abs(losses[False][1] - losses[False][0]) > 1e-2
+    assert abs(losses[False][0] - losses[True][0]) > 1e-3
+
+
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_on_policy_value_targets_by_hand_with_and_without_the_last_step(framework, drop_last):
+    """On-policy (all rhos 1) and without episode ends, V-trace's targets are n-step
+    returns to the fragment's end, bootstrapped from V(x_{T-1}): with the drop the steps
+    0..T-2, ``v_t = sum_{k=t}^{T-2} gamma^{k-t} r_k + gamma^{T-1-t} V(x_{T-1})``; without
+    it the steps 0..T-1, ``v_t = sum_{k=t}^{T-1} gamma^{k-t} r_k + gamma^{T-t} V(x_{T-1})``
+    (the last step's own target is ``r_{T-1} + gamma V(x_{T-1})``). The value loss is
+    ``0.5 sum (V(x_t) - v_t)^2`` over those steps."""
+    policy = _build(framework, vtrace_drop_last_ts=drop_last)
+    policy.set_weights(_perturb(_copy(policy.get_weights()), seed=1))
+    batch = _make_batch(policy, seed=2)
+    logits, values = _forward(policy, batch[B.OBS])
+    n = batch.count
+    batch[B.ACTION_LOGP] = _log_softmax(logits)[np.arange(n), batch[B.ACTIONS]].astype(np.float32)
+    batch[B.TERMINATEDS] = np.zeros(n, dtype=bool)
+    batch[B.TRUNCATEDS] = np.zeros(n, dtype=bool)
+    values, rewards = _time_major(values), _time_major(batch[B.REWARDS]).astype(np.float64)
+    num_steps = T_FRAG - 1 if drop_last else T_FRAG
+    vf_loss = 0.0
+    for seq in range(NUM_SEQ):
+        for t in range(num_steps):
+            target = sum(GAMMA ** (k - t) * rewards[k, seq] for k in range(t, num_steps))
+            target += GAMMA ** (num_steps - t) * values[-1, seq]
+            vf_loss += 0.5 * (values[t, seq] - target) ** 2
+    _, stats = policy.loss(as_tensors(framework, batch))
+    assert to_float(stats["vf_loss"]) == pytest.approx(vf_loss, rel=1e-5)
+    assert to_float(stats["mean_rho"]) == pytest.approx(1.0, rel=1e-5)
 
 
 def _agent_pieces(policy, seed):
@@ -570,6 +627,10 @@ def test_state_round_trip_carries_optimizer_state(framework, opt_type, extra):
 
 @pytest.mark.parametrize("overrides, key", [
     ({"vtrace": False}, "vtrace"),
+    ({"vtrace_drop_last_ts": "no"}, "vtrace_drop_last_ts"),
+    ({"minibatch_buffer_size": 0}, "minibatch_buffer_size"),
+    ({"_separate_vf_optimizer": True, "model": {"vf_share_layers": True}}, "vf_share_layers"),
+    ({"_separate_vf_optimizer": True, "model": {"custom_model": "mine"}}, "make_optimizers"),
     ({"opt_type": "sgd"}, "opt_type"),
     ({"rollout_fragment_length": 1}, "rollout_fragment_length"),
     ({"batch_mode": "complete_episodes"}, "batch_mode"),
@@ -593,3 +654,9 @@ def test_validate_config_accepts_defaults_and_rmsprop():
                                                "vtrace_clip_rho_threshold": 2.0})
     assert config["opt_type"] == "rmsprop"
     assert math.isclose(config["vtrace_clip_rho_threshold"], 2.0)
+    # 1.13's defaults; a one-step fragment is fine once its last step is learned on.
+    assert (DEFAULT_CONFIG["vtrace_drop_last_ts"], DEFAULT_CONFIG["minibatch_buffer_size"]) == (True, 1)
+    assert (DEFAULT_CONFIG["_separate_vf_optimizer"], DEFAULT_CONFIG["_lr_vf"]) == (False, 0.0005)
+    with pytest.raises(ConfigError, match="or set vtrace_drop_last_ts=False"):
+        IMPALATrainer.merge_and_validate({"rollout_fragment_length": 1})
+    assert IMPALATrainer.merge_and_validate({"rollout_fragment_length": 1, "vtrace_drop_last_ts": False})

@@ -47,9 +47,10 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         # Target KL divergence between the behaviour (or target) policy and the new one.
         "kl_target": 0.01,
         # The target network (the surrogate's pi_old with vtrace) is refreshed after this
-        # many learner steps (train batches learned on, num_sgd_iter passes each). 1.13 had
-        # no key: it refreshed after every training_step that had sampled, about every
-        # train batch, which is this default.
+        # many learner steps (a train batch's num_sgd_iter passes; with minibatch_buffer_size
+        # > 1, one pass over one held batch). 1.13 had no key: after a learner step it
+        # refreshed once more than num_sgd_iter * minibatch_buffer_size env steps had been
+        # sampled since the last refresh, with sampling under way about every step: this default.
         "target_update_frequency": 1,
         # Not implemented (kept so 1.13 configs load; replay_proportion 0 means no replay).
         "replay_buffer_num_slots": 100,
@@ -79,8 +80,7 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 ))
 
 # 1.13 keys rlstack's APPO does not implement, and the one value each must keep.
-_NOT_IMPLEMENTED = {"use_critic": True, "replay_proportion": 0.0, "minibatch_buffer_size": 1,
-                    "num_aggregation_workers": 0}
+_NOT_IMPLEMENTED = {"use_critic": True, "replay_proportion": 0.0, "num_aggregation_workers": 0}
 
 
 class APPOTrainer(IMPALATrainer):

@@ -48,7 +48,8 @@ class APPOTorchPolicy(ImpalaTorchPolicy):
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
         return postprocess_appo(batch, self.config)
 
-    def loss(self, train_batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def loss(self, train_batch: dict[str, torch.Tensor]
+             ) -> tuple[torch.Tensor | tuple[torch.Tensor, torch.Tensor], dict[str, torch.Tensor]]:
         cfg = self.config
         dist_inputs, values = self.model_outputs(train_batch)
         dist = self.action_dist(dist_inputs)
@@ -73,15 +74,16 @@ class APPOTorchPolicy(ImpalaTorchPolicy):
             # As IMPALA's: gamma_t = 0 at an episode end, a time-limit end adds gamma V(x_final).
             discounts = gamma * (~(terminateds | truncateds)).float()
             rewards = rewards + gamma * truncateds.float() * to_time_major(train_batch[SampleBatch.BOOTSTRAP_VALUE], T)
-            # V-trace of the target policy over the behaviour policy, steps 0..T-2,
-            # bootstrapping from the learner's V(x_{T-1}).
+            # V-trace of the target policy over the behaviour policy, steps 0..T-2
+            # (vtrace_drop_last_ts) or 0..T-1, bootstrapping from the learner's V(x_{T-1}).
+            steps = slice(None, -1) if cfg["vtrace_drop_last_ts"] else slice(None)
             vs, advantages = vtrace(
-                (target_logp - behaviour_logp)[:-1], discounts[:-1], rewards[:-1], values[:-1], values[-1],
+                (target_logp - behaviour_logp)[steps], discounts[steps], rewards[steps], values[steps], values[-1],
                 clip_rho_threshold=cfg["vtrace_clip_rho_threshold"],
                 clip_pg_rho_threshold=cfg["vtrace_clip_pg_rho_threshold"],
             )
             logp, behaviour_logp, target_logp, values, entropy, kl, valid = (
-                x[:-1] for x in (logp, behaviour_logp, target_logp, values, entropy, kl, valid))
+                x[steps] for x in (logp, behaviour_logp, target_logp, values, entropy, kl, valid))
             # ratio = pi / pi_target = (mu / pi_target) * (pi / mu), the first factor clipped.
             is_ratio = torch.clamp(torch.exp(behaviour_logp - target_logp), 0.0, IS_RATIO_MAX)
             ratio = is_ratio * torch.exp(logp - behaviour_logp)
@@ -102,7 +104,10 @@ class APPOTorchPolicy(ImpalaTorchPolicy):
         policy_loss = -mean(torch.min(pg_loss1, pg_loss2))
         vf_loss = 0.5 * mean((values - value_targets) ** 2)
         mean_entropy = mean(entropy)
-        total_loss = policy_loss + cfg["vf_loss_coeff"] * vf_loss - self.entropy_coeff * mean_entropy
+        separate = cfg["_separate_vf_optimizer"]
+        # With _separate_vf_optimizer the value loss is a loss of its own (1.13's APPO).
+        total_loss = policy_loss - self.entropy_coeff * mean_entropy if separate else (
+            policy_loss + cfg["vf_loss_coeff"] * vf_loss - self.entropy_coeff * mean_entropy)
         if cfg["use_kl_loss"]:
             mean_kl = mean(kl)
             total_loss = total_loss + self.kl_coeff * mean_kl
@@ -114,7 +119,7 @@ class APPOTorchPolicy(ImpalaTorchPolicy):
             mean((value_targets - mean(value_targets)) ** 2).clamp(min=1e-8))
         stats.update(total_loss=total_loss, policy_loss=policy_loss, vf_loss=vf_loss, entropy=mean_entropy,
                      vf_explained_var=explained.detach())
-        return total_loss, stats
+        return ((total_loss, vf_loss) if separate else total_loss), stats
 
     def update_target(self, kl: float | None = None) -> None:
         """Copies the model's weights into the target network and, with ``use_kl_loss``,

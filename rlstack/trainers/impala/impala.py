@@ -5,11 +5,14 @@ Rollout workers sample without pause: each keeps ``max_sample_requests_in_flight
 (``ray.wait``, never a barrier). Fragments are grouped into train batches of at least
 ``train_batch_size`` steps and queued (``learner_queue_size``) for a learner thread,
 which corrects for the workers' stale policies with V-trace. A worker gets the newest
-weights after every ``broadcast_interval`` of its batches.
+weights after every ``broadcast_interval`` of its batches. With ``minibatch_buffer_size``
+above 1 the learner keeps that many train batches and learns on each ``num_sgd_iter``
+times, one pass per learner step, in turn (1.13's minibatch buffer).
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 from typing import Any
 
@@ -17,6 +20,7 @@ import numpy as np
 import ray
 
 from rlstack.errors import ConfigError
+from rlstack.execution.buffers.minibatch_buffer import MinibatchBuffer
 from rlstack.execution.learner_thread import LearnerThread
 from rlstack.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
 from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
@@ -41,6 +45,10 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "vtrace_clip_rho_threshold": 1.0,
         # pg_rho_bar: clip of the importance ratios in the policy-gradient advantages (None: no clip).
         "vtrace_clip_pg_rho_threshold": 1.0,
+        # True: each fragment's last step only bootstraps (V-trace and the loss over its first
+        # T - 1 steps, from the learner's V of the last step). False: every step is learned on,
+        # and the last one bootstraps from its own V (1.13 had no V of the next observation).
+        "vtrace_drop_last_ts": True,
         # Passes of SGD over each train batch (one gradient step per pass).
         "num_sgd_iter": 1,
         # Train batches waiting for the learner thread, at most.
@@ -70,10 +78,18 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "replay_proportion": 0.0,
         # Not implemented (must stay 0): slots of that replay.
         "replay_buffer_num_slots": 0,
-        # Not implemented (must stay 1): 1.13's reuse of each train batch in minibatches.
+        # Train batches the learner holds at once, each learned on num_sgd_iter times in turn
+        # with the others, one pass per learner step (with num_sgd_iter > 1 only; 1: each batch's
+        # passes in one learner step).
         "minibatch_buffer_size": 1,
         # Not implemented (must stay 0): 1.13's tree-aggregation actors.
         "num_aggregation_workers": 0,
+        # Two optimizers: one for the policy loss (minus the entropy bonus), one for the value
+        # loss alone (vf_loss_coeff unused), at _lr_vf. Needs the built-in model with
+        # vf_share_layers False (each layer in one optimizer).
+        "_separate_vf_optimizer": False,
+        # The value optimizer's learning rate (constant) with _separate_vf_optimizer.
+        "_lr_vf": 0.0005,
         # 1.13's hook after each learner step: a factory called once as f(workers, config),
         # whose result is called with each step's learner info ({policy_id: {"learner_stats":
         # ...}}); None: nothing.
@@ -91,7 +107,7 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
 ))
 
 _NOT_IMPLEMENTED = {"vtrace": True, "replay_proportion": 0.0, "replay_buffer_num_slots": 0,
-                    "minibatch_buffer_size": 1, "num_aggregation_workers": 0}
+                    "num_aggregation_workers": 0}
 
 
 class IMPALATrainer(Trainer):
@@ -111,21 +127,34 @@ class IMPALATrainer(Trainer):
             if config[key] != allowed:
                 raise ConfigError(f"{key}={config[key]!r} is not implemented in rlstack's {cls._name}; remove it "
                                   f"(or set {key}={allowed!r}).")
-        for key in ("num_sgd_iter", "learner_queue_size", "max_sample_requests_in_flight_per_worker",
-                    "broadcast_interval"):
+        for key in ("num_sgd_iter", "minibatch_buffer_size", "learner_queue_size",
+                    "max_sample_requests_in_flight_per_worker", "broadcast_interval"):
             value = config[key]
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{key} must be an integer >= 1, got {value!r}.")
         if config["opt_type"] not in ("adam", "rmsprop"):
             raise ConfigError(f"opt_type={config['opt_type']!r} is not allowed; use 'adam' or 'rmsprop'.")
-        if config["rollout_fragment_length"] < 2:
+        for key in ("vtrace_drop_last_ts", "_separate_vf_optimizer"):
+            if not isinstance(config[key], bool):
+                raise ConfigError(f"{key} must be True or False, got {config[key]!r}.")
+        if config["vtrace_drop_last_ts"] and config["rollout_fragment_length"] < 2:
             raise ConfigError(f"rollout_fragment_length must be >= 2 for {cls._name} (V-trace bootstraps each fragment "
-                              f"from its last step), got {config['rollout_fragment_length']}.")
+                              f"from its last step), got {config['rollout_fragment_length']}; or set "
+                              "vtrace_drop_last_ts=False.")
+        if config["_separate_vf_optimizer"]:
+            model = config.get("model") or {}
+            if model.get("vf_share_layers"):
+                raise ConfigError("_separate_vf_optimizer=True needs separate policy and value layers; set "
+                                  "model: {vf_share_layers: False} (each layer is trained by one optimizer).")
+            if model.get("custom_model") or model.get("use_lstm") or model.get("use_attention"):
+                raise ConfigError("_separate_vf_optimizer=True works with the built-in feed-forward model, whose "
+                                  "value layers are known; for a custom or recurrent model, subclass the policy and "
+                                  "return both optimizers from make_optimizers().")
         if config["batch_mode"] != "truncate_episodes":
             raise ConfigError(f"batch_mode={config['batch_mode']!r}: {cls._name} learns on fixed-length fragments and "
                               "needs batch_mode='truncate_episodes'.")
         for key in ("vtrace_clip_rho_threshold", "vtrace_clip_pg_rho_threshold", "vf_loss_coeff", "entropy_coeff",
-                    "decay", "momentum", "epsilon", "learner_queue_timeout"):
+                    "decay", "momentum", "epsilon", "learner_queue_timeout", "_lr_vf"):
             value = config[key]
             if value is None and key.startswith("vtrace_clip"):
                 continue  # no clipping
@@ -152,10 +181,19 @@ class IMPALATrainer(Trainer):
         self._after_train_step = (cfg["after_train_step"](self.workers, cfg) if cfg["after_train_step"] is not None
                                   else None)
         self.learner: LearnerThread | None = None
+        # With a buffer of several batches each learner step is one pass over one batch, and
+        # each batch comes back num_sgd_iter times; with one, a step makes all its passes.
+        buffer_size = cfg["minibatch_buffer_size"] if cfg["num_sgd_iter"] > 1 else 1
+        self._steps_per_batch = cfg["num_sgd_iter"] if buffer_size > 1 else 1
         if self.workers.num_remote_workers == 0:
+            self._sync_queue: queue.Queue = queue.Queue()
+            self._sync_buffer = MinibatchBuffer(self._sync_queue, buffer_size, timeout=0,
+                                                num_passes=self._steps_per_batch,
+                                                init_num_passes=self._steps_per_batch)
             return
         self.learner = LearnerThread(self.learner_policy, cfg["learner_queue_size"], learn=self._learn,
-                                     get_weights=self.workers.local_worker().get_weights)
+                                     get_weights=self.workers.local_worker().get_weights,
+                                     minibatch_buffer_size=buffer_size, num_sgd_iter=self._steps_per_batch)
         self.learner.start()
         # A recreated worker starts from the learner's consistent copy of the weights.
         self.workers.restore_weights = self.learner.weights_ref
@@ -216,11 +254,17 @@ class IMPALATrainer(Trainer):
         return self.last_learner_info()
 
     def _learn(self, batch: SampleBatch | MultiAgentBatch) -> dict[str, Any]:
-        # One train batch: {policy_id: {"learner_stats": ...}} for each policy that learned.
+        # One learner step on a train batch: {policy_id: {"learner_stats": ...}} for each
+        # policy that learned; one pass of SGD when the batch comes back for more.
         fragment_length = self.config["rollout_fragment_length"]
-        return self.learn_per_policy(
-            batch, lambda policy, rows: policy.learn_on_batch(
-                rows if isinstance(batch, SampleBatch) else fixed_length_fragments(rows, fragment_length)))
+
+        def learn(policy: Any, rows: SampleBatch) -> dict[str, Any]:
+            if not isinstance(batch, SampleBatch):
+                rows = fixed_length_fragments(rows, fragment_length)
+            with policy.plan_override(0, 1) if self._steps_per_batch > 1 else contextlib.nullcontext():
+                return policy.learn_on_batch(rows)
+
+        return self.learn_per_policy(batch, learn)
 
     def _enqueue_train_batches(self) -> None:
         cfg = self.config
@@ -257,11 +301,19 @@ class IMPALATrainer(Trainer):
                 batches.append(self.workers.local_worker().sample())
         batch = concat_samples(batches)
         self.count_sampled(batch)
-        with self._timers["learn"]:
-            self._last_learner_stats = self._learn(batch)
-        self.count_trained(batch)
-        if self._after_train_step is not None:
-            self._after_train_step(self._last_learner_stats)
+        self._sync_queue.put(batch)
+        # Every learner step the buffer allows before it needs the next batch: one with a
+        # buffer of one batch; with more, each held batch's next pass in turn.
+        while True:
+            try:
+                rows, _ = self._sync_buffer.get()
+            except queue.Empty:
+                break
+            with self._timers["learn"]:
+                self._last_learner_stats = self._learn(rows)
+            self.count_trained(rows)
+            if self._after_train_step is not None:
+                self._after_train_step(self._last_learner_stats)
         self._policy_lags.append(0)
         with self._timers["synch_weights"]:
             self.sync_learned_weights(self._last_learner_stats)

@@ -6,6 +6,7 @@ from rlstack.models.tf.framework import tf
 from rlstack.policies.tf_policy import Adam, RMSProp, TFPolicy
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.impala.fragments import VALID, with_valid_column
+from rlstack.trainers.impala.separate_vf import value_layer_names
 from rlstack.trainers.impala.vtrace_tf import vtrace
 
 
@@ -38,7 +39,20 @@ class ImpalaTFPolicy(TFPolicy):
             return RMSProp(variables, lr, decay=cfg["decay"], momentum=cfg["momentum"], eps=cfg["epsilon"])
         return super().make_optimizer(variables, lr)
 
-    def loss(self, train_batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+    def make_optimizers(self) -> list[Adam | RMSProp]:
+        """One optimizer, or with ``_separate_vf_optimizer`` the policy layers' (at ``lr``)
+        and the value layers' (at ``_lr_vf``), in the order of :meth:`loss`'s losses."""
+        if not self.config["_separate_vf_optimizer"]:
+            return super().make_optimizers()
+        value_layers = value_layer_names(self)
+        named = sorted(self.model.weight_vars.items())  # canonical names: "<layer>/kernel", "log_std"
+        value_vars = [var for name, var in named if name.split("/")[0] in value_layers]
+        policy_vars = [var for name, var in named if name.split("/")[0] not in value_layers]
+        return [self.make_optimizer(policy_vars, self.lr),
+                self.make_optimizer(value_vars, float(self.config["_lr_vf"]))]
+
+    def loss(self, train_batch: dict[str, tf.Tensor]
+             ) -> tuple[tf.Tensor | tuple[tf.Tensor, tf.Tensor], dict[str, tf.Tensor]]:
         cfg = self.config
         T = int(cfg["rollout_fragment_length"])
         gamma = float(cfg["gamma"])
@@ -57,21 +71,29 @@ class ImpalaTFPolicy(TFPolicy):
         rewards = rewards + gamma * tf.cast(truncateds, tf.float32) * to_time_major(
             train_batch[SampleBatch.BOOTSTRAP_VALUE], T)
 
-        # V-trace over steps 0..T-2, bootstrapping from the learner's V(x_{T-1}).
+        # V-trace over steps 0..T-2 (vtrace_drop_last_ts) or 0..T-1, bootstrapping from the
+        # learner's V(x_{T-1}).
+        steps = slice(None, -1) if cfg["vtrace_drop_last_ts"] else slice(None)
+        log_rhos = (target_logp - behaviour_logp)[steps]
         vs, pg_advantages = vtrace(
-            (target_logp - behaviour_logp)[:-1], discounts[:-1], rewards[:-1], values[:-1], values[-1],
+            log_rhos, discounts[steps], rewards[steps], values[steps], values[-1],
             clip_rho_threshold=cfg["vtrace_clip_rho_threshold"],
             clip_pg_rho_threshold=cfg["vtrace_clip_pg_rho_threshold"],
         )
         # Sums over the batch's real rows (valid: padding left out), as in the paper's
         # implementation and classic RLlib.
-        valid = to_time_major(train_batch[VALID], T)[:-1]
+        valid = to_time_major(train_batch[VALID], T)[steps]
         count = tf.maximum(tf.reduce_sum(valid), 1.0)
-        pi_loss = -tf.reduce_sum(target_logp[:-1] * pg_advantages * valid)
-        delta = values[:-1] - vs
+        pi_loss = -tf.reduce_sum(target_logp[steps] * pg_advantages * valid)
+        delta = values[steps] - vs
         vf_loss = 0.5 * tf.reduce_sum(tf.square(delta) * valid)
-        entropy_sum = tf.reduce_sum(entropy[:-1] * valid)
-        total_loss = pi_loss + cfg["vf_loss_coeff"] * vf_loss - self.entropy_coeff * entropy_sum
+        entropy_sum = tf.reduce_sum(entropy[steps] * valid)
+        if cfg["_separate_vf_optimizer"]:
+            # Two losses for two optimizers; total_loss reports the policy optimizer's.
+            total_loss = pi_loss - self.entropy_coeff * entropy_sum
+            losses: tf.Tensor | tuple[tf.Tensor, tf.Tensor] = (total_loss, vf_loss)
+        else:
+            total_loss = losses = pi_loss + cfg["vf_loss_coeff"] * vf_loss - self.entropy_coeff * entropy_sum
 
         def masked_var(x: tf.Tensor) -> tf.Tensor:
             mean = tf.reduce_sum(x * valid) / count
@@ -82,10 +104,10 @@ class ImpalaTFPolicy(TFPolicy):
             "policy_loss": pi_loss,
             "vf_loss": vf_loss,
             "entropy": entropy_sum / count,
-            "mean_rho": tf.reduce_sum(tf.exp(target_logp - behaviour_logp)[:-1] * valid) / count,
-            "vf_explained_var": 1.0 - masked_var(vs - values[:-1]) / tf.maximum(masked_var(vs), 1e-8),
+            "mean_rho": tf.reduce_sum(tf.exp(log_rhos) * valid) / count,
+            "vf_explained_var": 1.0 - masked_var(vs - values[steps]) / tf.maximum(masked_var(vs), 1e-8),
         }
-        return total_loss, stats
+        return losses, stats
 
     def after_learn(self, stats: dict[str, float]) -> dict[str, float]:
         return {"entropy_coeff": float(self.entropy_coeff.numpy())}
