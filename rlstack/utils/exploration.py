@@ -10,7 +10,19 @@ actions (DQN, ApeX):
 * ``{"type": "PerWorkerEpsilonGreedy", ...}`` (ApeX, Horgan et al. 2018): rollout worker
   ``i`` of ``N`` keeps a constant ``0.4 ** (1 + 7 * (i - 1) / (N - 1))`` (one worker:
   0.4); the driver's copy, which samples only with ``num_workers=0``, follows the
-  EpsilonGreedy schedule.
+  EpsilonGreedy schedule;
+* ``{"type": "SoftQ", "temperature": 1.0}``: actions sampled from
+  ``softmax(Q(s, .) / temperature)`` (Boltzmann exploration), the greedy action with
+  ``explore=False``; ``{"type": "StochasticSampling"}`` is SoftQ at temperature 1, as
+  classic RLlib's Categorical over the Q-values was;
+* ``{"type": "ParameterNoise", "initial_stddev": 1.0, "random_timesteps": 10000}``
+  (Plappert et al. 2018, https://arxiv.org/abs/1706.01905): the policy acts with a copy of
+  its network whose weights carry Gaussian noise, drawn afresh for each episode; the
+  noise's stddev grows by 1% when the KL divergence between the clean and the perturbed
+  network's ``softmax(Q)`` stayed below ``-log(1 - eps + eps / num_actions)`` and shrinks
+  by 1% otherwise, ``eps`` being the epsilon of an epsilon-greedy layer on top (1.0 for
+  the first ``random_timesteps + 1`` steps, then 0.01; ``sub_exploration`` may name
+  another EpsilonGreedy config). Learning and ``explore=False`` use the clean weights.
 
 For deterministic actors over Box actions (DDPG, TD3), which act in the normalized
 space [-1, 1] that ``Policy.unsquash_actions`` maps onto the bounds:
@@ -24,7 +36,10 @@ space [-1, 1] that ``Policy.unsquash_actions`` maps onto the bounds:
 * ``{"type": "OrnsteinUhlenbeckNoise", "ou_theta": 0.15, "ou_sigma": 0.2,
   "ou_base_scale": 0.1, ...same schedule keys...}`` (Lillicrap et al. 2016): temporally
   correlated noise ``x += theta * (0 - x) + sigma * N(0, 1)``, added as
-  ``scale * ou_base_scale * x * (high - low)``.
+  ``scale * ou_base_scale * x * (high - low)``;
+* ``{"type": "PerWorkerGaussianNoise"}`` / ``{"type": "PerWorkerOrnsteinUhlenbeckNoise"}``
+  (ApeX-DDPG): the same noise with a constant scale per rollout worker, ApeX's
+  per-worker epsilon above (0 for the driver's copy).
 
 The defaults are classic RLlib 1.13's. Since actions are normalized, ``stddev`` and
 the OU amplitude are fractions of the action range's half width, as in the TD3 paper's
@@ -48,7 +63,18 @@ EXPLORATION_DEFAULTS: dict[str, Any] = {
     "final_epsilon": 0.02,
     "epsilon_timesteps": 10000,
 }
-EXPLORATION_TYPES = ("EpsilonGreedy", "PerWorkerEpsilonGreedy")
+# Each Q-learning exploration type's keys with classic RLlib 1.13's defaults.
+Q_EXPLORATION_DEFAULTS: dict[str, dict[str, Any]] = {
+    "EpsilonGreedy": EXPLORATION_DEFAULTS,
+    "PerWorkerEpsilonGreedy": {**EXPLORATION_DEFAULTS, "type": "PerWorkerEpsilonGreedy"},
+    # 1.13's SoftQ rides on StochasticSampling, whose random_timesteps it accepts.
+    "SoftQ": {"type": "SoftQ", "temperature": 1.0, "random_timesteps": 0},
+    "StochasticSampling": {"type": "StochasticSampling", "random_timesteps": 0},
+    # sub_exploration None: EpsilonGreedy at 1.0 for random_timesteps + 1 steps, then 0.01.
+    "ParameterNoise": {"type": "ParameterNoise", "initial_stddev": 1.0, "random_timesteps": 10000,
+                       "sub_exploration": None},
+}
+EXPLORATION_TYPES = tuple(Q_EXPLORATION_DEFAULTS)
 
 # Each noise type's keys with classic RLlib 1.13's defaults (its class constructors').
 NOISE_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -81,14 +107,29 @@ NOISE_DEFAULTS: dict[str, dict[str, Any]] = {
         "final_scale": 0.02,
         "scale_timesteps": 10000,
     },
+    # ApeX-DDPG's 1.13 default: OrnsteinUhlenbeckNoise whose scale is the per-worker
+    # constant of PerWorkerGaussianNoise; initial_scale/final_scale/scale_timesteps are unused.
+    "PerWorkerOrnsteinUhlenbeckNoise": {
+        "type": "PerWorkerOrnsteinUhlenbeckNoise",
+        "random_timesteps": 1000,
+        "ou_theta": 0.15,
+        "ou_sigma": 0.2,
+        "ou_base_scale": 0.1,
+        "initial_scale": 1.0,
+        "final_scale": 0.02,
+        "scale_timesteps": 10000,
+    },
 }
 NOISE_TYPES = tuple(NOISE_DEFAULTS)
 
 # Why a type of another family does not fit, for the error messages.
 _FAMILY = {
-    **dict.fromkeys(EXPLORATION_TYPES, "picks random actions among Discrete ones (Q-learning: DQN, APEX)"),
+    "EpsilonGreedy": "picks random actions among Discrete ones (Q-learning: DQN, APEX)",
+    "PerWorkerEpsilonGreedy": "picks random actions among Discrete ones (Q-learning: APEX)",
+    "SoftQ": "samples Discrete actions from softmax(Q / temperature) (Q-learning: DQN, APEX)",
+    "ParameterNoise": "perturbs the network's weights; rlstack implements it for DQN and APEX only",
     **dict.fromkeys(NOISE_TYPES, "adds noise to the continuous actions of a deterministic actor (DDPG, TD3)"),
-    "StochasticSampling": "samples the policy's action distribution (policy-gradient algorithms and SAC)",
+    "StochasticSampling": "samples the policy's action distribution (policy-gradient algorithms, SAC, DQN)",
 }
 
 
@@ -112,7 +153,8 @@ def _check_type(exploration: dict[str, Any], allowed: tuple[str, ...], algorithm
 
 
 def validate_exploration_config(exploration: dict[str, Any], algorithm: str = "Q-learning") -> None:
-    """Checks an epsilon-greedy ``exploration_config``.
+    """Checks a Q-learning ``exploration_config`` (EpsilonGreedy, PerWorkerEpsilonGreedy,
+    SoftQ, StochasticSampling or ParameterNoise); keys left out take the type's defaults.
 
     Args:
         exploration: The merged ``exploration_config``.
@@ -121,24 +163,43 @@ def validate_exploration_config(exploration: dict[str, Any], algorithm: str = "Q
     Raises:
         ConfigError: Naming the key, the value and what is allowed.
     """
-    _check_type(exploration, EXPLORATION_TYPES, algorithm)
-    unknown = set(exploration) - set(EXPLORATION_DEFAULTS)
+    kind = _check_type(exploration, EXPLORATION_TYPES, algorithm)
+    valid = Q_EXPLORATION_DEFAULTS[kind]
+    unknown = set(exploration) - set(valid)
     if unknown:
         raise ConfigError(
-            f"Unknown exploration_config keys {sorted(unknown)}; valid: {', '.join(sorted(EXPLORATION_DEFAULTS))}."
+            f"Unknown exploration_config keys {sorted(unknown)} for type {kind}"
+            f"{did_you_mean(sorted(unknown)[0], valid) or '.'} Valid: {', '.join(sorted(valid))}."
         )
+    config = {**valid, **exploration}
     for key in ("initial_epsilon", "final_epsilon"):
-        value = exploration.get(key, EXPLORATION_DEFAULTS[key])
-        if not _number(value) or not 0.0 <= value <= 1.0:
-            raise ConfigError(f"exploration_config.{key} must be in [0, 1], got {value!r}.")
-    steps = exploration.get("epsilon_timesteps", EXPLORATION_DEFAULTS["epsilon_timesteps"])
-    if not _integer(steps) or steps < 0:
-        raise ConfigError(f"exploration_config.epsilon_timesteps must be an integer >= 0, got {steps!r}.")
+        if key in valid and (not _number(config[key]) or not 0.0 <= config[key] <= 1.0):
+            raise ConfigError(f"exploration_config.{key} must be in [0, 1], got {config[key]!r}.")
+    for key in ("epsilon_timesteps", "random_timesteps"):
+        if key in valid and (not _integer(config[key]) or config[key] < 0):
+            raise ConfigError(f"exploration_config.{key} must be an integer >= 0 (sampled steps), got {config[key]!r}.")
+    if kind == "SoftQ":
+        temperature = config["temperature"]
+        if not _number(temperature) or not np.isfinite(temperature) or temperature <= 0:
+            raise ConfigError(f"exploration_config.temperature must be a number > 0 (Q-values are divided by it "
+                              f"before the softmax), got {temperature!r}.")
+    if kind == "ParameterNoise":
+        stddev = config["initial_stddev"]
+        if not _number(stddev) or not np.isfinite(stddev) or stddev < 0:
+            raise ConfigError(f"exploration_config.initial_stddev must be a finite number >= 0 (the weight noise's "
+                              f"initial standard deviation), got {stddev!r}.")
+        sub = config["sub_exploration"]
+        if sub is not None:
+            if not isinstance(sub, dict) or sub.get("type") not in ("EpsilonGreedy", "PerWorkerEpsilonGreedy"):
+                raise ConfigError(f"exploration_config.sub_exploration must be null (1.13's step schedule) or an "
+                                  f"EpsilonGreedy config such as {{type: EpsilonGreedy, final_epsilon: 0.01}}, got "
+                                  f"{sub!r}.")
+            validate_exploration_config(sub, algorithm)
 
 
 def validate_noise_config(exploration: dict[str, Any], algorithm: str) -> None:
-    """Checks an action-noise ``exploration_config`` (GaussianNoise or
-    OrnsteinUhlenbeckNoise); keys left out take the type's defaults.
+    """Checks an action-noise ``exploration_config`` (GaussianNoise, OrnsteinUhlenbeckNoise
+    or their PerWorker forms); keys left out take the type's defaults.
 
     Args:
         exploration: The merged ``exploration_config``.
@@ -213,6 +274,167 @@ class EpsilonGreedy:
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores :meth:`get_state`."""
         self.rng.bit_generator.state = state
+
+
+class SoftQ:
+    """Samples actions from ``softmax(Q(s, .) / temperature)``; ``argmax_a Q(s, a)`` when
+    not exploring (classic RLlib 1.13's SoftQ: a Categorical over the Q-values divided by
+    the temperature). A low temperature approaches greedy acting, a high one uniform.
+
+    Args:
+        exploration_config: A SoftQ (or StochasticSampling: temperature 1)
+            ``exploration_config``.
+        seed: Seed of this copy's random generator.
+    """
+
+    def __init__(self, exploration_config: dict[str, Any], seed: int | None = None) -> None:
+        config = {**Q_EXPLORATION_DEFAULTS["SoftQ"], **exploration_config}
+        self.temperature = float(config["temperature"])
+        self.random_timesteps = int(config["random_timesteps"])
+        self.rng = np.random.default_rng(seed)
+
+    def probabilities(self, q_values: np.ndarray) -> np.ndarray:
+        """``softmax(Q / temperature)`` per row, ``float64 [B, num_actions]``."""
+        logits = np.asarray(q_values, dtype=np.float64) / self.temperature
+        logits -= logits.max(axis=1, keepdims=True)
+        weights = np.exp(logits)
+        return weights / weights.sum(axis=1, keepdims=True)
+
+    def choose(self, q_values: np.ndarray, timestep: int, explore: bool) -> np.ndarray:
+        """Actions ``int64 [B]`` for Q-values ``[B, num_actions]``."""
+        if not explore:
+            return np.argmax(q_values, axis=1)
+        batch, num_actions = q_values.shape
+        if timestep < self.random_timesteps:
+            return self.rng.integers(0, num_actions, size=batch)
+        # Inverse-CDF sampling, one uniform draw per row.
+        cdf = np.cumsum(self.probabilities(q_values), axis=1)
+        draws = self.rng.random((batch, 1)) * cdf[:, -1:]
+        return np.minimum((cdf <= draws).sum(axis=1), num_actions - 1).astype(np.int64)
+
+    def get_state(self) -> dict[str, Any]:
+        """The generator's state (JSON-able)."""
+        return self.rng.bit_generator.state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`get_state`."""
+        self.rng.bit_generator.state = state
+
+
+def perturbable(name: str, value: np.ndarray) -> bool:
+    """Whether ParameterNoise perturbs the weight ``name``: floating-point arrays, except
+    layer normalization's (1.13 left ``LayerNorm`` variables alone)."""
+    return np.issubdtype(np.asarray(value).dtype, np.floating) and "layernorm" not in name.lower()
+
+
+class ParameterNoise:
+    """Gaussian noise on a network's weights, drawn afresh for each episode, with an
+    adaptive standard deviation (Plappert et al. 2018, "Parameter Space Noise for
+    Exploration"); framework-free: it works on the policy's weights as numpy arrays and
+    the policy acts with a perturbed copy of its network.
+
+    The policy calls :meth:`perturb` with its clean weights when :attr:`needs_new_noise`
+    and loads the result into the acting copy; after each trajectory piece it calls
+    :meth:`adapt` with the distance between the clean and the perturbed network's action
+    distributions and :meth:`end_episode` when the piece ended an episode. Actions are
+    chosen by :attr:`sub_exploration` on the perturbed network's outputs.
+
+    Args:
+        exploration_config: A ParameterNoise ``exploration_config``.
+        sub_exploration: What picks the final action (an :class:`EpsilonGreedy` for
+            Q-learning); see :func:`make_q_exploration`.
+        seed: Seed of this copy's random generator.
+    """
+
+    # The stddev moves by this factor per adaptation (the paper's alpha).
+    ADAPTATION = 1.01
+
+    def __init__(self, exploration_config: dict[str, Any], sub_exploration: EpsilonGreedy,
+                 seed: int | None = None) -> None:
+        config = {**Q_EXPLORATION_DEFAULTS["ParameterNoise"], **exploration_config}
+        self.stddev = float(config["initial_stddev"])
+        self.random_timesteps = int(config["random_timesteps"])
+        self.sub_exploration = sub_exploration
+        self.rng = np.random.default_rng(seed)
+        # The current episode's noise by weight name (None: none drawn yet).
+        self.noise: dict[str, np.ndarray] | None = None
+        self.episode_ended = True
+
+    @property
+    def needs_new_noise(self) -> bool:
+        """Whether the next exploring action starts an episode (or is the first one)."""
+        return self.noise is None or self.episode_ended
+
+    def perturb(self, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Draws the new episode's noise ``N(0, stddev^2)`` per weight and returns
+        ``weights + noise`` (the weights themselves are not changed)."""
+        self.noise = {name: self.rng.normal(0.0, self.stddev, np.shape(value)).astype(np.asarray(value).dtype)
+                      for name, value in weights.items() if perturbable(name, value)}
+        self.episode_ended = False
+        return {name: np.asarray(value) + self.noise[name] if name in self.noise else value
+                for name, value in weights.items()}
+
+    def end_episode(self) -> None:
+        """An episode ended: the next exploring action draws new noise."""
+        self.episode_ended = True
+
+    def target_kl(self, timestep: int, num_actions: int) -> float:
+        """The KL divergence that epsilon-greedy acting at the sub-exploration's epsilon
+        would cause: ``-log(1 - eps + eps / num_actions)`` (the paper's section 3.2)."""
+        epsilon = self.sub_exploration.epsilon(timestep)
+        return float(-np.log(1.0 - epsilon + epsilon / num_actions))
+
+    def adapt(self, distance: float, target: float) -> None:
+        """Grows the stddev by 1% if ``distance <= target``, else shrinks it by 1%."""
+        if distance <= target:
+            self.stddev *= self.ADAPTATION
+        else:
+            self.stddev /= self.ADAPTATION
+
+    def choose(self, q_values: np.ndarray, timestep: int, explore: bool) -> np.ndarray:
+        """Actions ``int64 [B]`` for the (perturbed, when exploring) Q-values."""
+        return self.sub_exploration.choose(q_values, timestep, explore)
+
+    def epsilon(self, timestep: int) -> float:
+        """The sub-exploration's epsilon at ``timestep`` sampled steps."""
+        return self.sub_exploration.epsilon(timestep)
+
+    def get_state(self) -> dict[str, Any]:
+        """The stddev and the generators' states (JSON-able)."""
+        return {"cur_stddev": self.stddev, "rng": self.rng.bit_generator.state,
+                "sub_exploration": self.sub_exploration.get_state()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`get_state`."""
+        self.stddev = float(state["cur_stddev"])
+        self.rng.bit_generator.state = state["rng"]
+        self.sub_exploration.set_state(state["sub_exploration"])
+
+
+QExploration = EpsilonGreedy | SoftQ | ParameterNoise
+
+
+def make_q_exploration(exploration_config: dict[str, Any], worker_index: int, num_workers: int,
+                       seed: int | None = None) -> QExploration:
+    """The exploration object for a (validated) Q-learning ``exploration_config`` of the
+    policy copy on rollout worker ``worker_index`` of ``num_workers`` (0: the driver's)."""
+    kind = exploration_config["type"]
+    if kind in ("SoftQ", "StochasticSampling"):
+        return SoftQ(exploration_config, seed)
+    if kind != "ParameterNoise":
+        return EpsilonGreedy(exploration_config, worker_index, num_workers, seed)
+    config = {**Q_EXPLORATION_DEFAULTS["ParameterNoise"], **exploration_config}
+    sub_config = config["sub_exploration"]
+    # The sub-exploration draws from its own stream, so the weight noise does not shift it.
+    sub_seed = None if seed is None else seed + 1
+    if sub_config is not None:
+        sub = EpsilonGreedy(sub_config, worker_index, num_workers, sub_seed)
+    else:
+        sub = EpsilonGreedy({"type": "EpsilonGreedy"}, worker_index, num_workers, sub_seed)
+        # The paper's step function: random actions through random_timesteps, then 1%.
+        steps = int(config["random_timesteps"])
+        sub.schedule = PiecewiseSchedule([(0, 1.0), (steps + 1, 1.0), (steps + 2, 0.01)], "exploration_config")
+    return ParameterNoise(config, sub, seed)
 
 
 class GaussianNoise:
@@ -295,7 +517,7 @@ class OrnsteinUhlenbeckNoise(GaussianNoise):
 
     def __init__(self, exploration_config: dict[str, Any], action_dim: int, seed: int | None = None) -> None:
         super().__init__(exploration_config, action_dim, seed)
-        config = {**NOISE_DEFAULTS["OrnsteinUhlenbeckNoise"], **exploration_config}
+        config = {**NOISE_DEFAULTS[self._type()], **exploration_config}
         self.theta = float(config["ou_theta"])
         self.sigma = float(config["ou_sigma"])
         self.base_scale = float(config["ou_base_scale"])
@@ -342,13 +564,40 @@ class PerWorkerGaussianNoise(GaussianNoise):
         return self.constant_scale
 
 
+class PerWorkerOrnsteinUhlenbeckNoise(OrnsteinUhlenbeckNoise):
+    """OrnsteinUhlenbeckNoise with a constant scale per rollout worker (ApeX-DDPG's
+    default in classic RLlib 1.13): worker i of N adds
+    ``per_worker_epsilon(i, N) * ou_base_scale * x * (high - low)``, the same per-worker
+    scale as :class:`PerWorkerGaussianNoise`; the driver's copy (worker 0) adds none. The
+    random phase and the OU process (``ou_theta``, ``ou_sigma``) are
+    OrnsteinUhlenbeckNoise's.
+
+    Args:
+        exploration_config: A PerWorkerOrnsteinUhlenbeckNoise ``exploration_config``.
+        action_dim: Size of one (flattened) action.
+        seed: Seed of this copy's generator.
+        worker_index: 0 for the driver's copy, 1..N for rollout workers.
+        num_workers: Number of rollout workers.
+    """
+
+    def __init__(self, exploration_config: dict[str, Any], action_dim: int, seed: int | None = None,
+                 worker_index: int = 0, num_workers: int = 0) -> None:
+        super().__init__(exploration_config, action_dim, seed)
+        self.constant_scale = per_worker_epsilon(worker_index, num_workers) if worker_index > 0 else 0.0
+
+    def scale(self, timestep: int) -> float:
+        return self.constant_scale
+
+
 def make_action_noise(exploration_config: dict[str, Any], action_dim: int, seed: int | None = None,
                       worker_index: int = 0, num_workers: int = 0) -> GaussianNoise:
     """The noise object for a (validated) action-noise ``exploration_config`` of the policy
     copy on rollout worker ``worker_index`` of ``num_workers`` (0: the driver's)."""
     kind = exploration_config["type"]
-    if kind == "PerWorkerGaussianNoise":
-        return PerWorkerGaussianNoise(exploration_config, action_dim, seed, worker_index, num_workers)
+    per_worker = {"PerWorkerGaussianNoise": PerWorkerGaussianNoise,
+                  "PerWorkerOrnsteinUhlenbeckNoise": PerWorkerOrnsteinUhlenbeckNoise}
+    if kind in per_worker:
+        return per_worker[kind](exploration_config, action_dim, seed, worker_index, num_workers)
     kinds = {"GaussianNoise": GaussianNoise, "OrnsteinUhlenbeckNoise": OrnsteinUhlenbeckNoise}
     return kinds[kind](exploration_config, action_dim, seed)
 

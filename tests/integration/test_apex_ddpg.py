@@ -26,7 +26,7 @@ TINY = {
 
 def test_defaults_are_classic_apex_ddpg():
     config = APEX_DDPG_DEFAULT_CONFIG
-    assert config["exploration_config"]["type"] == "PerWorkerGaussianNoise"
+    assert config["exploration_config"]["type"] == "PerWorkerOrnsteinUhlenbeckNoise"
     assert (config["n_step"], config["num_workers"], config["train_batch_size"]) == (3, 32, 512)
     assert config["worker_side_prioritization"] and config["num_replay_buffer_shards"] == 4
 

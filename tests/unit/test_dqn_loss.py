@@ -505,7 +505,6 @@ def test_postprocess_worker_side_priorities(kind, double_q):
     ({"n_step": 0}, "n_step"),
     ({"training_intensity": -1}, "training_intensity"),
     ({"train_batch_size": 64, "buffer_size": 32}, "train_batch_size"),
-    ({"batch_mode": "complete_episodes"}, "batch_mode"),
     ({"exploration_config": {"type": "Bogus"}}, "exploration_config"),
 ], ids=lambda value: value if isinstance(value, str) else None)
 def test_validate_dqn_config_rejects(overrides, key):

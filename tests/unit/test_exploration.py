@@ -192,3 +192,37 @@ def test_per_worker_gaussian_noise_scales_are_apex_epsilons():
     driver = make_action_noise(config, 2, seed=0, worker_index=0, num_workers=n)
     actions = np.full((3, 2), 0.25, np.float32)
     np.testing.assert_array_equal(driver.apply(actions, 5000, explore=True), actions)
+
+
+def test_per_worker_ou_noise_scales_are_apex_epsilons():
+    config = {**NOISE_DEFAULTS["PerWorkerOrnsteinUhlenbeckNoise"], "random_timesteps": 0, "ou_base_scale": 1.0}
+    validate_noise_config(config, "APEX_DDPG")
+    n = 4
+    noises = [make_action_noise(config, 2, seed=i, worker_index=i, num_workers=n) for i in range(n + 1)]
+    assert all(isinstance(noise, OrnsteinUhlenbeckNoise) for noise in noises)
+    # The driver's copy adds nothing; worker i of N: 0.4 ** (1 + 7 (i - 1) / (N - 1)).
+    expected = [0.0] + [0.4 ** (1 + 7 * (i - 1) / (n - 1)) for i in range(1, n + 1)]
+    assert [noise.scale(t) for noise in noises for t in (0, 10**6)] == pytest.approx(
+        [scale for scale in expected for _ in range(2)])
+    # Worker 1's draws are its OU process times scale * ou_base_scale * (high - low).
+    worker = noises[1]
+    for _ in range(50):
+        step = worker.noise(3, 5000)
+        np.testing.assert_allclose(step, np.broadcast_to(0.4 * 1.0 * 2.0 * worker.ou_state, (3, 2)), rtol=1e-12)
+    actions = np.full((3, 2), 0.25, np.float32)
+    np.testing.assert_array_equal(noises[0].apply(actions, 5000, explore=True), actions)
+
+
+def test_apex_ddpg_defaults_to_1x_per_worker_ou_noise_and_takes_its_ou_keys():
+    from rlstack.trainers.ddpg.apex import APEX_DDPG_DEFAULT_CONFIG
+    from rlstack.trainers.ddpg.ddpg import validate_ddpg_config
+
+    assert APEX_DDPG_DEFAULT_CONFIG["exploration_config"] == {"type": "PerWorkerOrnsteinUhlenbeckNoise"}
+    # rllib/tuned_examples/ddpg/mountaincarcontinuous-apex-ddpg.yaml sets ou_base_scale alone.
+    config = merge_config(APEX_DDPG_DEFAULT_CONFIG, {"exploration_config": {"ou_base_scale": 1.0}}, "APEX_DDPG")
+    validate_ddpg_config(config, "APEX_DDPG")
+    noise = make_action_noise(config["exploration_config"], 1, seed=0, worker_index=2, num_workers=16)
+    assert (noise.base_scale, noise.theta, noise.sigma) == (1.0, 0.15, 0.2)
+    assert noise.scale(0) == pytest.approx(0.4 ** (1 + 7 / 15))
+    with pytest.raises(ConfigError, match="stddev"):
+        validate_noise_config({"type": "PerWorkerOrnsteinUhlenbeckNoise", "stddev": 0.1}, "APEX_DDPG")

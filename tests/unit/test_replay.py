@@ -567,13 +567,23 @@ def test_validate_exploration_config_accepts_valid():
     validate_exploration_config({"type": "EpsilonGreedy"})
     validate_exploration_config({**SCHEDULE, "type": "PerWorkerEpsilonGreedy"})
     validate_exploration_config({**SCHEDULE, "initial_epsilon": 0, "final_epsilon": 1, "epsilon_timesteps": 0})
+    validate_exploration_config({"type": "SoftQ", "temperature": 0.5})
+    validate_exploration_config({"type": "StochasticSampling"})
+    validate_exploration_config({"type": "ParameterNoise", "random_timesteps": 10000, "initial_stddev": 1.0})
+    validate_exploration_config({"type": "ParameterNoise", "sub_exploration": {"type": "EpsilonGreedy"}})
 
 
 @pytest.mark.parametrize(
     "config, named",
     [
-        ({"type": "SoftQ"}, "SoftQ"),
+        ({"type": "SoftQQ"}, "SoftQQ"),
         ({}, "type"),
+        ({"type": "SoftQ", "temperature": 0}, "temperature"),
+        ({"type": "SoftQ", "temprature": 0.5}, "did you mean 'temperature'"),
+        ({"type": "SoftQ", "initial_epsilon": 1.0}, "initial_epsilon"),  # another type's key
+        ({"type": "ParameterNoise", "initial_stddev": -1.0}, "initial_stddev"),
+        ({"type": "ParameterNoise", "random_timesteps": 1.5}, "random_timesteps"),
+        ({"type": "ParameterNoise", "sub_exploration": {"type": "SoftQ"}}, "sub_exploration"),
         ({**SCHEDULE, "epsilon_timestep": 100}, "epsilon_timestep"),
         ({**SCHEDULE, "initial_epsilon": 1.5}, "initial_epsilon"),
         ({**SCHEDULE, "final_epsilon": -0.1}, "final_epsilon"),

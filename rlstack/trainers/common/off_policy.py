@@ -119,9 +119,6 @@ def validate_replay_config(config: dict[str, Any], algorithm: str) -> None:
     if config["train_batch_size"] > config["buffer_size"]:
         raise ConfigError(f"train_batch_size ({config['train_batch_size']}) must be <= buffer_size "
                           f"({config['buffer_size']}): each gradient step replays that many rows.")
-    if config["batch_mode"] != "truncate_episodes":
-        raise ConfigError(f"batch_mode={config['batch_mode']!r}: {algorithm} learns from replayed steps and "
-                          "needs batch_mode='truncate_episodes'.")
 
 
 def beta_schedule(config: dict[str, Any]) -> PiecewiseSchedule:

@@ -1,8 +1,8 @@
 """ApexDDPGTrainer: Ape-X DDPG (Horgan et al. 2018), DDPG's actor and critics on the
 distributed prioritized replay of ``trainers/common/distributed_replay.py``.
 
-Many rollout workers act with the deterministic actor plus Gaussian noise of a constant,
-per-worker scale (``PerWorkerGaussianNoise``) and compute their rows' initial priorities
+Many rollout workers act with the deterministic actor plus Ornstein-Uhlenbeck noise of a
+constant, per-worker scale (``PerWorkerOrnsteinUhlenbeckNoise``, 1.13's default) and compute their rows' initial priorities
 (``worker_side_prioritization``); replay shards hold the rows and a learner thread on the
 driver trains DDPG's losses on replayed batches. Classic RLlib 1.13 kept it beside DDPG
 (``ray.rllib.agents.ddpg.apex``), and so does rlstack.
@@ -26,9 +26,10 @@ APEX_DDPG_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         **DISTRIBUTED_REPLAY_CONFIG,
     },
     {
-        # Worker i of N (from 1) adds noise of scale 0.4 ** (1 + 7 (i - 1) / (N - 1))
-        # (utils/exploration.py).
-        "exploration_config": {"type": "PerWorkerGaussianNoise"},
+        # Worker i of N (from 1) adds OU noise of scale 0.4 ** (1 + 7 (i - 1) / (N - 1)),
+        # times ou_base_scale (utils/exploration.py); PerWorkerGaussianNoise is the
+        # Gaussian form. The ou_* keys take OrnsteinUhlenbeckNoise's defaults.
+        "exploration_config": {"type": "PerWorkerOrnsteinUhlenbeckNoise"},
         "n_step": 3,
         "num_workers": 32,
         "buffer_size": 2000000,

@@ -63,7 +63,8 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         # Steps of the n-step TD target (computed on the rollout workers).
         "n_step": 1,
         # === Exploration ===
-        # Noise on the actor's actions: OrnsteinUhlenbeckNoise (here) or GaussianNoise, with
+        # Noise on the actor's actions: OrnsteinUhlenbeckNoise (here), GaussianNoise or their
+        # per-worker forms (PerWorkerOrnsteinUhlenbeckNoise, PerWorkerGaussianNoise), with
         # uniform random actions for the first random_timesteps sampled steps; keys and
         # meaning in rlstack/utils/exploration.py. Another type replaces these keys.
         "exploration_config": dict(NOISE_DEFAULTS["OrnsteinUhlenbeckNoise"]),

@@ -147,7 +147,7 @@ class DDPGPolicyMixin:
 
     def bind_worker(self, worker_index: int, num_workers: int) -> None:
         super().bind_worker(worker_index, num_workers)  # type: ignore[misc]
-        # PerWorkerGaussianNoise (ApeX-DDPG) scales its noise by the worker's index.
+        # The PerWorker noise types (ApeX-DDPG) scale their noise by the worker's index.
         self.exploration = make_exploration(self)  # type: ignore[arg-type]
 
     def model_spec(self) -> ActorCriticSpec:

@@ -2,9 +2,10 @@
 offered: double Q, dueling heads, n-step returns, prioritized replay, distributional
 Q-values (C51, ``num_atoms > 1``) and noisy heads (``noisy``).
 
-One ``training_step``: every worker samples one fragment (epsilon-greedy, n-step returns
-computed on the worker), the rows go into the replay buffer, and once
-``learning_starts`` steps were sampled the learner takes as many gradient steps on
+One ``training_step``: every worker samples one fragment (exploring per
+``exploration_config``, n-step returns computed on the worker; with
+``batch_mode="complete_episodes"`` whole episodes only), the rows go into the replay
+buffer, and once ``learning_starts`` steps were sampled the learner takes as many gradient steps on
 replayed batches as ``training_intensity`` asks for, updates the replayed rows'
 priorities, refreshes the target network every ``target_network_update_freq`` sampled
 steps and sends the weights back to the workers.
@@ -12,6 +13,7 @@ steps and sends the weights back to the workers.
 
 from __future__ import annotations
 
+import logging
 import numbers
 from typing import Any
 
@@ -19,7 +21,9 @@ from rlstack.errors import ConfigError
 from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config
 from rlstack.trainers.common.off_policy import REPLAY_CONFIG, OffPolicyTrainer, validate_replay_config
-from rlstack.utils.exploration import EXPLORATION_DEFAULTS, EpsilonGreedy, validate_exploration_config
+from rlstack.utils.exploration import EXPLORATION_DEFAULTS, EpsilonGreedy, ParameterNoise, validate_exploration_config
+
+logger = logging.getLogger(__name__)
 
 # Classic RLlib 1.x DQN defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
@@ -49,6 +53,10 @@ DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         # Double Q-learning: the online network picks the next action, the target rates it.
         "double_q": True,
         # === Exploration ===
+        # EpsilonGreedy (here), PerWorkerEpsilonGreedy, SoftQ ({type: SoftQ, temperature:
+        # 1.0}: actions from softmax(Q / temperature)) or ParameterNoise (noise on the
+        # Q-network's weights per episode); keys and meaning in rlstack/utils/exploration.py.
+        # Another type replaces these keys.
         "exploration_config": dict(EXPLORATION_DEFAULTS),
         # === Replay buffer, replay ratio, n-step and target network ===
         # (keys and comments: trainers/common/off_policy.py's REPLAY_CONFIG, 1.x DQN's defaults)
@@ -97,6 +105,15 @@ def validate_dqn_config(config: dict[str, Any], algorithm: str = "DQN") -> None:
     validate_replay_config(config, algorithm)
     _check_rainbow_keys(config, algorithm)
     validate_exploration_config(config["exploration_config"], algorithm)
+    if config["exploration_config"]["type"] == "ParameterNoise":
+        if config["noisy"]:
+            raise ConfigError(f"exploration_config type ParameterNoise and noisy=True both perturb the Q-network for "
+                              f"{algorithm}; use one: set noisy=False, or another exploration_config type.")
+        if config["batch_mode"] != "complete_episodes":
+            # As 1.13: the noise is drawn per episode, and its stddev adapts on whole ones.
+            logger.warning("exploration_config type ParameterNoise needs batch_mode='complete_episodes' for %s; "
+                           "setting batch_mode='complete_episodes'.", algorithm)
+            config["batch_mode"] = "complete_episodes"
     value = config["target_network_update_freq"]
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
         raise ConfigError(f"target_network_update_freq must be an integer >= 1 for {algorithm} (sampled steps "
@@ -136,6 +153,6 @@ class DQNTrainer(OffPolicyTrainer):
         # The first policy's epsilon; in a multi-agent run it may be another algorithm's
         # policy (1.13's two-trainer example), which has none.
         exploration = getattr(self.learner_policy, "exploration", None)
-        if isinstance(exploration, EpsilonGreedy):
+        if isinstance(exploration, (EpsilonGreedy, ParameterNoise)):
             results["cur_epsilon"] = exploration.epsilon(self._counters["num_env_steps_sampled"])
         return results

@@ -1,9 +1,14 @@
-"""What the DQN family's numpy, torch and TF policies share: epsilon-greedy acting on
-Q-values, n-step postprocessing with worker-side priorities, the Rainbow model checks,
-and the numpy acting policy that rollout workers use (no framework import)."""
+"""What the DQN family's numpy, torch and TF policies share: acting on Q-values as
+``exploration_config`` says (epsilon-greedy, SoftQ, or a perturbed network's Q-values
+for ParameterNoise), n-step postprocessing with worker-side priorities, the Rainbow model
+checks, and the numpy acting policy that rollout workers use (no framework import).
+
+A policy supplies ``q_values(obs, noise)`` and, for ParameterNoise, a perturbed copy of
+its network: ``load_perturbed_weights(weights)`` and ``perturbed_q_values(obs)``."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +23,7 @@ from rlstack.policies.numpy_policy import NumpyPolicy, PostprocessFn
 from rlstack.policies.policy import Policy
 from rlstack.policies.postprocessing import postprocess_n_step
 from rlstack.sample_batch import SampleBatch
-from rlstack.utils.exploration import EpsilonGreedy
+from rlstack.utils.exploration import ParameterNoise, QExploration, make_q_exploration
 
 QValuesFn = Callable[[np.ndarray], np.ndarray]
 # Observations -> the Q-network's heads [B, num_actions, num_atoms] (C51 logits).
@@ -74,23 +79,59 @@ def check_rainbow_model(policy: Policy) -> None:
         )
 
 
-def make_exploration(policy: Policy) -> EpsilonGreedy:
-    """Epsilon-greedy exploration for ``policy`` as placed (worker index, worker count)."""
-    return EpsilonGreedy(policy.config["exploration_config"], policy.worker_index, policy.num_workers,
-                         seed=policy.sampling_seed)
+def make_exploration(policy: Policy) -> QExploration:
+    """The ``exploration_config`` exploration of ``policy`` as placed (worker index,
+    worker count), seeded with its per-worker sampling seed."""
+    return make_q_exploration(policy.config["exploration_config"], policy.worker_index, policy.num_workers,
+                              seed=policy.sampling_seed)
 
 
-def act_on_q_values(policy: Policy, exploration: EpsilonGreedy, q_fn: Callable[[bool], np.ndarray],
+def act_on_q_values(policy: Policy, obs_batch: np.ndarray,
                     explore: bool | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Epsilon-greedy actions and the ``q_values`` extra column.
+    """The actions ``policy.exploration`` picks and the ``q_values`` extra column (the
+    Q-values acted on).
 
-    ``q_fn(noise)`` gives the Q-values; noisy networks act with fresh noise when
-    exploring and with their mean weights when not (greedy evaluation is deterministic).
+    Noisy networks act with fresh noise when exploring and with their mean weights when
+    not (greedy evaluation is deterministic). With ParameterNoise an exploring policy acts
+    on its perturbed copy, whose weights are the clean ones plus the noise drawn at the
+    episode's first action; ``explore=False`` acts on the clean network.
     """
     explore = policy.config.get("explore", True) if explore is None else bool(explore)
-    q_values = q_fn(explore)
+    exploration = policy.exploration
+    if explore and isinstance(exploration, ParameterNoise):
+        if exploration.needs_new_noise:
+            policy.load_perturbed_weights(exploration.perturb(policy.get_weights()))  # type: ignore[attr-defined]
+        q_values = policy.perturbed_q_values(obs_batch)  # type: ignore[attr-defined]
+    else:
+        q_values = policy.q_values(obs_batch, explore)  # type: ignore[attr-defined]
     actions = exploration.choose(q_values, policy.global_timestep, explore)
-    return actions, {"q_values": q_values.astype(np.float32, copy=False)}
+    return actions, {"q_values": np.asarray(q_values, dtype=np.float32)}
+
+
+def _softmax(q_values: np.ndarray) -> np.ndarray:
+    return np.exp(_log_softmax(np.asarray(q_values, dtype=np.float64)))
+
+
+def adapt_parameter_noise(policy: Policy, batch: SampleBatch) -> None:
+    """ParameterNoise's stddev adaptation after a trajectory piece (Plappert et al. 2018,
+    section 3.2): the KL divergence ``KL(softmax(Q_clean) || softmax(Q_perturbed))`` over
+    the piece's observations against the KL that epsilon-greedy would cause; a piece that
+    ends an episode makes the next exploring action draw new noise. Other explorations:
+    nothing."""
+    exploration = getattr(policy, "exploration", None)
+    if not isinstance(exploration, ParameterNoise) or not batch.count:
+        return
+    if exploration.noise is not None:
+        obs = batch[SampleBatch.OBS]
+        clean = _softmax(policy.q_values(obs, False))  # type: ignore[attr-defined]
+        perturbed = _softmax(policy.perturbed_q_values(obs))  # type: ignore[attr-defined]
+        distance = float(np.nanmean(np.sum(clean * np.log(clean / (perturbed + 1e-6) + 1e-12), axis=1)))
+        exploration.adapt(distance, exploration.target_kl(policy.global_timestep, clean.shape[1]))
+    ended = bool(batch[SampleBatch.TERMINATEDS][-1])
+    if SampleBatch.TRUNCATEDS in batch:
+        ended = ended or bool(batch[SampleBatch.TRUNCATEDS][-1])
+    if ended:
+        exploration.end_episode()
 
 
 def td_errors(batch: SampleBatch, q_fn: QValuesFn, double_q: bool, target_q_fn: QValuesFn | None = None) -> np.ndarray:
@@ -166,7 +207,7 @@ def postprocess_q_learning(batch: SampleBatch, config: dict, q_fn: QValuesFn,
 
 
 class DQNNumpyPolicy(NumpyPolicy):
-    """Acts epsilon-greedily with the built-in dense Q-network in numpy (rollout workers).
+    """Acts on the built-in dense Q-network's Q-values in numpy (rollout workers).
 
     Args:
         observation_space: The env's observation space.
@@ -187,6 +228,8 @@ class DQNNumpyPolicy(NumpyPolicy):
         super().__init__(observation_space, action_space, config, num_gpus, sampling_seed, postprocess_fn)
         self.exploration = make_exploration(self)
         self.model.noise_rng = np.random.default_rng(sampling_seed)
+        # ParameterNoise's perturbed copy of the network (made on first use).
+        self.perturbed_model: NumpyQModel | None = None
 
     def model_spec(self) -> QModelSpec:
         return q_model_spec(self)
@@ -199,8 +242,19 @@ class DQNNumpyPolicy(NumpyPolicy):
         """``Q(s, .)`` as ``float32 [B, num_actions]`` (``noise``: draw noisy layers' noise)."""
         return self.model.q_values(np.asarray(obs_batch, dtype=np.float32), noise).astype(np.float32, copy=False)
 
+    def load_perturbed_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads ParameterNoise's perturbed weights into the acting copy of the network."""
+        if self.perturbed_model is None:
+            self.perturbed_model = copy.deepcopy(self.model)
+        self.perturbed_model.set_canonical_weights(weights)
+
+    def perturbed_q_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        """``Q(s, .)`` of the perturbed copy, ``float32 [B, num_actions]``."""
+        obs = np.asarray(obs_batch, dtype=np.float32)
+        return self.perturbed_model.q_values(obs, False).astype(np.float32, copy=False)  # type: ignore[union-attr]
+
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return act_on_q_values(self, self.exploration, lambda noise: self.q_values(obs_batch, noise), explore)
+        return act_on_q_values(self, obs_batch, explore)
 
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         return self.q_values(obs_batch).max(axis=1)
@@ -210,4 +264,5 @@ class DQNNumpyPolicy(NumpyPolicy):
         return self.model.q_logits(np.asarray(obs_batch, dtype=np.float32))
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        adapt_parameter_noise(self, batch)
         return postprocess_q_learning(batch, self.config, self.q_values, self.q_logits)

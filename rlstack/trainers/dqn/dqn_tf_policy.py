@@ -17,8 +17,8 @@ from rlstack.models.modelv2 import ModelV2
 from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.tf_policy import TFPolicy, get_model_weights, set_model_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.dqn.dqn_policy import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
-                                            postprocess_q_learning, q_model_kwargs, q_model_spec)
+from rlstack.trainers.dqn.dqn_policy import (Q_TP1_BEST, act_on_q_values, adapt_parameter_noise, check_rainbow_model,
+                                            make_exploration, postprocess_q_learning, q_model_kwargs, q_model_spec)
 
 
 def q_values_of(model: ModelV2, obs: tf.Tensor) -> tf.Tensor:
@@ -83,6 +83,9 @@ class DQNTFPolicy(TFPolicy):
         # Noisy networks act greedily with their mean weights (no noise drawn).
         self._greedy_q_fn = (self.graph_function(lambda obs: self.model.q_values(obs, noise=False), [obs_spec])
                              if config["noisy"] else self._q_fn)
+        # ParameterNoise's perturbed acting copy and its graph (made on first use).
+        self.perturbed_model: ModelV2 | None = None
+        self._perturbed_q_fn = None
 
     def model_spec(self) -> QModelSpec:
         return q_model_spec(self)
@@ -109,8 +112,30 @@ class DQNTFPolicy(TFPolicy):
             q_fn = self._q_fn if noise else self._greedy_q_fn
             return q_fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32)).numpy()
 
+    def load_perturbed_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads ParameterNoise's perturbed weights into the acting copy of the network."""
+        with tf.device(self.device):
+            if self.perturbed_model is None:
+                if self.builtin_model:
+                    self.perturbed_model = TFQModel(self.model.spec)
+                else:
+                    self.perturbed_model = self.make_custom_model()
+                    self._find_variables(self.perturbed_model)
+                obs_spec = tf.TensorSpec([None, self.preprocessor.size], tf.float32)
+                self._perturbed_q_fn = self.graph_function(lambda obs: q_values_of(self.perturbed_model, obs),
+                                                           [obs_spec])
+            if self.builtin_model:
+                self.perturbed_model.set_canonical_weights(weights)
+            else:
+                set_model_weights(self.perturbed_model, weights)
+
+    def perturbed_q_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        """``Q(s, .)`` of the perturbed copy, ``float32 [B, num_actions]``."""
+        with tf.device(self.device):
+            return self._perturbed_q_fn(tf.convert_to_tensor(obs_batch, dtype=tf.float32)).numpy()
+
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return act_on_q_values(self, self.exploration, lambda noise: self.q_values(obs_batch, noise), explore)
+        return act_on_q_values(self, obs_batch, explore)
 
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         return self.q_values(obs_batch).max(axis=1)
@@ -121,6 +146,7 @@ class DQNTFPolicy(TFPolicy):
             return self.model.q_logits(tf.convert_to_tensor(obs_batch, dtype=tf.float32)).numpy()
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        adapt_parameter_noise(self, batch)
         return postprocess_q_learning(batch, self.config, self.q_values, self.q_logits)
 
     # ----- learning ---------------------------------------------------------------

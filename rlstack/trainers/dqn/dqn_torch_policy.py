@@ -20,8 +20,8 @@ from rlstack.models.torch.model import TorchQModel
 from rlstack.policies.policy import saved_target_weights, target_state
 from rlstack.policies.torch_policy import TorchPolicy, load_model_weights, model_weights
 from rlstack.sample_batch import SampleBatch
-from rlstack.trainers.dqn.dqn_policy import (Q_TP1_BEST, act_on_q_values, check_rainbow_model, make_exploration,
-                                            postprocess_q_learning, q_model_kwargs, q_model_spec,
+from rlstack.trainers.dqn.dqn_policy import (Q_TP1_BEST, act_on_q_values, adapt_parameter_noise, check_rainbow_model,
+                                            make_exploration, postprocess_q_learning, q_model_kwargs, q_model_spec,
                                             uses_rainbow_heads)
 
 
@@ -76,6 +76,8 @@ class DQNTorchPolicy(TorchPolicy):
         # The target network: a frozen copy, refreshed by update_target().
         self.target_model = copy.deepcopy(self.model)
         self.target_model.requires_grad_(False)
+        # ParameterNoise's perturbed acting copy (made on first use); learning never sees it.
+        self.perturbed_model: torch.nn.Module | None = None
 
     def model_spec(self) -> QModelSpec:
         return q_model_spec(self)
@@ -101,8 +103,21 @@ class DQNTorchPolicy(TorchPolicy):
                 return self.model.q_values(obs, noise).cpu().numpy()
             return self.model.q_values(obs).cpu().numpy()
 
+    def load_perturbed_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Loads ParameterNoise's perturbed weights into the acting copy of the network."""
+        if self.perturbed_model is None:
+            self.perturbed_model = copy.deepcopy(self.model)
+            self.perturbed_model.requires_grad_(False)
+        load_model_weights(self.perturbed_model, weights)
+
+    @torch.no_grad()
+    def perturbed_q_values(self, obs_batch: np.ndarray) -> np.ndarray:
+        """``Q(s, .)`` of the perturbed copy, ``float32 [B, num_actions]``."""
+        obs = torch.from_numpy(np.asarray(obs_batch, dtype=np.float32)).to(self.device)
+        return self.perturbed_model.q_values(obs).cpu().numpy()  # type: ignore[union-attr]
+
     def compute_actions(self, obs_batch: np.ndarray, explore: bool | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        return act_on_q_values(self, self.exploration, lambda noise: self.q_values(obs_batch, noise), explore)
+        return act_on_q_values(self, obs_batch, explore)
 
     def compute_values(self, obs_batch: np.ndarray) -> np.ndarray:
         return self.q_values(obs_batch).max(axis=1)
@@ -114,6 +129,7 @@ class DQNTorchPolicy(TorchPolicy):
             return self.model.q_logits(obs).cpu().numpy()
 
     def postprocess_trajectory(self, batch: SampleBatch) -> SampleBatch:
+        adapt_parameter_noise(self, batch)
         return postprocess_q_learning(batch, self.config, self.q_values, self.q_logits)
 
     # ----- learning ---------------------------------------------------------------
