@@ -1,12 +1,19 @@
-"""The standard Atari preprocessing, applied to ALE envs when ``preprocessor_pref`` is "deepmind".
+"""Atari preprocessing: the standard (DeepMind) one, and classic RLlib's own image and RAM scaling.
 
-What classic RLlib's ``wrap_deepmind`` did, on gymnasium's own wrappers where they exist:
+Under ``preprocessor_pref="deepmind"`` ALE screen games get :func:`wrap_atari`, which does
+what classic RLlib's ``wrap_deepmind`` did, on gymnasium's own wrappers where they exist:
 up to 30 no-op actions after each reset, the action repeated for 4 frames (with the max of
 the last two frames, against flicker), the screen grey-scaled and resized to ``dim`` x
 ``dim``, and the last 4 screens stacked on the channel axis, so the policy sees an
 ``(dim, dim, 4)`` uint8 image (HWC, the layout rlstack's vision models take). Rewards are
 clipped to their sign by the rollout workers (``clip_rewards``), not here, so episode
-returns in the metrics stay the game's score.
+returns in the metrics stay the game's score. The ``model`` keys ``grayscale`` and
+``zero_mean`` play no part in it (1.x ignored them there too).
+
+Every env that wrapper does not take (``preprocessor_pref`` None or "rllib", or a screen
+env that is not the ALE's) gets :func:`wrap_rllib_preprocessing` instead: 1.x's
+``GenericPixelPreprocessor`` for ``(210, 160, 3)`` screens (``dim``, ``grayscale``,
+``zero_mean``) and its ``AtariRamPreprocessor`` for an ALE game's RAM.
 
 The ALE comes from the ``ale-py`` package (the ``atari`` extra), which ships
 the game ROMs.
@@ -26,6 +33,16 @@ from rlstack.errors import EnvError, pip_install
 NOOP_MAX = 30
 FRAME_SKIP = 4
 FRAME_STACK = 4
+
+# The observation shapes 1.x's RLlib preprocessors recognised: an ALE screen (RGB) and
+# an ALE game's RAM.
+SCREEN_SHAPE = (210, 160, 3)
+RAM_SHAPE = (128,)
+# 1.x's pixel preprocessing cut this many rows off the top (the score) and the bottom.
+SCREEN_CROP_ROWS = 25
+# Below this side the screen is first resized to it, then to dim (a two-step shrink keeps
+# thin sprites that one step to 42x42 would average away).
+INTERMEDIATE_DIM = 84
 
 
 def ensure_ale_registered(env_id: str) -> bool:
@@ -147,3 +164,107 @@ def wrap_atari(env: gym.Env, dim: int = 84, framestack: bool = True) -> gym.Env:
         env, lambda obs: obs[..., None],
         gym.spaces.Box(0, 255, (dim, dim, 1), dtype=np.uint8),
     )
+
+
+def _require_cv2(what: str) -> None:
+    try:
+        import cv2  # noqa: F401
+    except ImportError as exc:
+        raise EnvError(f"{what} needs OpenCV: {pip_install('atari')}.") from exc
+
+
+class PixelPreprocessing(gym.ObservationWrapper):
+    """Classic RLlib's image preprocessing of ``(210, 160, 3)`` screens (its
+    ``GenericPixelPreprocessor``), driven by the ``model`` keys ``dim``, ``grayscale``
+    and ``zero_mean``.
+
+    The score rows at the top and the border at the bottom are cut off (25 rows each),
+    the screen is resized to ``dim`` x ``dim`` (by way of 84 x 84 when ``dim`` is smaller),
+    averaged over its colour channels when ``grayscale``, and scaled to ``[-1, 1)``
+    (``(x - 128) / 128``, ``zero_mean``) or to ``[0, 1]`` (``x / 255``). Observations are
+    float32 ``(dim, dim, 1)`` grey or ``(dim, dim, 3)`` colour images.
+
+    Args:
+        env: An env whose observations are ``(210, 160, 3)`` images.
+        dim: The side of the resized square screen.
+        grayscale: Average the colour channels into one.
+        zero_mean: Scale to ``[-1, 1)`` instead of ``[0, 1]``.
+
+    Raises:
+        EnvError: If OpenCV (which resizes the screens) is missing.
+    """
+
+    def __init__(self, env: gym.Env, dim: int = 84, grayscale: bool = False, zero_mean: bool = True) -> None:
+        _require_cv2("The image preprocessing of (210, 160, 3) screens")
+        super().__init__(env)
+        self.dim, self.grayscale, self.zero_mean = dim, grayscale, zero_mean
+        shape = (dim, dim, 1 if grayscale else 3)
+        self.observation_space = gym.spaces.Box(-1.0 if zero_mean else 0.0, 1.0, shape, dtype=np.float32)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        import cv2
+
+        screen = np.asarray(observation)[SCREEN_CROP_ROWS:-SCREEN_CROP_ROWS]
+        if self.dim < INTERMEDIATE_DIM:
+            screen = cv2.resize(screen, (INTERMEDIATE_DIM, INTERMEDIATE_DIM), interpolation=cv2.INTER_AREA)
+        screen = cv2.resize(screen, (self.dim, self.dim), interpolation=cv2.INTER_AREA).astype(np.float32)
+        if self.grayscale:
+            screen = screen.mean(axis=2, keepdims=True)
+        scaled = (screen - 128.0) / 128.0 if self.zero_mean else screen / 255.0
+        return scaled.astype(np.float32)
+
+
+class RamPreprocessing(gym.ObservationWrapper):
+    """Classic RLlib's scaling of an ALE game's 128 RAM bytes (its ``AtariRamPreprocessor``):
+    ``(x - 128) / 128``, float32 in ``[-1, 1)``.
+
+    Args:
+        env: An ALE env made with ``obs_type="ram"`` (``env_config: {obs_type: ram}``).
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, RAM_SHAPE, dtype=np.float32)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return ((np.asarray(observation, dtype=np.float32) - 128.0) / 128.0).astype(np.float32)
+
+
+def is_atari_ram(env: gym.Env) -> bool:
+    """True if ``env`` is an ALE game that gives its RAM (128 bytes) as the observation."""
+    unwrapped = getattr(env, "unwrapped", env)
+    module = type(unwrapped).__module__ or ""
+    return module.startswith("ale_py") and getattr(env.observation_space, "shape", None) == RAM_SHAPE
+
+
+def wrap_rllib_preprocessing(env: gym.Env, model_config: dict[str, Any] | None = None) -> gym.Env:
+    """Applies classic RLlib's own preprocessing where 1.x applied it, else returns ``env``.
+
+    1.x ran it on every env the DeepMind wrapper had not taken (``preprocessor_pref``
+    None or "rllib", or an env that is not an ALE screen game), by observation shape:
+    a ``(210, 160, 3)`` Box gets :class:`PixelPreprocessing` with the ``model`` config's
+    ``dim``, ``grayscale`` and ``zero_mean``; an ALE game's RAM gets
+    :class:`RamPreprocessing`. 1.x scaled any ``(128,)`` Box as RAM; here only an ALE
+    game's, so that a 128-wide feature vector of another env stays as it is.
+
+    Args:
+        env: A gymnasium env (after the DeepMind wrapper, if that applied).
+        model_config: The ``model`` config (None: its defaults, 84 / False / True).
+
+    Returns:
+        ``env``, wrapped when one of the two applies.
+
+    Raises:
+        EnvError: If OpenCV is missing for a screen.
+    """
+    space = env.observation_space
+    if not isinstance(space, gym.spaces.Box):
+        return env
+    model_config = model_config or {}
+    if tuple(space.shape) == SCREEN_SHAPE:
+        return PixelPreprocessing(env, dim=int(model_config.get("dim", 84)),
+                                  grayscale=bool(model_config.get("grayscale", False)),
+                                  zero_mean=bool(model_config.get("zero_mean", True)))
+    if is_atari_ram(env):
+        return RamPreprocessing(env)
+    return env

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import difflib
+import functools
+import importlib
 import inspect
+import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Union
 
 import gymnasium as gym
-
-import logging
 
 from rlstack.env import atari
 from rlstack.env.base_env import BaseEnv
@@ -97,8 +101,6 @@ def _known_names() -> list[str]:
 
 
 def _example_env(name: str) -> EnvCreator | None:
-    import importlib
-
     path = EXAMPLE_ENVS.get(name)
     if path is None:
         return None
@@ -106,23 +108,79 @@ def _example_env(name: str) -> EnvCreator | None:
     return getattr(importlib.import_module(module), cls)
 
 
+# The package of the example envs rlstack ships (1.13's ray.rllib.examples.env, renamed).
+EXAMPLE_ENV_PACKAGE = "rlstack.examples.env"
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_example_envs() -> dict[str, str]:
+    """The example envs rlstack ships, found without importing them.
+
+    Returns:
+        ``{class name: "module.Class"}`` relative to ``rlstack.examples.env`` (so
+        ``"random_env.RandomEnv"``), for each public env class, env creator named as a
+        class (``RockPaperScissors``) or env made at module level
+        (``TransformedActionPendulum = transform_action_space(...)``) of its modules;
+        wrappers are left out.
+    """
+    folder = Path(__file__).resolve().parents[1] / "examples" / "env"
+    found: dict[str, str] = {}
+    for file in sorted(folder.glob("*.py")):
+        if file.name.startswith("_"):
+            continue
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(base) for base in node.bases]
+                names = [] if any(base.endswith("Wrapper") for base in bases) else [node.name]
+            elif isinstance(node, ast.FunctionDef):
+                names = [node.name]  # an env creator named as a class (RockPaperScissors)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                names = [target.id for target in node.targets if isinstance(target, ast.Name)]
+            else:
+                continue
+            for name in names:
+                # CamelCase names only: not constants, not private helpers.
+                if name[:1].isupper() and not name.isupper():
+                    found.setdefault(name, f"{file.stem}.{name}")
+    return found
+
+
+def _not_shipped(path: str, prefix: str, name: str, reason: str) -> EnvError:
+    # An example env of 1.13's that rlstack does not ship: name the closest ones it does.
+    shipped = shipped_example_envs()
+    closest = difflib.get_close_matches(name, list(shipped), n=3, cutoff=0.0)
+    return EnvError(
+        f"config['env'] = {path!r}: {reason}, so this example env is not shipped with rlstack. Closest shipped "
+        f"example envs: {', '.join(repr(f'{prefix}.{shipped[c]}') for c in closest)} (all of them: "
+        f"{', '.join(sorted(shipped))}, under {EXAMPLE_ENV_PACKAGE}). For another one, copy its class into a module "
+        "of your own and give that class's path, or register it with rlstack.register_env."
+    )
+
+
 def _env_class_at(path: str) -> type | None:
     # 1.13 took "package.module.EnvClass" for an unregistered env; a path into RLlib's own
     # modules ("ray.rllib.examples.env.random_env.RandomEnv") names rlstack's by the
     # migration rule, as the codemod leaves strings as they are.
-    import importlib
-
     module, _, name = path.rpartition(".")
     if not module or not name.isidentifier() or not all(part.isidentifier() for part in module.split(".")):
         return None
     renamed = renamed_module(module)
+    # A path into the example envs (1.13's or rlstack's name for them) is answered with
+    # the shipped ones when it misses; any other module is the user's own.
+    example = renamed.rpartition(".")[0] == EXAMPLE_ENV_PACKAGE
+    prefix = module.rpartition(".")[0]
     try:
         found = getattr(importlib.import_module(renamed), name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and not renamed.startswith(exc.name):
             raise  # the env's own module imports something missing: say what
+        if example:
+            raise _not_shipped(path, prefix, name, f"rlstack has no module {renamed!r}") from None
         return None
     except AttributeError:
+        if example:
+            raise _not_shipped(path, prefix, name, f"module {renamed!r} has no {name!r}") from None
         raise EnvError(f"config['env'] = {path!r}: module {renamed!r} has no {name!r}.") from None
     if not callable(found):
         raise EnvError(f"config['env'] = {path!r} is a {type(found).__name__}, not an env class or creator.")
@@ -163,10 +221,14 @@ def make_env(
             import path (``"my_package.envs.MyEnv"``; a ``ray.rllib.`` one is renamed by
             the migration rule), a ``gym.Env`` subclass (constructed with the EnvContext) or a creator callable.
         context: The ``env_config`` with the env's indices.
-        preprocessor_pref: "deepmind" wraps Atari (ALE) envs in the standard
-            preprocessing (env/atari.py); None leaves every env as it is.
-        model_config: The ``model`` config, whose ``dim`` and ``framestack`` size that
-            preprocessing.
+        preprocessor_pref: "deepmind" wraps Atari (ALE) screen games in the standard
+            preprocessing (env/atari.py); any env it does not take (all of them under
+            None or "rllib") gets classic RLlib's own: ``(210, 160, 3)`` screens resized,
+            grey-scaled and scaled by the model config, an ALE game's RAM scaled to
+            ``[-1, 1)`` (:func:`~rlstack.env.atari.wrap_rllib_preprocessing`). Other envs
+            stay as they are.
+        model_config: The ``model`` config: ``dim`` and ``framestack`` size the DeepMind
+            preprocessing, ``dim``, ``grayscale`` and ``zero_mean`` RLlib's.
 
     Returns:
         A gymnasium env; old gym-style envs come back wrapped in LegacyEnvAdapter.
@@ -215,6 +277,9 @@ def make_env(
             raise EnvError(f"model.dim={dim} is too small for Atari screens (preprocessor_pref='deepmind'); use 84 "
                            "or 42.")
         env = atari.wrap_atari(env, dim=dim, framestack=bool(model_config.get("framestack", True)))
+    else:
+        # 1.x ran its own image / RAM preprocessors wherever the DeepMind wrapper did not.
+        env = atari.wrap_rllib_preprocessing(env, model_config)
     return env
 
 

@@ -108,8 +108,14 @@ def postprocess_advantages(batch: SampleBatch, config: dict) -> SampleBatch:
 
 
 def standardize(batch: SampleBatch, column: str) -> SampleBatch:
-    """Rescales ``column`` to zero mean and unit standard deviation (in place)."""
-    batch[column] = standardized(batch[column]).astype(np.float32)
+    """Rescales ``column`` to zero mean and unit standard deviation (in place).
+
+    A batch without the column is returned as it is, as 1.13's ``standardize_fields``
+    did: a policy class of the user's own that writes no advantages still trains under
+    PPO.
+    """
+    if column in batch:
+        batch[column] = standardized(batch[column]).astype(np.float32)
     return batch
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from rlstack.errors import ConfigError, FrameworkNotInstalledError, pip_install
@@ -22,12 +23,21 @@ _INSTALL_HINT = {
 }
 
 
-def check_framework(framework: str) -> str:
+def check_framework(framework: str | None) -> str | None:
     """Validates a ``framework`` config value and returns its canonical name.
 
     ``"tf2"`` is accepted as an alias of ``"tf"`` because classic RLlib YAML files use it;
     ``"tfe"`` (1.x's eager TF, which rlstack's TF policies are: TF 2, eager, compiled with
-    ``tf.function``) too, with a deprecation warning.
+    ``tf.function``) too, with a deprecation warning. None is RLlib 1.13's setting for
+    policy classes of the user's own that import neither framework: it stays None here,
+    and the trainer checks that its policies need no framework
+    (:func:`check_framework_free_policies`).
+
+    Args:
+        framework: The ``framework`` config value.
+
+    Returns:
+        "torch", "tf" or None.
 
     Raises:
         ConfigError: If the value is not one of the supported frameworks.
@@ -41,26 +51,72 @@ def check_framework(framework: str) -> str:
                                  help="rlstack's TF policies are eager TF 2 compiled with tf.function.")
         return "tf"
     if framework is None:
-        raise ConfigError(
-            "framework=None (RLlib 1.13's setting for a policy of your own that imports neither torch nor "
-            "TensorFlow) is not an rlstack setting: set config['framework'] to 'torch' (the default) or 'tf'. A "
-            "policy class that uses neither framework runs under either."
-        )
+        return None
     if framework not in FRAMEWORKS:
         raise ConfigError(
-            f"Unknown framework {framework!r}; allowed: 'torch', 'tf' (or its aliases 'tf2', 'tfe'). "
-            "Set config['framework'] to one of them."
+            f"Unknown framework {framework!r}; allowed: 'torch', 'tf' (or its aliases 'tf2', 'tfe'), or None for "
+            "policy classes of your own that import neither. Set config['framework'] to one of them."
         )
     return framework
 
 
-def check_installed(framework: str) -> None:
+def policy_class_framework(policy_class: type | str) -> str | None:
+    """The framework a policy class is built on: "torch", "tf", or None for one that uses
+    neither (a ``Policy`` subclass of the user's own, or rlstack's numpy acting policy).
+
+    Args:
+        policy_class: A policy class, or its ``"module:Class"`` import path (imported here).
+
+    Returns:
+        "torch", "tf" or None.
+    """
+    from rlstack.utils.imports import import_object
+
+    cls = import_object(policy_class, "policy class") if isinstance(policy_class, str) else policy_class
+    framework = getattr(cls, "framework", None)
+    return framework if framework in FRAMEWORKS else None
+
+
+def check_framework_free_policies(algorithm: str, policy_classes: Mapping[str, type | str | None]) -> None:
+    """Checks that ``framework=None`` can build every policy: each has a class of the
+    user's own that imports neither torch nor TensorFlow.
+
+    Args:
+        algorithm: The trainer's name, for the message.
+        policy_classes: Each policy id's class (or import path); None where the policy is
+            the algorithm's own, which is built on a framework.
+
+    Raises:
+        ConfigError: Naming the first policy that needs a framework, and which to set.
+    """
+    for policy_id, policy_class in policy_classes.items():
+        if policy_class is None:
+            raise ConfigError(
+                f"framework=None, but policy {policy_id!r} is {algorithm}'s own policy, which is built on torch or "
+                "TensorFlow: set config['framework'] to 'torch' or 'tf'. framework=None (RLlib 1.13's setting) is "
+                "for policies whose class is your own Policy subclass importing neither, e.g. multiagent.policies: "
+                f"{{{policy_id!r}: PolicySpec(policy_class=MyPolicy)}}."
+            )
+        needs = policy_class_framework(policy_class)
+        if needs is not None:
+            name = policy_class if isinstance(policy_class, str) else policy_class.__name__
+            raise ConfigError(
+                f"framework=None, but policy {policy_id!r} ({name}) is a {needs} policy: set config['framework'] "
+                f"to {needs!r}. framework=None is for policy classes that import neither torch nor TensorFlow."
+            )
+
+
+def check_installed(framework: str | None) -> None:
     """Raises an ImportError with the install command if ``framework`` is missing,
     without importing it (so the check costs microseconds, not seconds).
+
+    ``None`` (policies of the user's own that use neither framework) needs nothing.
 
     Raises:
         FrameworkNotInstalledError: If the framework's package cannot be found.
     """
+    if framework is None:
+        return
     module = "torch" if framework == "torch" else "tensorflow"
     try:
         found = importlib.util.find_spec(module) is not None

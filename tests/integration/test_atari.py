@@ -41,8 +41,11 @@ def test_deepmind_preprocessing_gives_stacked_grey_screens(env_id):
 def test_preprocessing_follows_model_dim_and_framestack():
     env = make_env("PongNoFrameskip-v4", EnvContext({}), "deepmind", {"dim": 42, "framestack": False})
     assert env.reset(seed=0)[0].shape == (42, 42, 1)
-    raw = make_env("PongNoFrameskip-v4", EnvContext({}), None)
-    assert raw.reset(seed=0)[0].shape == (210, 160, 3)
+    # Without the DeepMind wrapper, classic RLlib's own image preprocessing (its defaults:
+    # 84 x 84 colour screens in [-1, 1)).
+    rllib = make_env("PongNoFrameskip-v4", EnvContext({}), None)
+    obs = rllib.reset(seed=0)[0]
+    assert obs.shape == (84, 84, 3) and obs.dtype == np.float32 and -1.0 <= obs.min() and obs.max() < 1.0
 
 
 def test_atari_rewards_are_clipped_to_their_sign_by_default():
@@ -65,7 +68,21 @@ def test_unknown_preprocessor_pref_is_rejected():
     from rlstack.trainers.impala import IMPALATrainer
 
     with pytest.raises(ConfigError, match="preprocessor_pref"):
-        IMPALATrainer({"num_workers": 0, "preprocessor_pref": "rllib"}, "PongNoFrameskip-v4")
+        IMPALATrainer({"num_workers": 0, "preprocessor_pref": "opencv"}, "PongNoFrameskip-v4")
+
+
+@pytest.mark.parametrize("pref", ["rllib", None])
+def test_rllib_preprocessing_of_1x_tuned_examples_gives_42x42_grey_screens(pref):
+    # 1.x's Atari tuned examples: grayscale: True, zero_mean: False, dim: 42.
+    env = make_env("PongNoFrameskip-v4", EnvContext({}), pref, {"dim": 42, "grayscale": True, "zero_mean": False})
+    assert env.observation_space.shape == (42, 42, 1)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (42, 42, 1) and obs.dtype == np.float32 and 0.0 <= obs.min() and obs.max() <= 1.0
+    assert env.observation_space.contains(env.step(0)[0])
+    # The RAM of a game: 1.x's (x - 128) / 128, under every preprocessor_pref.
+    ram = make_env("ALE/Pong-v5", EnvContext({"obs_type": "ram"}), pref or "deepmind", None)
+    obs, _ = ram.reset(seed=0)
+    assert obs.shape == (128,) and obs.dtype == np.float32 and -1.0 <= obs.min() and obs.max() < 1.0
 
 
 def test_pong_impala_yaml_runs_one_iteration(ray_local, framework):

@@ -196,6 +196,62 @@ def test_make_env_takes_an_env_class_import_path_and_renames_rllib_paths():
         make_env("no_such_package.Env", EnvContext({}, 0))
 
 
+def test_1x_tuned_examples_env_paths_build_rlstacks_envs():
+    # 1.x's memory-leak and transformed-action tuned examples name these by path.
+    large = make_env("ray.rllib.examples.env.random_env.RandomLargeObsSpaceEnv", EnvContext({}, 0))
+    assert type(large).__name__ == "RandomLargeObsSpaceEnv" and large.observation_space.shape == (5000,)
+    assert large.observation_space.contains(large.reset(seed=0)[0])
+    pendulum = make_env("ray.rllib.examples.env.transformed_action_space_env.TransformedActionPendulum",
+                        EnvContext({"low": -15.0, "high": 15.0}, 0))
+    assert pendulum.unwrapped.spec.id == "Pendulum-v1"
+    assert (pendulum.action_space.low.tolist(), pendulum.action_space.high.tolist()) == ([-15.0], [15.0])
+    pendulum.reset(seed=0)
+    pendulum.step(np.array([15.0], np.float32))
+
+
+@pytest.mark.parametrize("name", sorted(env_registry.shipped_example_envs()))
+def test_every_shipped_example_env_builds_from_its_1x_path(name):
+    relative = env_registry.shipped_example_envs()[name]
+    if name == "RockPaperScissors":
+        pytest.importorskip("pettingzoo")
+    for prefix in ("ray.rllib.examples.env", "rlstack.examples.env"):
+        env = make_env(f"{prefix}.{relative}", EnvContext({}, 0))
+        assert hasattr(env, "reset") and hasattr(env, "step")
+
+
+def test_shipped_example_envs_are_the_example_modules_env_classes():
+    shipped = env_registry.shipped_example_envs()
+    assert shipped["RandomLargeObsSpaceEnv"] == "random_env.RandomLargeObsSpaceEnv"
+    assert shipped["TransformedActionPendulum"] == "transformed_action_space_env.TransformedActionPendulum"
+    assert "ActionTransform" not in shipped  # a wrapper, not an env
+    for name in env_registry.EXAMPLE_ENVS:  # every env known by its bare name too
+        assert name in shipped
+
+
+def test_an_example_env_rlstack_does_not_ship_names_the_closest_shipped_ones():
+    with pytest.raises(EnvError, match=r"has no 'RandomLargeObsSpace'.*not shipped with rlstack.*Closest shipped "
+                                       r"example envs: 'ray.rllib.examples.env.random_env.RandomLargeObsSpaceEnv'"):
+        make_env("ray.rllib.examples.env.random_env.RandomLargeObsSpace", EnvContext({}, 0))
+    with pytest.raises(EnvError, match=r"rlstack has no module 'rlstack.examples.env.simple_corridor'.*Closest "
+                                       r"shipped example envs: 'ray.rllib.examples.env\.") as info:
+        make_env("ray.rllib.examples.env.simple_corridor.SimpleCorridor", EnvContext({}, 0))
+    assert "StatelessCartPole" in str(info.value) and "register_env" in str(info.value)
+
+
+def test_a_dotted_env_path_into_the_users_own_module_still_works(tmp_path, monkeypatch):
+    (tmp_path / "my_envs_pkg").mkdir()
+    (tmp_path / "my_envs_pkg" / "__init__.py").write_text("")
+    (tmp_path / "my_envs_pkg" / "corridor.py").write_text(
+        "import gymnasium as gym\n\n\nclass SimpleCorridor(gym.Env):\n"
+        "    observation_space = gym.spaces.Discrete(3)\n    action_space = gym.spaces.Discrete(2)\n\n"
+        "    def __init__(self, config):\n        self.config = dict(config)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = make_env("my_envs_pkg.corridor.SimpleCorridor", EnvContext({"length": 5}, 0))
+    assert type(env).__name__ == "SimpleCorridor" and env.config == {"length": 5}
+    with pytest.raises(EnvError, match="module 'my_envs_pkg.corridor' has no 'Corridor'.$"):
+        make_env("my_envs_pkg.corridor.Corridor", EnvContext({}, 0))
+
+
 def test_make_env_none_raises_env_error():
     with pytest.raises(EnvError, match="No env"):
         make_env(None, EnvContext())

@@ -6,6 +6,7 @@ after ``episode_length`` steps.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -15,11 +16,15 @@ class MockEnv(gym.Env):
     """An episode of ``episode_length`` steps of reward 1.0 whatever the actions.
 
     Args:
-        episode_length: Steps until the episode terminates.
+        episode_length: Steps until the episode terminates; or the env config (an
+            EnvContext, when the env is given by name as ``config["env"]``), whose
+            ``"episode_length"`` (10) it then is.
         config: Unused (accepted as 1.13's).
     """
 
-    def __init__(self, episode_length: int = 10, config: Any = None) -> None:
+    def __init__(self, episode_length: int | Mapping[str, Any] = 10, config: Any = None) -> None:
+        if isinstance(episode_length, Mapping):
+            config, episode_length = episode_length, episode_length.get("episode_length", 10)
         self.episode_length = int(episode_length)
         self.config = config
         self.i = 0
