@@ -9,6 +9,8 @@ TRAINERS = {
     "A3C": "rlstack.trainers.a3c.a3c:A3CTrainer",
 }
 PUBLIC = {
+    "A2CConfig": "rlstack.trainers.a3c.a3c_config:A2CConfig",
+    "A3CConfig": "rlstack.trainers.a3c.a3c_config:A3CConfig",
     "A2C_DEFAULT_CONFIG": "rlstack.trainers.a3c.a2c:A2C_DEFAULT_CONFIG",
     "DEFAULT_CONFIG": "rlstack.trainers.a3c.a3c:DEFAULT_CONFIG",
     "A3CTFPolicy": "rlstack.trainers.a3c.a3c_tf_policy:A3CTFPolicy",

@@ -7,6 +7,7 @@ from rlstack.trainers.common.registry import lazy_exports
 # The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"APPO": "rlstack.trainers.appo.appo:APPOTrainer"}
 PUBLIC = {
+    "APPOConfig": "rlstack.trainers.appo.appo_config:APPOConfig",
     "DEFAULT_CONFIG": "rlstack.trainers.appo.appo:DEFAULT_CONFIG",
     "APPOTFPolicy": "rlstack.trainers.appo.appo_tf_policy:APPOTFPolicy",
     "APPOTorchPolicy": "rlstack.trainers.appo.appo_torch_policy:APPOTorchPolicy",

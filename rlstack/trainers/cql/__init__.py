@@ -6,6 +6,7 @@ from rlstack.trainers.common.registry import lazy_exports
 # The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"CQL": "rlstack.trainers.cql.cql:CQLTrainer"}
 PUBLIC = {
+    "CQLConfig": "rlstack.trainers.cql.cql_config:CQLConfig",
     "CQL_DEFAULT_CONFIG": "rlstack.trainers.cql.cql:CQL_DEFAULT_CONFIG",
     "DEFAULT_CONFIG": "rlstack.trainers.cql.cql:CQL_DEFAULT_CONFIG",
     "CQLTFPolicy": "rlstack.trainers.cql.cql_tf_policy:CQLTFPolicy",

@@ -10,10 +10,13 @@ TRAINERS = {
     "APEX_DDPG": "rlstack.trainers.ddpg.apex:ApexDDPGTrainer",
 }
 PUBLIC = {
+    "DDPGConfig": "rlstack.trainers.ddpg.ddpg_config:DDPGConfig",
+    "ApexDDPGConfig": "rlstack.trainers.ddpg.ddpg_config:ApexDDPGConfig",
     "DEFAULT_CONFIG": "rlstack.trainers.ddpg.ddpg:DEFAULT_CONFIG",
     "APEX_DDPG_DEFAULT_CONFIG": "rlstack.trainers.ddpg.apex:APEX_DDPG_DEFAULT_CONFIG",
     # 1.13 exported TD3 from its DDPG package; the trainer is rlstack.trainers.td3's.
     "TD3Trainer": "rlstack.trainers.ddpg.td3:TD3Trainer",
+    "TD3Config": "rlstack.trainers.ddpg.td3:TD3Config",
     "TD3_DEFAULT_CONFIG": "rlstack.trainers.ddpg.td3:TD3_DEFAULT_CONFIG",
     "DDPGTFPolicy": "rlstack.trainers.ddpg.ddpg_tf_policy:DDPGTFPolicy",
     "DDPGTorchPolicy": "rlstack.trainers.ddpg.ddpg_torch_policy:DDPGTorchPolicy",

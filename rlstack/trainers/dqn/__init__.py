@@ -9,6 +9,8 @@ TRAINERS = {
     "DQN": "rlstack.trainers.dqn.dqn:DQNTrainer",
 }
 PUBLIC = {
+    "DQNConfig": "rlstack.trainers.dqn.dqn_config:DQNConfig",
+    "ApexDQNConfig": "rlstack.trainers.dqn.dqn_config:ApexDQNConfig",
     "APEX_DEFAULT_CONFIG": "rlstack.trainers.dqn.apex:APEX_DEFAULT_CONFIG",
     "ApexTrainer": "rlstack.trainers.dqn.apex:ApexTrainer",
     "DEFAULT_CONFIG": "rlstack.trainers.dqn.dqn:DEFAULT_CONFIG",

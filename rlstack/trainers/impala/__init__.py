@@ -6,6 +6,8 @@ from rlstack.trainers.common.registry import lazy_exports
 # The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"IMPALA": "rlstack.trainers.impala.impala:IMPALATrainer"}
 PUBLIC = {
+    "IMPALAConfig": "rlstack.trainers.impala.impala_config:IMPALAConfig",
+    "ImpalaConfig": "rlstack.trainers.impala.impala_config:ImpalaConfig",
     "DEFAULT_CONFIG": "rlstack.trainers.impala.impala:DEFAULT_CONFIG",
     "ImpalaTrainer": "rlstack.trainers.impala.impala:ImpalaTrainer",
     "ImpalaTFPolicy": "rlstack.trainers.impala.impala_tf_policy:ImpalaTFPolicy",

@@ -10,6 +10,8 @@ TRAINERS = {
     "BC": "rlstack.trainers.marwil.bc:BCTrainer",
 }
 PUBLIC = {
+    "MARWILConfig": "rlstack.trainers.marwil.marwil_config:MARWILConfig",
+    "BCConfig": "rlstack.trainers.marwil.marwil_config:BCConfig",
     "DEFAULT_CONFIG": "rlstack.trainers.marwil.marwil:DEFAULT_CONFIG",
     "BC_DEFAULT_CONFIG": "rlstack.trainers.marwil.bc:BC_DEFAULT_CONFIG",
     "MARWILTFPolicy": "rlstack.trainers.marwil.marwil_tf_policy:MARWILTFPolicy",

@@ -2,5 +2,6 @@
 ``DEFAULT_CONFIG`` live in ``rlstack/trainers/appo/``."""
 
 from rlstack.trainers.appo.appo import DEFAULT_CONFIG, APPOTrainer
+from rlstack.trainers.appo.appo_config import APPOConfig
 
-__all__ = ["APPOTrainer", "DEFAULT_CONFIG"]
+__all__ = ["APPOConfig", "APPOTrainer", "DEFAULT_CONFIG"]

@@ -7,6 +7,7 @@ from rlstack.trainers.common.registry import lazy_exports
 # The declaration rlstack's registry finds (see rlstack/trainers/common/registry.py).
 TRAINERS = {"TD3": "rlstack.trainers.td3.td3:TD3Trainer"}
 PUBLIC = {
+    "TD3Config": "rlstack.trainers.td3.td3_config:TD3Config",
     "DEFAULT_CONFIG": "rlstack.trainers.td3.td3:DEFAULT_CONFIG",
     "TD3_DEFAULT_CONFIG": "rlstack.trainers.td3.td3:DEFAULT_CONFIG",
 }
