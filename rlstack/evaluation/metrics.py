@@ -61,16 +61,18 @@ def reward_summary(episodes: Iterable[EpisodeStats]) -> dict[str, float]:
 def summarize_custom_metrics(episodes: Iterable[EpisodeStats], keep_custom_metrics: bool = False) -> dict[str, Any]:
     """``<name>_mean/_min/_max`` of each custom metric over ``episodes`` (classic RLlib's
     naming); NaN values are left out, and a metric with none left reports NaN. With
-    ``keep_custom_metrics`` each metric keeps its list of values under its own name."""
+    ``keep_custom_metrics`` (``keep_per_episode_custom_metrics``) each metric is instead
+    the list of its values, one per episode, under its own name (NaN values left out too)."""
     values: dict[str, list] = {}
     for episode in episodes:
         for name, value in episode.custom_metrics.items():
             values.setdefault(name, []).append(value)
-    if keep_custom_metrics:
-        return values
-    summary: dict[str, float] = {}
+    summary: dict[str, Any] = {}
     for name, metric_values in values.items():
         finite = [v for v in metric_values if not np.any(np.isnan(v))]
+        if keep_custom_metrics:
+            summary[name] = finite
+            continue
         summary[f"{name}_mean"] = float(np.mean(finite)) if finite else math.nan
         summary[f"{name}_min"] = float(np.min(finite)) if finite else math.nan
         summary[f"{name}_max"] = float(np.max(finite)) if finite else math.nan
@@ -109,8 +111,8 @@ def policy_rewards(episodes: Iterable[EpisodeStats]) -> dict[str, dict[str, floa
 
 
 def episode_results(episodes: Iterable[EpisodeStats], keep_custom_metrics: bool = False) -> dict[str, Any]:
-    """:func:`reward_summary` with ``policy_reward_*``, ``custom_metrics`` and
-    ``hist_stats`` beside it."""
+    """:func:`reward_summary` with ``policy_reward_*``, ``custom_metrics`` (per-episode
+    lists with ``keep_custom_metrics``) and ``hist_stats`` beside it."""
     episodes = list(episodes)
     return {**reward_summary(episodes), **policy_rewards(episodes),
             "custom_metrics": summarize_custom_metrics(episodes, keep_custom_metrics),

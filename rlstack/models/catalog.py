@@ -10,6 +10,7 @@ users' custom models and action distributions, and offers classic RLlib's
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,10 +22,12 @@ from rlstack.errors import ConfigError, did_you_mean
 from rlstack.models.attention import ATTENTION_DEFAULTS, check_attention_config
 from rlstack.models.preprocessors import Preprocessor, get_preprocessor
 from rlstack.models.prev_inputs import PrevInputsSpec
-from rlstack.models.specs import LayerSpec, LSTMSpec, ModelSpec, QModelSpec, build_encoder, dense_stack
+from rlstack.models.specs import (EncoderSpec, LayerSpec, LSTMSpec, ModelSpec, QModelSpec, build_encoder,
+                                  dense_stack)
 
-# Classic RLlib model keys and defaults. Keys marked "not used" are accepted so that
-# old configs load, and rejected by validate_model_config when set to a non-default.
+# Classic RLlib model keys and defaults. The keys of NO_OP_MODEL_KEYS (below) are accepted
+# so that old configs load, and refused by validate_model_config at any value but the
+# ones named there.
 MODEL_DEFAULTS: dict[str, Any] = {
     # Sizes of the hidden layers of the MLP over vector observations.
     "fcnet_hiddens": [256, 256],
@@ -75,11 +78,15 @@ MODEL_DEFAULTS: dict[str, Any] = {
     # Atari envs under preprocessor_pref="deepmind" (env/atari.py): stack the last 4 screens
     # (True) or give one.
     "framestack": True,
-    # The side of the square grey Atari screen (84, or 42 for a smaller net).
+    # The side of the square Atari screen (84, or 42 for a smaller net), under "deepmind"
+    # and under classic RLlib's image preprocessing of (210, 160, 3) screens, which any
+    # env the "deepmind" wrapper does not take gets (preprocessor_pref None or "rllib").
     "dim": 84,
-    # Not used: Atari screens are always grey; no other image preprocessing.
+    # That image preprocessing: average the colour channels into one grey channel. No
+    # effect under "deepmind", whose screens are always grey (1.x ignored it there too).
     "grayscale": False,
-    # Not used (1.13's centring of image observations); a value other than True is an error.
+    # That image preprocessing: scale the screen to [-1, 1) ((x - 128) / 128) if True, to
+    # [0, 1] (x / 255) if False. No effect under "deepmind" (uint8 screens, as in 1.x).
     "zero_mean": True,
     # Not used: one observation encoding for every space (see models/preprocessors.py).
     "custom_preprocessor": None,
@@ -89,10 +96,43 @@ MODEL_DEFAULTS: dict[str, Any] = {
     # Name given to ModelCatalog.register_custom_action_dist (or the class itself), or
     # None for the built-in distribution of the action space.
     "custom_action_dist": None,
+    # The built-in dense network over a vector observation: its last hidden layer (of
+    # fcnet_hiddens + post_fcnet_hiddens; one over the observation if both are empty)
+    # outputs the action distribution's inputs itself, with its activation, instead of
+    # feeding a linear logits layer (1.13's). As in 1.13 it changes nothing under use_lstm,
+    # for Dict / Tuple observations, or for the Q-networks of DQN, SAC and DDPG; image
+    # observations are not supported with it.
+    "no_final_linear": False,
+    # 1.13's copy of the top-level key of that name: the built-in models read Dict / Tuple
+    # observations by their parts either way (True with a custom_model is refused).
+    "_disable_preprocessor_api": False,
+    # 1.13's copy of the top-level key of that name: Dict / Tuple actions are one flat vector
+    # in models and batches (False only).
+    "_disable_action_flattening": False,
+    # Whether recurrent models get [T, B, ...] inputs (1.13's; False only: rlstack's
+    # sequences are batch-major, [B, T, ...]).
+    "_time_major": False,
 }
 
-# Keys accepted for old configs but without effect: a non-default value is an error.
-_UNUSED_MODEL_KEYS = ("grayscale", "zero_mean", "custom_preprocessor")
+# Keys accepted for old configs but without effect: key -> (the values accepted, why no
+# other is).
+NO_OP_MODEL_KEYS: dict[str, tuple[tuple[Any, ...], str]] = {
+    "custom_preprocessor": ((None,), "rlstack encodes every observation space one way (models/preprocessors.py); "
+                                     "transform observations in a gymnasium ObservationWrapper, or register a custom "
+                                     "model with ModelCatalog.register_custom_model"),
+    "_disable_preprocessor_api": ((False, True), "rlstack's built-in models read Dict / Tuple observations by their "
+                                                 "parts either way"),
+    "_disable_action_flattening": ((False,), "rlstack's models and batches hold a Dict / Tuple action as one flat "
+                                             "vector and have no nested form"),
+    "_time_major": ((False,), "rlstack's sequences are batch-major ([B, T, ...]) and its recurrent models read them "
+                              "so"),
+}
+
+# The message for a custom model asked to read raw observations (top-level or model key).
+DISABLE_PREPROCESSOR_API_WITH_CUSTOM_MODEL = (
+    "_disable_preprocessor_api=True with a custom_model is not supported by rlstack: a model always gets "
+    "input_dict['obs'] in the observation space's structure with Discrete parts one-hot encoded (and "
+    "input_dict['obs_flat']), where 1.x handed the raw values. Remove the key and read the one-hot parts.")
 
 ACTIVATIONS = ("tanh", "relu", "swish", "silu", "elu", "linear")
 
@@ -141,13 +181,17 @@ def validate_model_config(model_config: dict) -> None:
                 f"Unknown model config key {key!r}{did_you_mean(key, MODEL_DEFAULTS)} "
                 f"Valid model keys: {', '.join(sorted(MODEL_DEFAULTS))}."
             )
-    for key in _UNUSED_MODEL_KEYS:
-        if key in model_config and model_config[key] != MODEL_DEFAULTS[key]:
+    for key, (accepted, reason) in NO_OP_MODEL_KEYS.items():
+        value = model_config.get(key, MODEL_DEFAULTS[key])
+        if not any(value is a or (type(value) is type(a) and value == a) for a in accepted):
             raise ConfigError(
-                f"model.{key}={model_config[key]!r} is not supported by rlstack's models (it would be ignored); "
-                "remove it from the config, or register a custom model with "
-                "ModelCatalog.register_custom_model."
+                f"model.{key}={value!r} is not supported by rlstack's models: {reason}, so only "
+                f"{' or '.join(repr(a) for a in accepted)} (no effect) is accepted; remove the key."
             )
+    if model_config.get("_disable_preprocessor_api") is True and model_config.get("custom_model"):
+        raise ConfigError(f"model.{DISABLE_PREPROCESSOR_API_WITH_CUSTOM_MODEL}")
+    if not isinstance(model_config.get("no_final_linear", False), bool):
+        raise ConfigError(f"model.no_final_linear must be True or False; got {model_config['no_final_linear']!r}.")
     check_attention_config(model_config)
     if model_config.get("use_attention") and model_config.get("use_lstm"):
         raise ConfigError("model.use_attention and model.use_lstm are both True: choose one memory (1.13 refused "
@@ -157,7 +201,7 @@ def validate_model_config(model_config: dict) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"model.{key} must be an integer >= 1 (1.13's default: {MODEL_DEFAULTS[key]}); "
                               f"got {value!r}.")
-    for key in ("use_lstm", "lstm_use_prev_action", "lstm_use_prev_reward"):
+    for key in ("use_lstm", "lstm_use_prev_action", "lstm_use_prev_reward", "grayscale", "zero_mean"):
         if not isinstance(model_config.get(key, False), bool):
             raise ConfigError(f"model.{key} must be True or False; got {model_config[key]!r}.")
     for key in ("fcnet_activation", "conv_activation", "post_fcnet_activation"):
@@ -451,6 +495,13 @@ class ModelCatalog:
         # With free_log_std the network predicts only the means; log_std is a variable.
         num_logits = num_outputs - (action_dim if free_log_std else 0)
         logits = LayerSpec("logits", "dense", (features, num_logits), init_std=0.01) if num_logits else None
+        # 1.13 read no_final_linear in its dense and conv networks only: its LSTM wrapper
+        # asked the network for no outputs, and Dict / Tuple observations went through
+        # ComplexInputNetwork, which built its own logits layer.
+        if (config["no_final_linear"] and num_logits and lstm is None
+                and not isinstance(obs_space, (gym.spaces.Dict, gym.spaces.Tuple))):
+            encoder = _last_hidden_layer_as_output(encoder, num_logits, config, free_log_std)
+            features, logits = encoder.out_size, None
         value_in = features if vf_encoder is None else vf_encoder.out_size
         value_out = LayerSpec("value_out", "dense", (value_in, 1), init_std=0.01)
         return ModelSpec(preprocessor.size, encoder, vf_encoder, logits, value_out,
@@ -506,6 +557,37 @@ class ModelCatalog:
         return QModelSpec(preprocessor.size, encoder, advantage_hiddens, advantage_out, value_hiddens, value_out,
                           num_actions, config, num_atoms=int(num_atoms), v_min=float(v_min), v_max=float(v_max),
                           noise_layers=tuple(noise_layers))
+
+
+def _last_hidden_layer_as_output(encoder: EncoderSpec, size: int, config: dict, free_log_std: bool) -> EncoderSpec:
+    """``encoder`` with its last dense layer resized to ``size`` outputs (1.13's
+    ``no_final_linear``): that layer, activation included, then gives the action
+    distribution's inputs. With no hidden layer at all, one layer over the observation
+    does (with ``post_fcnet_activation``, as 1.13's network used without ``fcnet_hiddens``).
+
+    Raises:
+        ConfigError: For image observations, and with ``free_log_std``.
+    """
+    if encoder.images:
+        raise ConfigError(
+            "model.no_final_linear=True is not supported for image observations: rlstack's CNN ends in its "
+            "conv_filters' last layer and a dense logits layer, and cannot make that conv layer the output as 1.13's "
+            "VisionNetwork did. Remove no_final_linear, or register a custom model that ends as you need.")
+    if free_log_std:
+        raise ConfigError(
+            "model.no_final_linear=True with free_log_std=True: the last hidden layer would give the means and there "
+            "is no linear layer to append the free log stds to (1.13's network dropped them then); set one of them "
+            "to False.")
+    if encoder.post_fc:
+        last = encoder.post_fc[-1]
+        post_fc = (*encoder.post_fc[:-1], dataclasses.replace(last, kernel_shape=(last.kernel_shape[0], size)))
+        return dataclasses.replace(encoder, post_fc=post_fc, out_size=size)
+    if encoder.fc:
+        last = encoder.fc[-1]
+        fc = (*encoder.fc[:-1], dataclasses.replace(last, kernel_shape=(last.kernel_shape[0], size)))
+        return dataclasses.replace(encoder, fc=fc, out_size=size)
+    layer = LayerSpec("fc_0", "dense", (len(encoder.vector_columns), size), config["post_fcnet_activation"])
+    return dataclasses.replace(encoder, fc=(layer,), out_size=size)
 
 
 def _register_with_tune(kind: str, name: str, value: type) -> None:

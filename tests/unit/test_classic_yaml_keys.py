@@ -72,7 +72,7 @@ IMPALA = get_trainer_class("IMPALA")
     (PPO, {"optimizer": {"num_replay_buffer_shards": 2}}, "remove the optimizer key"),
     (IMPALA, {"num_multi_gpu_tower_stacks": 4}, "num_multi_gpu_tower_stacks=4 is not supported"),
     (PPO, {"simple_optimizer": "yes"}, "simple_optimizer='yes' is not supported"),
-    (IMPALA, {"vtrace_drop_last_ts": False}, "last step only to bootstrap"),
+    (IMPALA, {"_tf_policy_handles_more_than_one_loss": 1}, "one loss per optimizer"),
     (PPO, {"num_multi_gpu_tower_stacks": 1}, "Unknown config key 'num_multi_gpu_tower_stacks' for PPO"),
     (DQN, {"replay_buffer_config": {"type": "MultiAgentMixInReplayBuffer"}}, "use one of MultiAgentPrioritized"),
     (DQN, {"replay_buffer_config": {"replay_sequence_length": 20}}, "no recurrent models"),
@@ -108,9 +108,9 @@ def test_a_fake_two_gpu_config_trains_on_the_cpu(ray_local):
 
 def test_no_op_keys_are_accepted_at_their_no_op_values_and_dropped():
     config = IMPALA.merge_and_validate({"_disable_execution_plan_api": False, "num_multi_gpu_tower_stacks": 1,
-                                        "simple_optimizer": True, "vtrace_drop_last_ts": True})
+                                        "simple_optimizer": True, "_tf_policy_handles_more_than_one_loss": True})
     assert not {"_disable_execution_plan_api", "num_multi_gpu_tower_stacks", "simple_optimizer",
-                "vtrace_drop_last_ts"} & set(config)
+                "_tf_policy_handles_more_than_one_loss"} & set(config)
 
 
 def test_disable_preprocessor_api_is_accepted_for_built_in_models_only():
@@ -121,14 +121,18 @@ def test_disable_preprocessor_api_is_accepted_for_built_in_models_only():
         PPOTrainer.merge_and_validate({"_disable_preprocessor_api": True, "model": {"custom_model": "mine"}})
 
 
-def test_classic_pong_a3c_names_what_rlstack_lacks(tmp_path):
-    # 1.x's pong-a3c: an LSTM model on RLlib's own preprocessing, neither in rlstack yet.
+def test_classic_pong_a3c_loads_with_rllibs_own_preprocessing(tmp_path):
+    # 1.x's pong-a3c: an LSTM model on RLlib's own image preprocessing (42x42 screens).
     (tmp_path / "pong-a3c.yaml").write_text(
         "pong-a3c:\n  env: PongNoFrameskip-v4\n  run: A3C\n  config:\n    num_workers: 16\n"
-        "    preprocessor_pref: rllib\n    model: {use_lstm: true, conv_activation: elu, dim: 42}\n"
+        "    preprocessor_pref: rllib\n    model: {use_lstm: true, conv_activation: elu, dim: 42, grayscale: true,\n"
+        "             zero_mean: false}\n"
     )
-    with pytest.raises(ConfigError, match="preprocessor_pref='rllib' is not supported|use_lstm"):
-        validate_experiments(load_experiments(str(tmp_path / "pong-a3c.yaml")))
+    experiments = load_experiments(str(tmp_path / "pong-a3c.yaml"))
+    validate_experiments(experiments)
+    config = _merged(tmp_path / "pong-a3c.yaml", "pong-a3c")
+    assert config["preprocessor_pref"] == "rllib"
+    assert (config["model"]["dim"], config["model"]["grayscale"], config["model"]["zero_mean"]) == (42, True, False)
 
 
 def test_sac_files_keep_1_13s_sub_configs_and_replay_keys():

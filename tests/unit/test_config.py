@@ -35,9 +35,9 @@ def test_unknown_framework():
         PPOTrainer({**SMALL, "framework": "jax"}, "CartPole-v1")
 
 
-def test_1_13s_framework_none_says_to_set_torch_or_tf():
-    with pytest.raises(ConfigError, match=r"framework=None .* not an rlstack setting: set config\['framework'\] to "
-                                          "'torch' .* or 'tf'"):
+def test_1_13s_framework_none_with_the_algorithms_own_policy_says_to_set_torch_or_tf():
+    with pytest.raises(ConfigError, match=r"framework=None, but policy 'default_policy' is PPO's own policy.*"
+                                          r"set config\['framework'\] to 'torch' or 'tf'"):
         PPOTrainer({**SMALL, "framework": None}, "CartPole-v1")
 
 
@@ -114,7 +114,8 @@ def test_default_config_copy_is_deep():
     ("override", "fragment"),
     [
         ({"clip_rewards": -1}, "clip_rewards must be None (the default), False (off), True"),
-        ({"preprocessor_pref": "rllib"}, "preprocessor_pref='rllib' is not supported"),
+        ({"preprocessor_pref": "opencv"}, "preprocessor_pref='opencv' is not supported; use 'deepmind'"),
+        ({"model": {"grayscale": "yes"}}, "model.grayscale must be True or False"),
         ({"model": {"dim": 0}}, "model.dim must be a positive integer"),
         ({"evaluation_duration": "auto"}, "'auto' with evaluation_parallel_to_training=True"),
         ({"exploration_config": {"type": "EpsilonGreedy"}}, "explore by sampling"),

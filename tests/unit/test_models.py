@@ -255,6 +255,53 @@ def test_free_log_std_halves_logits_and_adds_log_std_weight():
     np.testing.assert_array_equal(weights["log_std"], np.zeros(3))
 
 
+def test_no_final_linear_makes_the_last_hidden_layer_the_output_as_1_13_did():
+    from rlstack.models.numpy.model import NumpyModel
+
+    spec = ModelCatalog.get_model_spec(CARTPOLE_OBS, Discrete(3), {"fcnet_hiddens": [8, 5], "no_final_linear": True})
+    # The last hidden layer has the action distribution's size and keeps its activation;
+    # the separate value encoder keeps fcnet_hiddens.
+    assert spec.logits is None and spec.num_outputs == 3
+    assert [(layer.name, layer.kernel_shape, layer.activation) for layer in spec.encoder.fc] == [
+        ("fc_0", (4, 8), "tanh"), ("fc_1", (8, 3), "tanh")]
+    assert spec.value_out.kernel_shape == (5, 1)
+    weights = initial_weights(spec, seed=0)
+    obs = _random_obs(4)
+    model = NumpyModel(spec)
+    model.set_canonical_weights(weights)
+    dist_inputs, _ = model(obs)
+    expected = np.tanh(np.tanh(obs @ weights["fc_0/kernel"]) @ weights["fc_1/kernel"])
+    np.testing.assert_allclose(dist_inputs, expected, rtol=1e-6)
+    # Shared layers: the value head reads the output layer. No hidden layers: one layer over
+    # the observation, with post_fcnet_activation (1.13's network without fcnet_hiddens).
+    shared = ModelCatalog.get_model_spec(CARTPOLE_OBS, Discrete(3), {"fcnet_hiddens": [8], "vf_share_layers": True,
+                                                                     "no_final_linear": True})
+    assert shared.value_out.kernel_shape == (3, 1)
+    bare = ModelCatalog.get_model_spec(CARTPOLE_OBS, Discrete(3), {"fcnet_hiddens": [], "no_final_linear": True})
+    assert [(layer.kernel_shape, layer.activation) for layer in bare.encoder.fc] == [((4, 3), "relu")]
+    # 1.13's LSTM wrapper and its network for Dict observations built a logits layer anyway.
+    for space, config in ((CARTPOLE_OBS, {"use_lstm": True}), (_dict_space(), {})):
+        assert ModelCatalog.get_model_spec(space, Discrete(3), {**config, "no_final_linear": True}).logits is not None
+    with pytest.raises(ConfigError, match="not supported for image observations"):
+        ModelCatalog.get_model_spec(Box(0.0, 1.0, (10, 10, 3), np.float32), Discrete(3), {"no_final_linear": True})
+    with pytest.raises(ConfigError, match="free_log_std"):
+        ModelCatalog.get_model_spec(CARTPOLE_OBS, Box(-1.0, 1.0, (2,), np.float32),
+                                    {"no_final_linear": True, "free_log_std": True})
+
+
+def test_1_13_model_keys_without_effect_are_accepted_at_their_no_op_values():
+    for key, value in (("_disable_action_flattening", False), ("_time_major", False),
+                       ("_disable_preprocessor_api", True), ("custom_preprocessor", None)):
+        ModelCatalog.get_model_spec(CARTPOLE_OBS, CARTPOLE_ACT, {key: value})
+    with pytest.raises(ConfigError, match=r"model._time_major=True is not supported.*batch-major"):
+        ModelCatalog.get_model_spec(CARTPOLE_OBS, CARTPOLE_ACT, {"_time_major": True})
+    with pytest.raises(ConfigError, match=r"model._disable_action_flattening=True is not supported"):
+        ModelCatalog.get_model_spec(CARTPOLE_OBS, CARTPOLE_ACT, {"_disable_action_flattening": True})
+    with pytest.raises(ConfigError, match="_disable_preprocessor_api=True with a custom_model"):
+        ModelCatalog.get_model_spec(CARTPOLE_OBS, CARTPOLE_ACT, {"_disable_preprocessor_api": True,
+                                                                 "custom_model": "mine"})
+
+
 # --- torch / TF parity ------------------------------------------------------------------
 
 PARITY_CASES = {
@@ -266,6 +313,8 @@ PARITY_CASES = {
         {"conv_filters": [[4, [4, 4], 2], [8, [3, 3], 1]], "post_fcnet_hiddens": [8]},
     ),
     "dict": (_dict_space(), Discrete(3), {"fcnet_hiddens": [16], "post_fcnet_hiddens": [8]}),
+    "no_final_linear": (Box(-2.0, 2.0, (5,), np.float32), Discrete(3),
+                        {"fcnet_hiddens": [16, 8], "post_fcnet_hiddens": [6], "no_final_linear": True}),
     "dict_shared_box_actions": (
         _dict_space(),
         Box(-1.0, 1.0, (2,), np.float32),

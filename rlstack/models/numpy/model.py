@@ -134,7 +134,8 @@ class NumpyModel(NumpyLayers):
         else:
             features = self._encode(self.spec.encoder, obs)
             vf_features = features if self.spec.vf_encoder is None else self._encode(self.spec.vf_encoder, obs)
-        dist_inputs = self._run(self.spec.logits, features)
+        # No logits layer (model.no_final_linear): the last hidden layer gives the inputs.
+        dist_inputs = features if self.spec.logits is None else self._run(self.spec.logits, features)
         if self.spec.free_log_std:
             log_std = np.broadcast_to(self.weights["log_std"], dist_inputs.shape)
             dist_inputs = np.concatenate([dist_inputs, log_std], axis=1)

@@ -10,12 +10,11 @@ constructor, so that a custom model can wrap one, as RLlib's action-masking exam
 
 from __future__ import annotations
 
-import dataclasses
 import gymnasium as gym
 import numpy as np
 
 from rlstack.models.catalog import ModelCatalog
-from rlstack.models.specs import LayerSpec, ModelSpec
+from rlstack.models.specs import ModelSpec
 from rlstack.models.tf.model import TFModel
 
 __all__ = ["FullyConnectedNetwork", "network_spec"]
@@ -35,17 +34,13 @@ def network_spec(obs_space: gym.Space, num_outputs: int | None, model_config: di
     """
     config = {key: value for key, value in (model_config or {}).items()
               if key not in ("custom_model", "custom_model_config", "custom_action_dist", "use_lstm")}
-    free_log_std = bool(config.pop("free_log_std", False)) and bool(num_outputs)
+    config["free_log_std"] = bool(config.get("free_log_std", False)) and bool(num_outputs)
     space = obs_space
     if flatten or not isinstance(obs_space, gym.spaces.Box):
         size = int(np.prod(obs_space.shape)) if obs_space.shape else 1
         space = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
-    # The action space only sizes the catalog's logits layer, replaced right below.
-    spec = ModelCatalog.get_model_spec(space, gym.spaces.Discrete(2), config)
-    predicted = int(num_outputs or 0) // 2 if free_log_std else int(num_outputs or 0)
-    logits = LayerSpec("logits", "dense", (spec.encoder.out_size, max(predicted, 1)), init_std=0.01)
-    return dataclasses.replace(spec, logits=logits, free_log_std=free_log_std,
-                               action_dim=predicted if free_log_std else 0)
+    # The output's size is num_outputs; the action space is not read.
+    return ModelCatalog.get_model_spec(space, gym.spaces.Discrete(2), config, num_outputs=int(num_outputs or 0))
 
 
 class FullyConnectedNetwork(TFModel):

@@ -103,7 +103,8 @@ class TFModel(TFModelV2):
         if obs_space is None:
             obs_space = gym.spaces.Box(-np.inf, np.inf, (spec.obs_size,), np.float32)
         self.spec = spec
-        self.has_logits = logits_layer
+        # A spec without a logits layer (model.no_final_linear) outputs its features too.
+        self.has_logits = logits_layer and not (isinstance(spec, ModelSpec) and spec.logits is None)
         super().__init__(obs_space, action_space, self._output_size(), spec.model_config if model_config is None
                          else model_config, name)
         self.layer_specs: dict[str, LayerSpec] = {layer.name: layer for layer in spec.layers}
@@ -111,7 +112,7 @@ class TFModel(TFModelV2):
         # Variables keyed by canonical weight name, in a stable order.
         self.weight_vars: dict[str, tf.Variable] = {
             name: tf.Variable(value, name=name.replace("/", "_"), trainable=True) for name, value in initial.items()
-            if logits_layer or not (name.startswith("logits/") or name == "log_std")
+            if self.has_logits or not (name.startswith("logits/") or name == "log_std")
         }
         self._values: tf.Tensor | None = None
 

@@ -60,8 +60,11 @@ COMMON_CONFIG: dict[str, Any] = {
     # preprocessing), False (off), True (sign of the reward) or a float bound.
     "clip_rewards": None,
     # "deepmind": Atari (ALE) envs get the standard preprocessing (no-op reset, frame skip
-    # 4, model.dim x model.dim grey screens, 4 stacked if model.framestack; env/atari.py);
-    # None: envs are used as they are.
+    # 4, model.dim x model.dim grey screens, 4 stacked if model.framestack; env/atari.py).
+    # Envs it does not take, and all envs under None or "rllib" (1.x's two names for its own
+    # preprocessors), get classic RLlib's: (210, 160, 3) screens cropped, resized to
+    # model.dim, grey if model.grayscale, in [-1, 1) if model.zero_mean else [0, 1]; an ALE
+    # game's RAM in [-1, 1). Other envs are used as they are.
     "preprocessor_pref": "deepmind",
     # Box actions: the policy acts in [-1, 1], mapped onto the action space's bounds.
     "normalize_actions": True,
@@ -106,7 +109,8 @@ COMMON_CONFIG: dict[str, Any] = {
     # debug (False only): moved to the top-level keys of those names when merged. The
     # optimizer itself is Adam with lr, lr_schedule, adam_epsilon and grad_clip.
     "optimizer": {},
-    # "torch" or "tf" ("tf2" is an alias of "tf").
+    # "torch" or "tf" ("tf2" is an alias of "tf"); None (1.13's setting) imports neither,
+    # for runs whose every policy is a Policy subclass of your own that uses neither.
     "framework": "torch",
     # Accepted for classic TF configs; TF policies always run as tf.function.
     "eager_tracing": True,
@@ -143,6 +147,14 @@ COMMON_CONFIG: dict[str, Any] = {
     # Evaluate on the evaluation workers while the iteration's training step runs (with
     # the weights from before it), instead of after it; needs evaluation_num_workers >= 1.
     "evaluation_parallel_to_training": False,
+    # True in the config of the evaluation workers (and their policies), False in training's:
+    # set by the trainer, for callbacks and custom models that act otherwise when evaluated
+    # (worker.policy_config["in_evaluation"]). evaluation_config cannot turn it off.
+    "in_evaluation": False,
+    # Every result carries the last evaluation's metrics under `evaluation`, also in the
+    # iterations that do not evaluate (NaN rewards before the first one): for Tune stoppers
+    # and schedulers that read evaluation metrics every iteration.
+    "always_attach_evaluation_results": False,
     # === Reporting ===
     # Smooth episode_reward_mean and friends over this many recent episodes.
     "metrics_smoothing_episodes": 100,
@@ -150,6 +162,12 @@ COMMON_CONFIG: dict[str, Any] = {
     "min_time_s_per_reporting": None,
     # Run training_step again until this many steps were sampled in the iteration.
     "min_sample_timesteps_per_reporting": None,
+    # Run training_step again until this many steps were trained on in the iteration (env
+    # steps, or agent steps with multiagent.count_steps_by: agent_steps).
+    "min_train_timesteps_per_reporting": None,
+    # Report each custom metric as the list of its values over the smoothing window's
+    # episodes (result["custom_metrics"][name]) instead of <name>_mean / _min / _max.
+    "keep_per_episode_custom_metrics": False,
     # === Resources ===
     # GPUs for the learner (the driver's policy): 0, a fraction, or 1 (one learner GPU).
     "num_gpus": 0,
@@ -503,9 +521,9 @@ def validate_common_config(config: dict[str, Any]) -> None:
     _require(config["placement_strategy"] in PLACEMENT_STRATEGIES,
              f"placement_strategy={config['placement_strategy']!r} is not allowed; use one of {', '.join(PLACEMENT_STRATEGIES)}.")
     _require(config["seed"] is None or _is_int(config["seed"]), f"seed must be None or an integer, got {config['seed']!r}.")
-    _require(config["preprocessor_pref"] in (None, "deepmind"),
+    _require(config["preprocessor_pref"] in (None, "deepmind", "rllib"),
              f"preprocessor_pref={config['preprocessor_pref']!r} is not supported; use 'deepmind' (the standard Atari "
-             "preprocessing) or None (no preprocessing).")
+             "preprocessing), or 'rllib' or None (classic RLlib's own image preprocessing).")
     clip = config["clip_rewards"]
     _require(clip is None or clip is True or clip is False or (isinstance(clip, numbers.Real) and not isinstance(clip, bool) and clip > 0),
              f"clip_rewards must be None (the default), False (off), True (sign of the reward) or a number > 0 (clip to [-x, x]); "
@@ -522,7 +540,8 @@ def validate_common_config(config: dict[str, Any]) -> None:
     _require(not config["optimizer"],
              f"optimizer {config['optimizer']!r} is not supported; Adam is configured with lr, lr_schedule, "
              "adam_epsilon and grad_clip: remove the optimizer key.")
-    for key in ("min_time_s_per_reporting", "min_sample_timesteps_per_reporting"):
+    for key in ("min_time_s_per_reporting", "min_sample_timesteps_per_reporting",
+                "min_train_timesteps_per_reporting"):
         value = config[key]
         _require(value is None or (isinstance(value, numbers.Real) and value >= 0),
                  f"{key} must be None or >= 0, got {value!r}.")
@@ -534,6 +553,12 @@ def validate_common_config(config: dict[str, Any]) -> None:
             _require(value is None or (_is_int(value) and value >= 0),
                      f"{section}.{key} must be None (rlstack's choice), 0 (TensorFlow's) or a number of threads "
                      f">= 1, got {value!r}.")
+    for key in ("in_evaluation", "always_attach_evaluation_results", "keep_per_episode_custom_metrics"):
+        _require(isinstance(config[key], bool), f"{key} must be True or False, got {config[key]!r}.")
+    in_evaluation = config["evaluation_config"].get("in_evaluation", True)
+    _require(in_evaluation is True,
+             f"evaluation_config.in_evaluation={in_evaluation!r}: the evaluation workers' config always has "
+             "in_evaluation=True (the trainer sets it, as 1.13 did); remove the key from evaluation_config.")
     check_callbacks(config["callbacks"])
     validate_model_config(config["model"])
 
@@ -555,7 +580,8 @@ EVALUATION_SEED_OFFSET = 1_000_000
 
 
 def evaluation_config_of(config: dict[str, Any]) -> dict[str, Any]:
-    """The config evaluation workers run with: the training config with the overrides.
+    """The config evaluation workers run with: the training config with the overrides,
+    and ``in_evaluation`` True.
 
     Raises:
         ConfigError: If the overrides give an impossible value.
@@ -566,6 +592,7 @@ def evaluation_config_of(config: dict[str, Any]) -> dict[str, Any]:
         _set(merged, RENAMED_KEYS.get(key, key), value)
     if "seed" not in overrides and merged["seed"] is not None:
         merged["seed"] = merged["seed"] + EVALUATION_SEED_OFFSET
+    merged["in_evaluation"] = True
     # Evaluation plays episodes in its envs: it writes and reads no experience unless
     # evaluation_config says so.
     for key, value in (("output", None), ("input", "sampler")):

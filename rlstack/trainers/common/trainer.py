@@ -75,7 +75,7 @@ from rlstack.trainers.common.multi_agent import (
 )
 from rlstack.trainers.common.ray_start import ensure_ray
 from rlstack.trainers.common.result_logger import create_user_logger, results_writer
-from rlstack.utils.framework import check_installed
+from rlstack.utils.framework import check_framework_free_policies, check_installed
 from rlstack.utils.imports import import_object
 from rlstack.utils.seeding import seed_everything
 from rlstack.utils.threads import LearnerThreads
@@ -132,7 +132,8 @@ class Trainer(tune.Trainable):
     """Base class of rlstack trainers (``PPOTrainer`` and friends).
 
     Args:
-        config: The user's config; missing keys take the algorithm's defaults.
+        config: The user's config; missing keys take the algorithm's defaults. A config
+            object (``PPOConfig()...``) gives its ``to_dict()``.
         env: The env (overrides ``config["env"]``): a gymnasium id, a registered name,
             an Env class or a creator.
         logger_creator: RLlib 1.13's ``logger_creator(config) -> logger`` for a
@@ -183,6 +184,8 @@ class Trainer(tune.Trainable):
         sync_function_tpl: str | None = None,
         **kwargs: Any,
     ) -> None:
+        if callable(getattr(config, "to_dict", None)):
+            config = config.to_dict()  # a config object (rlstack.trainers.trainer_config), as 1.13 took
         config = dict(config or {})
         if env is not None:
             config["env"] = env
@@ -305,8 +308,13 @@ class Trainer(tune.Trainable):
         algorithm's :attr:`policy_classes` entry (a subclass that picks its policy from
         other keys overrides this), or the class itself where a subclass overrides
         :meth:`get_default_policy_class` (classic RLlib's hook)."""
-        if _overrides(type(self), "get_default_policy_class"):
-            return self.get_default_policy_class(config)
+        overridden = _overrides(type(self), "get_default_policy_class")
+        default = self.get_default_policy_class(config) if overridden else None
+        if config["framework"] is None:
+            named = {pid: spec.policy_class or default for pid, spec in configured_policies(config).items()}
+            check_framework_free_policies(self._name, named or {DEFAULT_POLICY_ID: default})
+        if overridden:
+            return default
         if config["framework"] not in type(self).policy_classes:
             named = [spec.policy_class for spec in configured_policies(config).values()]
             if named and all(cls is not None for cls in named):
@@ -473,6 +481,10 @@ class Trainer(tune.Trainable):
         self.policy_class = resolve_class(policy_class_path)  # imported by the WorkerSet already
         seed_everything(self.config["seed"])  # the framework may have been imported just now
         self.evaluation_workers: WorkerSet | None = None
+        # What evaluate() last returned, {"evaluation": metrics} (1.13's attribute), for
+        # always_attach_evaluation_results; NaN rewards until the first evaluation, so
+        # that a Tune stopper on them finds the keys from the first iteration on.
+        self.evaluation_metrics: dict[str, Any] = _before_any_evaluation()
         # A counter a custom training_iteration names first starts at 0, as in 1.13.
         self._counters = collections.defaultdict(int, {
             "num_env_steps_sampled": 0, "num_env_steps_trained": 0, "num_agent_steps_sampled": 0,
@@ -548,6 +560,7 @@ class Trainer(tune.Trainable):
         self.workers.collect_env_restarts()
         self._counters = collections.defaultdict(int, dict.fromkeys(self._counters, 0))
         self._episode_window = EpisodeWindow(merged["metrics_smoothing_episodes"])
+        self.evaluation_metrics = _before_any_evaluation()
         self._execution_plan = self._plan_metrics = None  # the new trial builds its own
         self.workers.sync_weights(0)
         return True
@@ -585,9 +598,14 @@ class Trainer(tune.Trainable):
         if cfg["env_task_fn"] is not None:
             self._set_env_tasks(result)
         if parallel_evaluation is not None:
-            result["evaluation"] = parallel_evaluation.result()
+            self.evaluation_metrics = {"evaluation": parallel_evaluation.result()}
+            result.update(self.evaluation_metrics)
         elif evaluate_now:
-            result.update(self.evaluate())  # {"evaluation": metrics}
+            # {"evaluation": metrics}, kept also from a subclass's own evaluate().
+            self.evaluation_metrics = self.evaluate()
+            result.update(self.evaluation_metrics)
+        elif cfg["always_attach_evaluation_results"]:
+            result.update(copy.deepcopy(self.evaluation_metrics))
         return result
 
     def iteration_result(self, learner_stats: dict[str, Any], steps_before: int | None = None) -> dict[str, Any]:
@@ -625,7 +643,7 @@ class Trainer(tune.Trainable):
         self._counters["episodes_total"] += len(episodes)
         result: dict[str, Any] = {
             # episode_reward_*, custom_metrics and hist_stats over the smoothing window.
-            **episode_results(self._episode_window.episodes),
+            **episode_results(self._episode_window.episodes, self.config["keep_per_episode_custom_metrics"]),
             "episodes_this_iter": len(episodes),
             "episodes_total": self._counters["episodes_total"],
             # Sub-envs closed and rebuilt after raising (restart_failed_sub_environments).
@@ -705,17 +723,22 @@ class Trainer(tune.Trainable):
 
     def _train_until_reporting(self, start: float, steps_before: int) -> dict[str, Any]:
         """Runs training steps until the iteration may report (``min_time_s_per_reporting``,
-        ``min_sample_timesteps_per_reporting``); returns the last one's learner stats."""
+        ``min_sample_timesteps_per_reporting``, ``min_train_timesteps_per_reporting``);
+        returns the last one's learner stats."""
         cfg = self.config
+        trained_before = self.trained_timestep()
         with self._timers["training_iteration"]:
             while True:
                 # training_iteration is classic RLlib's name for a subclass's own round.
                 learner_stats = self.training_iteration() if _overrides(type(self), "training_iteration") \
                     else self.training_step()
                 sampled = self.global_timestep() - steps_before
+                trained = self.trained_timestep() - trained_before
                 if cfg["min_time_s_per_reporting"] and time.time() - start < cfg["min_time_s_per_reporting"]:
                     continue
                 if cfg["min_sample_timesteps_per_reporting"] and sampled < cfg["min_sample_timesteps_per_reporting"]:
+                    continue
+                if cfg["min_train_timesteps_per_reporting"] and trained < cfg["min_train_timesteps_per_reporting"]:
                     continue
                 return learner_stats
 
@@ -996,7 +1019,8 @@ class Trainer(tune.Trainable):
             this evaluation; ``train()`` reports the same inner dict as
             ``result["evaluation"]``.
         """
-        return {"evaluation": self._evaluation_metrics(self._prepared_evaluation_workers())}
+        self.evaluation_metrics = {"evaluation": self._evaluation_metrics(self._prepared_evaluation_workers())}
+        return self.evaluation_metrics
 
     def _before_evaluate(self) -> None:
         """Runs before every evaluation (classic RLlib's hook; nothing in the base)."""
@@ -1043,7 +1067,7 @@ class Trainer(tune.Trainable):
             if not auto or training_done is None or training_done.is_set():
                 break
         return {
-            **episode_results(episodes),
+            **episode_results(episodes, cfg["keep_per_episode_custom_metrics"]),
             "episodes_this_iter": len(episodes),
             "timesteps_this_iter": sum(e.length for e in episodes),
             # Sub-envs rebuilt during this evaluation (restart_failed_sub_environments);
@@ -1129,6 +1153,11 @@ class Trainer(tune.Trainable):
         """The step count schedules follow: env steps, or agent steps (``count_steps_by``)."""
         by_agent = self.is_multi_agent and self.config["multiagent"]["count_steps_by"] == "agent_steps"
         return self._counters["num_agent_steps_sampled" if by_agent else "num_env_steps_sampled"]
+
+    def trained_timestep(self) -> int:
+        """The steps trained on, counted as :meth:`global_timestep` counts the sampled ones."""
+        by_agent = self.is_multi_agent and self.config["multiagent"]["count_steps_by"] == "agent_steps"
+        return self._counters["num_agent_steps_trained" if by_agent else "num_env_steps_trained"]
 
     def sync_learned_weights(self, info: dict[str, Any]) -> None:
         """Moves every policy's schedules on and sends the weights of those that learned
@@ -1588,6 +1617,12 @@ def process_perf() -> dict[str, float]:
 # still stops them, before Ray's own exit hook (registered when ray was imported, so run
 # after this one) shuts Ray down under workers that are still sampling or holding objects.
 _LIVE_TRAINERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _before_any_evaluation() -> dict[str, Any]:
+    # 1.13's evaluation_metrics before the first evaluation.
+    nan = float("nan")
+    return {"evaluation": {"episode_reward_max": nan, "episode_reward_min": nan, "episode_reward_mean": nan}}
 
 
 @atexit.register

@@ -46,6 +46,8 @@ CQL_DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
         "postprocess_inputs": True,
         # 1.13's: no learning before this many rows are in the buffer.
         "learning_starts": 256,
+        # 1.13's: an iteration trains on at least this many rows (one batch of 256 does).
+        "min_train_timesteps_per_reporting": 100,
     },
     "CQL",
 ))
