@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from rlstack.trainers.common import keys_1x  # noqa: E402
-from rlstack.trainers.common.keys_1x import IMPLEMENTED, NO_EFFECT, REFUSED, RENAMED, STATUSES, KeyStatus  # noqa: E402
+from rlstack.trainers.common.keys_1x import IMPLEMENTED, NO_EFFECT, RENAMED, STATUSES, KeyStatus  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("rlstack_docs", ROOT / "docs" / "_hooks" / "rlstack_docs.py")
 rlstack_docs = importlib.util.module_from_spec(_spec)

@@ -13,7 +13,7 @@ from typing import Any
 
 from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
 from rlstack.trainers.pg.pg_policy import postprocess_returns
-from rlstack.trainers.pg.pg_config import PGConfig  # noqa: F401  (1.13's module path of PGConfig)
+from rlstack.trainers.pg.pg_config import PGConfig as PGConfig  # 1.13's module path of PGConfig
 from rlstack.trainers.common.trainer import Trainer
 
 # Classic RLlib 1.13 PG defaults, on top of COMMON_CONFIG (rollout_fragment_length 200,

@@ -17,7 +17,7 @@ from rlstack.policies.postprocessing import postprocess_advantages, standardize
 from rlstack.sample_batch import SampleBatch
 from rlstack.trainers.common.config import COMMON_CONFIG, DefaultConfig, merge_config, require_stochastic_sampling
 from rlstack.trainers.common.trainer import Trainer
-from rlstack.trainers.ppo.ppo_config import PPOConfig  # noqa: F401  (1.13's module path of PPOConfig)
+from rlstack.trainers.ppo.ppo_config import PPOConfig as PPOConfig  # 1.13's module path of PPOConfig
 
 # Classic RLlib 1.x PPO defaults, on top of COMMON_CONFIG.
 DEFAULT_CONFIG: dict[str, Any] = DefaultConfig(merge_config(
