@@ -21,6 +21,8 @@ the game ROMs.
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 from collections import deque
 from typing import Any
 
@@ -28,6 +30,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlstack.errors import EnvError, pip_install
+
+logger = logging.getLogger(__name__)
 
 # The wrapper's settings (the classic values).
 NOOP_MAX = 30
@@ -254,14 +258,19 @@ def wrap_rllib_preprocessing(env: gym.Env, model_config: dict[str, Any] | None =
     Returns:
         ``env``, wrapped when one of the two applies.
 
-    Raises:
-        EnvError: If OpenCV is missing for a screen.
+    Without OpenCV (``rlstack-ray[atari]``) a screen is left as it is, with a warning:
+    an env that ran before this preprocessing existed keeps running.
     """
     space = env.observation_space
     if not isinstance(space, gym.spaces.Box):
         return env
     model_config = model_config or {}
     if tuple(space.shape) == SCREEN_SHAPE:
+        if importlib.util.find_spec("cv2") is None:
+            logger.warning("Observations of shape %s get RLlib 1.x's image preprocessing (resize to model.dim, "
+                           "grayscale, zero_mean), which needs OpenCV: %s. Leaving them as they are.",
+                           SCREEN_SHAPE, pip_install("atari"))
+            return env
         return PixelPreprocessing(env, dim=int(model_config.get("dim", 84)),
                                   grayscale=bool(model_config.get("grayscale", False)),
                                   zero_mean=bool(model_config.get("zero_mean", True)))

@@ -65,7 +65,7 @@ EXPLORATION_DEFAULTS: dict[str, Any] = {
 }
 # Each Q-learning exploration type's keys with classic RLlib 1.13's defaults.
 Q_EXPLORATION_DEFAULTS: dict[str, dict[str, Any]] = {
-    "EpsilonGreedy": EXPLORATION_DEFAULTS,
+    "EpsilonGreedy": dict(EXPLORATION_DEFAULTS),
     "PerWorkerEpsilonGreedy": {**EXPLORATION_DEFAULTS, "type": "PerWorkerEpsilonGreedy"},
     # 1.13's SoftQ rides on StochasticSampling, whose random_timesteps it accepts.
     "SoftQ": {"type": "SoftQ", "temperature": 1.0, "random_timesteps": 0},

@@ -122,9 +122,11 @@ def _record_learner_steps(trainer):
     """Wraps the learner policy's learn_on_batch: (batch id, SGD passes) of each call."""
     policy = trainer.get_policy()
     calls = []
+    kept = []  # every batch seen stays alive, so no two of them can share an id()
     learn = policy.learn_on_batch
 
     def recording(batch):
+        kept.append(batch)
         calls.append((id(batch), policy.minibatch_plan(batch.count)[1]))
         return learn(batch)
 

@@ -10,6 +10,7 @@ when the ring comes back to it.
 
 from __future__ import annotations
 
+import collections
 import queue
 from typing import Any
 
@@ -51,9 +52,8 @@ class MinibatchBuffer:
         self.timeout = float(timeout)
         self.num_passes = int(num_passes)
         self._passes_of_next = min(int(init_num_passes), self.num_passes)
-        self._items: list[Any] = [None] * self.size
-        self._passes_left = [0] * self.size
-        self._slot = 0
+        # The slot to serve is always at the left: [item, passes left], or None once spent.
+        self._ring: collections.deque[list[Any] | None] = collections.deque([None] * self.size)
 
     def get(self) -> tuple[Any, bool]:
         """The next item of the ring, taking a new one from ``inqueue`` into a spent slot.
@@ -66,15 +66,15 @@ class MinibatchBuffer:
             queue.Empty: If the slot needs a new item and none came within ``timeout``;
                 the ring stays where it was, so the next call tries the same slot.
         """
-        slot = self._slot
-        if not self._passes_left[slot]:
-            new = self.inqueue.get(timeout=self.timeout) if self.timeout > 0 else self.inqueue.get_nowait()
-            self._items[slot], self._passes_left[slot] = new, self._passes_of_next
+        entry = self._ring[0]
+        if entry is None:
+            # Taken before anything changes, so an empty queue leaves the ring as it was.
+            fresh = self.inqueue.get(timeout=self.timeout) if self.timeout > 0 else self.inqueue.get_nowait()
+            entry = [fresh, self._passes_of_next]
             self._passes_of_next = min(self._passes_of_next + 1, self.num_passes)
-        item = self._items[slot]
-        self._passes_left[slot] -= 1
-        released = not self._passes_left[slot]
-        if released:
-            self._items[slot] = None  # no reference kept to a spent batch
-        self._slot = (slot + 1) % self.size
-        return item, released
+        entry[1] -= 1
+        released = entry[1] == 0
+        # A spent slot drops its item (no reference kept to a used batch); then the ring turns.
+        self._ring[0] = None if released else entry
+        self._ring.rotate(-1)
+        return entry[0], released
